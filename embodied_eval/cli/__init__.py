@@ -1,0 +1,1 @@
+"""The `embodied-eval` command line (typer + rich)."""

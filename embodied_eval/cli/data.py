@@ -1,0 +1,93 @@
+"""`embodied-eval import|export episodes|faults|incidents` and `embodied-eval protocol check`."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.interchange import (
+    episodes_from_frame,
+    episodes_to_frame,
+    faults_from_frame,
+    faults_to_frame,
+    read_table,
+    write_table,
+)
+from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.protocol import load_protocol
+
+
+class Kind(str, Enum):
+    episodes = "episodes"
+    faults = "faults"
+    incidents = "incidents"
+
+
+def import_file(
+    kind: Kind = typer.Argument(..., help="What the file holds: episodes, faults or incidents."),
+    file: Path = typer.Argument(..., help="A .csv or .parquet file."),
+    db: Path | None = DbOption,
+) -> None:
+    """Import a CSV/Parquet file into the store (all rows or none; re-importing is harmless)."""
+    if kind is Kind.incidents:
+        count = resolve(INCIDENT_LOG["import"])(db, file)
+        console.print(f"imported {count} incident(s) from {file}")
+        return
+    frame = read_table(file)
+    with open_store(db) as store:
+        if kind is Kind.episodes:
+            new, same = store.write_episodes(episodes_from_frame(frame))
+        else:
+            new, same = store.write_faults(faults_from_frame(frame))
+    console.print(f"imported {new} new {kind.value} from {file} ({same} already stored)")
+
+
+def export_file(
+    kind: Kind = typer.Argument(..., help="What to export: episodes, faults or incidents."),
+    out: Path = typer.Option(..., "--out", help="Output file; .csv or .parquet by extension."),
+    db: Path | None = DbOption,
+    window: str | None = typer.Option(None, "--window", help="Only this window id."),
+) -> None:
+    """Export from the store to CSV or Parquet (written atomically)."""
+    if kind is Kind.incidents:
+        count = resolve(INCIDENT_LOG["export"])(db, out, window)
+        console.print(f"exported {count} incident(s) to {out}")
+        return
+    with open_store(db, create=False) as store:
+        if kind is Kind.episodes:
+            frame = episodes_to_frame(store.episodes(window=window)).drop(columns=["success"])
+        else:
+            frame = faults_to_frame(store.faults(window=window))
+    digest = write_table(frame, out)
+    console.print(f"exported {len(frame)} {kind.value} to {out} (sha256 {digest[:12]}…)")
+
+
+protocol_app = typer.Typer(help="Check and inspect protocol files.", no_args_is_help=True)
+
+
+@protocol_app.command("check")
+def protocol_check(
+    file: Path = typer.Argument(..., help="Protocol TOML file."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Validate a protocol file and print its hash and battery."""
+    proto = load_protocol(file)
+    if as_json:
+        print_json({"protocol_hash": proto.protocol_hash, "protocol": proto.canonical()})
+        return
+    console.print(f"[bold]{proto.name}[/] v{proto.version}  window {proto.window_id}")
+    console.print(f"protocol_hash {proto.protocol_hash}")
+    for family, insts in proto.families.items():
+        console.print(
+            f"  {family}: {len(insts)} instances, q* = "
+            f"{', '.join(sorted({f'{i.target_quality:g}' for i in insts}))}"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_file)
+    app.command("export")(export_file)
+    app.add_typer(protocol_app, name="protocol")

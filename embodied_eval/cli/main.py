@@ -1,0 +1,94 @@
+"""Entry point of the `embodied-eval` console script.
+
+Each command group lives in its own module exposing `register(app)`; groups owned by the other
+packages (incidents, keys, twin, trial) are reached through `embodied_eval.plugins.CLI_GROUPS`.
+A user error (`EvalError`) prints one line and exits 2; anything else keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from embodied_eval import __version__
+from embodied_eval.errors import EvalError
+from embodied_eval.plugins import CLI_GROUPS, resolve
+
+#: Command modules of this package, each with `register(app: typer.Typer)`.
+COMMAND_MODULES = (
+    "embodied_eval.cli.data",
+    "embodied_eval.cli.plan",
+    "embodied_eval.cli.metrics",
+    "embodied_eval.cli.score",
+    "embodied_eval.cli.run",
+    "embodied_eval.cli.certify",
+)
+
+app = typer.Typer(
+    name="embodied-eval",
+    help="Paired sim/real evaluation of robot policies: reliability, safety, sim-to-real "
+    "agreement and AAI certification.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root() -> None:
+    """embodied-eval: run paired trials, log incidents, compute metrics, certify."""
+
+
+@app.command("version")
+def version() -> None:
+    """Print the embodied-eval version."""
+    typer.echo(__version__)
+
+
+def _module_exists(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def build_app() -> typer.Typer:
+    """Register every command group that is installed."""
+    for module_name in COMMAND_MODULES:
+        if _module_exists(module_name):
+            importlib.import_module(module_name).register(app)
+    for group, target in CLI_GROUPS.items():
+        if _module_exists(target.partition(":")[0]):
+            app.add_typer(resolve(target), name=group)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; user errors print one line to stderr and exit 2."""
+    cli = build_app()
+    try:
+        cli(args=argv, prog_name="embodied-eval", standalone_mode=False)
+    except EvalError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return 2
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        return 130
+    except SystemExit as exc:  # typer.Exit inside standalone_mode=False
+        return int(exc.code or 0)
+    except Exception as exc:
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            return int(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return 2
+        if isinstance(exc, click.exceptions.Abort):
+            typer.echo("aborted", err=True)
+            return 1
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

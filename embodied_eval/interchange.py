@@ -1,0 +1,263 @@
+"""CSV / Parquet interchange of episodes and faults (flat columns, documented in the README).
+
+Reading validates every row into a record first and raises one `EvalError` naming the row and the
+column, so an import is all-or-nothing. The format follows the file extension (`.csv`, `.parquet`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+
+from embodied_eval.canonical import atomic_write_bytes
+from embodied_eval.errors import EvalError
+from embodied_eval.records import Artifact, Episode, Fault
+
+#: Required flat columns of an episodes file, in order.
+EPISODE_COLUMNS = (
+    "episode_id",
+    "pair_id",
+    "side",
+    "family",
+    "task_id",
+    "seed",
+    "policy",
+    "engine",
+    "quality",
+    "target_quality",
+    "status",
+    "duration_s",
+    "interventions",
+    "energy_wh",
+    "attempt",
+    "started_at",
+)
+#: Optional columns: JSON text for dict/list fields, plain values for the rest.
+EPISODE_JSON_COLUMNS = ("drift", "randomization", "control", "cost", "artifacts")
+EPISODE_OPTIONAL_COLUMNS = (
+    *EPISODE_JSON_COLUMNS,
+    "qc",
+    "actions",
+    "plan_depth",
+    "status_reason",
+    "audited_success",
+    "window",
+    "protocol_hash",
+)
+FAULT_COLUMNS = ("episode_id", "kind", "recovered", "repair_s")
+
+_INT_COLUMNS = {"seed", "interventions", "attempt", "actions", "plan_depth"}
+_FLOAT_COLUMNS = {"quality", "target_quality", "duration_s", "energy_wh", "qc", "repair_s"}
+
+R = TypeVar("R")
+
+
+def _format_of(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    raise EvalError(
+        f"{str(path)!r}: unknown file type {suffix or '(none)'}; use .csv or .parquet", key="file"
+    )
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a DataFrame of raw values (CSV cells as text)."""
+    p = Path(path)
+    fmt = _format_of(p)
+    if not p.is_file():
+        raise EvalError(f"{str(p)!r} does not exist", key="file")
+    try:
+        if fmt == "csv":
+            return pd.read_csv(p, dtype=str, keep_default_na=False)
+        return pd.read_parquet(p)
+    except EvalError:
+        raise
+    except Exception as exc:  # pandas/pyarrow raise many types for malformed files
+        raise EvalError(f"{str(p)!r} could not be read as {fmt}: {exc}", key="file") from None
+
+
+def write_table(frame: pd.DataFrame, path: str | Path) -> str:
+    """Write a DataFrame as CSV or Parquet atomically; returns the file's sha256."""
+    p = Path(path)
+    fmt = _format_of(p)
+    if fmt == "csv":
+        data = frame.to_csv(index=False).encode("utf-8")
+    else:
+        import io
+
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        data = buffer.getvalue()
+    return atomic_write_bytes(p, data)
+
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and value.strip() == ""
+
+
+def _cell(value: Any, column: str, row: int) -> Any:
+    """Convert one raw cell to the record's type; raise EvalError naming row and column."""
+    where = f"row {row}, column {column!r}"
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # numpy scalar → Python
+    if column in _INT_COLUMNS:
+        try:
+            number = float(value)
+            if not math.isfinite(number) or not number.is_integer():
+                raise ValueError
+            return int(number)
+        except (TypeError, ValueError):
+            raise EvalError(
+                f"{where}: expected a whole number, got {value!r}", key=column
+            ) from None
+    if column in _FLOAT_COLUMNS:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise EvalError(f"{where}: expected a number, got {value!r}", key=column) from None
+        if not math.isfinite(number):
+            raise EvalError(f"{where}: expected a finite number, got {value!r}", key=column)
+        return number
+    if column in ("recovered", "audited_success", "success"):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "y", "t"):
+            return True
+        if text in ("0", "false", "no", "n", "f"):
+            return False
+        raise EvalError(f"{where}: expected true/false, got {value!r}", key=column)
+    if column in EPISODE_JSON_COLUMNS:
+        if isinstance(value, (dict, list)):
+            return value
+        try:
+            return json.loads(str(value))
+        except json.JSONDecodeError:
+            raise EvalError(f"{where}: expected JSON text, got {value!r}", key=column) from None
+    return str(value)
+
+
+def _rows(
+    frame: pd.DataFrame,
+    required: Sequence[str],
+    optional: Sequence[str],
+    build: Callable[[dict[str, Any]], R],
+    what: str,
+) -> list[R]:
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise EvalError(
+            f"{what} file is missing column(s) {', '.join(missing)} (required: "
+            f"{', '.join(required)})",
+            key=missing[0],
+        )
+    known = set(required) | set(optional)
+    extra = [c for c in frame.columns if c not in known]
+    if extra:
+        raise EvalError(
+            f"{what} file has unknown column(s) {', '.join(map(str, extra))}", key=str(extra[0])
+        )
+    out: list[R] = []
+    for i, raw in enumerate(frame.to_dict(orient="records"), start=2):
+        values: dict[str, Any] = {}
+        for column, value in raw.items():
+            column = str(column)
+            if _missing(value):
+                if column in required:
+                    raise EvalError(f"row {i}, column {column!r}: value is missing", key=column)
+                continue
+            values[column] = _cell(value, column, i)
+        try:
+            out.append(build(values))
+        except EvalError as exc:
+            raise EvalError(f"row {i}: {exc}", key=exc.key) from None
+    return out
+
+
+def _episode_from_flat(values: dict[str, Any]) -> Episode:
+    if "artifacts" in values:
+        values["artifacts"] = tuple(Artifact.from_dict(a) for a in values["artifacts"])
+    stated = values.pop("success", None)
+    episode = Episode(**values)
+    if stated is not None and stated != episode.success:
+        raise EvalError(
+            f"column 'success' says {stated} but z = 1{{q ≥ q*}} with status "
+            f"{episode.status!r} gives {episode.success} (success is derived; drop the column)",
+            key="success",
+        )
+    return episode
+
+
+def episodes_from_frame(frame: pd.DataFrame) -> list[Episode]:
+    """Validate every row of a flat episodes table (row numbers as in a CSV file, header = 1)."""
+    return _rows(
+        frame,
+        EPISODE_COLUMNS,
+        (*EPISODE_OPTIONAL_COLUMNS, "success"),
+        _episode_from_flat,
+        "episodes",
+    )
+
+
+def faults_from_frame(frame: pd.DataFrame) -> list[Fault]:
+    """Validate every row of a faults table (`episode_id, kind, recovered, repair_s`)."""
+
+    def build(values: dict[str, Any]) -> Fault:
+        return Fault(
+            kind=values["kind"],
+            recovered_autonomously=values["recovered"],
+            repair_s=values["repair_s"],
+            episode_id=values["episode_id"],
+        )
+
+    return _rows(frame, FAULT_COLUMNS, (), build, "faults")
+
+
+def episodes_to_frame(episodes: Iterable[Episode]) -> pd.DataFrame:
+    """Flat table of episodes: required columns, JSON text for dicts, plus qc and the rest."""
+    rows = []
+    for ep in episodes:
+        row: dict[str, Any] = {c: getattr(ep, c) for c in EPISODE_COLUMNS}
+        for c in EPISODE_JSON_COLUMNS:
+            value = getattr(ep, c)
+            if c == "artifacts":
+                value = [a.to_dict() for a in value]
+            else:
+                value = dict(value)
+            row[c] = json.dumps(value, sort_keys=True)
+        row["qc"] = ep.qc
+        row["actions"] = ep.actions
+        row["plan_depth"] = ep.plan_depth
+        row["status_reason"] = ep.status_reason
+        row["audited_success"] = ep.audited_success
+        row["window"] = ep.window
+        row["protocol_hash"] = ep.protocol_hash
+        row["success"] = ep.success
+        rows.append(row)
+    columns = [*EPISODE_COLUMNS, *EPISODE_OPTIONAL_COLUMNS, "success"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def faults_to_frame(faults: Iterable[Fault]) -> pd.DataFrame:
+    rows = [
+        {
+            "episode_id": f.episode_id,
+            "kind": f.kind,
+            "recovered": f.recovered_autonomously,
+            "repair_s": f.repair_s,
+        }
+        for f in faults
+    ]
+    return pd.DataFrame(rows, columns=list(FAULT_COLUMNS))

@@ -1,0 +1,73 @@
+"""Registries that let `embodied_eval` reach simulators, robots and the incident log.
+
+`embodied_eval` never imports `sim_suites`, `real_bridge` or `incident_logging` at module top
+level (they depend on it, not the other way round). It names what it needs as "module:attribute"
+strings here and resolves them when called, so a lab can register its own robot backend or sim
+engine without touching the harness.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from embodied_eval.errors import EvalError
+
+#: Sim engines by name: a callable running one episode (see `sim_suites.runner.run_episode`).
+SIM_ENGINES: dict[str, str] = {
+    "mujoco": "sim_suites.episode:run_episode",
+    "pybullet": "sim_suites.episode:run_episode",
+}
+
+#: Robot backends for the real side, by name.
+ROBOT_BACKENDS: dict[str, str] = {
+    "ros2": "real_bridge.ros2_backend:Ros2Backend",
+    "manual": "real_bridge.manual:ManualBackend",
+}
+
+#: Services provided by the incident log.
+INCIDENT_LOG: dict[str, str] = {
+    "open": "incident_logging.store:IncidentStore",
+    "import": "incident_logging.interchange:import_incidents_file",
+    "export": "incident_logging.interchange:export_incidents_file",
+    "window_incidents": "incident_logging.store:window_incidents",
+    "window_exposure": "incident_logging.store:window_exposure",
+    "ingest_safety_events": "incident_logging.ingest:ingest_safety_events",
+}
+
+#: Extra CLI command groups, by name: a `typer.Typer` each.
+CLI_GROUPS: dict[str, str] = {
+    "incidents": "incident_logging.cli:incidents_app",
+    "keys": "incident_logging.cli:keys_app",
+    "twin": "real_bridge.cli:twin_app",
+    "trial": "real_bridge.cli:trial_app",
+}
+
+
+def resolve(target: str) -> Any:
+    """Import "package.module:attribute" and return the attribute (EvalError if missing)."""
+    module_name, _, attr = target.partition(":")
+    if not module_name or not attr:
+        raise EvalError(f"{target!r}: expected 'package.module:attribute'", key="import_path")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise EvalError(
+            f"{target!r}: module {exc.name!r} is not installed or does not exist", key="import_path"
+        ) from None
+    try:
+        value = module
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except AttributeError:
+        raise EvalError(
+            f"{target!r}: {module_name} has no attribute {attr!r}", key="import_path"
+        ) from None
+    return value
+
+
+def lookup(registry: dict[str, str], name: str, what: str) -> Any:
+    """Resolve `name` in `registry`, with an error listing the known names."""
+    if name not in registry:
+        raise EvalError(f"unknown {what} {name!r} (known: {', '.join(sorted(registry))})", key=what)
+    return resolve(registry[name])

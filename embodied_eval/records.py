@@ -1,0 +1,406 @@
+"""The data contract: episodes, faults, incidents, exposure entries and artifacts.
+
+Every package exchanges these records. Each is a frozen dataclass that validates itself on
+construction (raising `EvalError` naming the field) and round-trips through plain JSON with
+`to_dict()` / `from_dict()`.
+
+Vocabulary (seed §3): an *episode* is one run of one policy on one (task t, seed s, drift δ) on one
+side (`sim` or `real`); a *pair* is a sim and a real episode on the same (t, s, δ) with the same
+policy. Success z = 1{q ≥ q*} and only when the episode ended `ok`: a safety stop or an
+out-of-bounds breach forces z = 0. Aborted and errored episodes are kept as records but are
+excluded from the metrics and counted separately.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, ClassVar, TypeVar
+
+from embodied_eval.errors import EvalError
+
+SIDES = ("sim", "real")
+ENGINES = ("mujoco", "pybullet", "ros2", "manual", "gymnasium", "external")
+STATUSES = ("ok", "safety_stop", "out_of_bounds", "aborted", "error")
+#: Statuses whose episodes count in the metrics (z is defined for them).
+SCORED_STATUSES = ("ok", "safety_stop", "out_of_bounds")
+SEVERITIES = ("near_miss", "minor", "major", "critical")
+INCIDENT_SOURCES = ("auto", "manual")
+
+T = TypeVar("T", bound="Record")
+
+
+def utc_now_iso() -> str:
+    """Current UTC time as an ISO-8601 string with a `Z` suffix (seconds resolution)."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def parse_utc(value: str, *, key: str) -> datetime:
+    """Parse an ISO-8601 timestamp; naive times are taken as UTC. Raises EvalError naming `key`."""
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise EvalError(
+            f"{key}: {value!r} is not an ISO-8601 time (e.g. 2026-11-22T14:05:00Z)", key=key
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed
+
+
+def severity_rank(severity: str) -> int:
+    """Order of severities: near_miss 0 < minor 1 < major 2 < critical 3."""
+    try:
+        return SEVERITIES.index(severity)
+    except ValueError:
+        raise EvalError(
+            f"severity: {severity!r} is not one of {', '.join(SEVERITIES)}", key="severity"
+        ) from None
+
+
+# --------------------------------------------------------------------------- field checks
+
+
+def _check_str(name: str, value: Any, *, allow_empty: bool = False) -> None:
+    if not isinstance(value, str):
+        raise EvalError(f"{name}: expected text, got {type(value).__name__}", key=name)
+    if not allow_empty and not value.strip():
+        raise EvalError(f"{name}: must not be empty", key=name)
+
+
+def _check_enum(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise EvalError(f"{name}: {value!r} is not one of {', '.join(allowed)}", key=name)
+
+
+def _check_number(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    integer: bool = False,
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EvalError(f"{name}: expected a number, got {value!r}", key=name)
+    if integer and not (isinstance(value, int) or float(value).is_integer()):
+        raise EvalError(f"{name}: expected a whole number, got {value!r}", key=name)
+    if not math.isfinite(float(value)):
+        raise EvalError(f"{name}: must be finite, got {value!r}", key=name)
+    if low is not None and value < low:
+        raise EvalError(f"{name}: {value!r} is below the minimum {low}", key=name)
+    if high is not None and value > high:
+        raise EvalError(f"{name}: {value!r} is above the maximum {high}", key=name)
+
+
+def _check_mapping(name: str, value: Any) -> None:
+    if not isinstance(value, Mapping):
+        raise EvalError(f"{name}: expected a JSON object, got {type(value).__name__}", key=name)
+    try:
+        json.dumps(dict(value), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise EvalError(
+            f"{name}: values must be plain JSON (finite numbers): {exc}", key=name
+        ) from None
+
+
+def _check_sha256(name: str, value: Any) -> None:
+    _check_str(name, value)
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise EvalError(f"{name}: expected a 64-character lowercase hex SHA-256", key=name)
+
+
+# --------------------------------------------------------------------------- base
+
+
+class Record:
+    """JSON round trip shared by all records: `to_dict()` / `from_dict()` / `to_json()`."""
+
+    #: Fields holding nested records, and their record class, for `from_dict`.
+    _nested: ClassVar[dict[str, type[Record]]] = {}
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.name in self._nested:
+                value = [item.to_dict() for item in value]
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
+        if not isinstance(data, Mapping):
+            raise EvalError(f"{cls.__name__}: expected a JSON object, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise EvalError(
+                f"{cls.__name__}: unknown field(s) {', '.join(unknown)}", key=unknown[0]
+            )
+        kwargs: dict[str, Any] = {}
+        for name, value in data.items():
+            nested = cls._nested.get(name)
+            if nested is not None:
+                if not isinstance(value, (list, tuple)):
+                    raise EvalError(f"{name}: expected a list", key=name)
+                value = tuple(nested.from_dict(item) for item in value)
+            kwargs[name] = value
+        try:
+            return cls(**kwargs)
+        except TypeError as exc:
+            raise EvalError(f"{cls.__name__}: {exc}") from None
+
+    @classmethod
+    def from_json(cls: type[T], text: str) -> T:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise EvalError(f"{cls.__name__}: not valid JSON ({exc})") from None
+        return cls.from_dict(data)
+
+    def replace(self: T, **changes: Any) -> T:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Artifact(Record):
+    """A file produced by an episode (recording, traceback, log), identified by its SHA-256."""
+
+    path: str
+    sha256: str
+    kind: str = ""
+    size_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_str("path", self.path)
+        _check_sha256("sha256", self.sha256)
+        _check_str("kind", self.kind, allow_empty=True)
+        if self.size_bytes is not None:
+            _check_number("size_bytes", self.size_bytes, low=0, integer=True)
+
+
+@dataclass(frozen=True)
+class Fault(Record):
+    """One fault during an episode (from the suite's recoverable-fault taxonomy).
+
+    `repair_s` is the time to repair/recover in seconds (0 when recovered autonomously at once).
+    """
+
+    kind: str
+    recovered_autonomously: bool
+    repair_s: float = 0.0
+    episode_id: str = ""
+    step: int | None = None
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        _check_str("kind", self.kind)
+        if not isinstance(self.recovered_autonomously, bool):
+            raise EvalError(
+                f"recovered_autonomously: expected true/false, got {self.recovered_autonomously!r}",
+                key="recovered_autonomously",
+            )
+        _check_number("repair_s", self.repair_s, low=0.0)
+        _check_str("episode_id", self.episode_id, allow_empty=True)
+        if self.step is not None:
+            _check_number("step", self.step, low=0, integer=True)
+        _check_str("detail", self.detail, allow_empty=True)
+
+
+@dataclass(frozen=True)
+class Episode(Record):
+    """One run of one policy on one (task, seed, drift) on one side.
+
+    Units: `duration_s` seconds of exposure, `energy_wh` watt-hours, `cost` itemized in the price
+    card's currency. `started_at` is ISO-8601 UTC.
+    """
+
+    _nested: ClassVar[dict[str, type[Record]]] = {"faults": Fault, "artifacts": Artifact}
+
+    episode_id: str
+    pair_id: str
+    side: str
+    family: str
+    task_id: str
+    seed: int
+    policy: str
+    engine: str
+    quality: float
+    target_quality: float
+    status: str = "ok"
+    duration_s: float = 0.0
+    drift: Mapping[str, Any] = field(default_factory=dict)
+    randomization: Mapping[str, Any] = field(default_factory=dict)
+    actions: int = 0
+    plan_depth: int = 0
+    interventions: int = 0
+    faults: tuple[Fault, ...] = ()
+    control: Mapping[str, Any] = field(default_factory=dict)
+    qc: float | None = None
+    energy_wh: float = 0.0
+    cost: Mapping[str, float] = field(default_factory=dict)
+    attempt: int = 1
+    started_at: str = "1970-01-01T00:00:00Z"
+    artifacts: tuple[Artifact, ...] = ()
+    status_reason: str = ""
+    audited_success: bool | None = None
+    window: str = ""
+    protocol_hash: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("episode_id", "pair_id", "family", "task_id", "policy"):
+            _check_str(name, getattr(self, name))
+        _check_enum("side", self.side, SIDES)
+        _check_str("engine", self.engine)
+        _check_number("seed", self.seed, integer=True)
+        _check_number("quality", self.quality, low=0.0, high=1.0)
+        _check_number("target_quality", self.target_quality, low=0.0, high=1.0)
+        _check_enum("status", self.status, STATUSES)
+        _check_number("duration_s", self.duration_s, low=0.0)
+        _check_mapping("drift", self.drift)
+        _check_mapping("randomization", self.randomization)
+        _check_mapping("control", self.control)
+        _check_mapping("cost", self.cost)
+        for key, amount in self.cost.items():
+            _check_number(f"cost.{key}", amount)
+        for name in ("actions", "plan_depth", "interventions"):
+            _check_number(name, getattr(self, name), low=0, integer=True)
+        _check_number("attempt", self.attempt, low=0, integer=True)
+        if self.qc is not None:
+            _check_number("qc", self.qc, low=0.0, high=1.0)
+        _check_number("energy_wh", self.energy_wh, low=0.0)
+        parse_utc(self.started_at, key="started_at")
+        if not isinstance(self.faults, tuple) or not all(isinstance(f, Fault) for f in self.faults):
+            raise EvalError("faults: expected a list of Fault records", key="faults")
+        if not isinstance(self.artifacts, tuple) or not all(
+            isinstance(a, Artifact) for a in self.artifacts
+        ):
+            raise EvalError("artifacts: expected a list of Artifact records", key="artifacts")
+        if self.audited_success is not None and not isinstance(self.audited_success, bool):
+            raise EvalError("audited_success: expected true/false or empty", key="audited_success")
+        _check_str("status_reason", self.status_reason, allow_empty=True)
+        # Normalize ints stored as floats (CSV) so equality and hashing are stable.
+        for name in ("seed", "actions", "plan_depth", "interventions", "attempt"):
+            object.__setattr__(self, name, int(getattr(self, name)))
+        for name in ("quality", "target_quality", "duration_s", "energy_wh"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+    @property
+    def success(self) -> bool:
+        """z = 1{q ≥ q*} when the episode ended `ok`; safety stops and breaches give z = 0."""
+        return self.status == "ok" and self.quality >= self.target_quality
+
+    @property
+    def scored(self) -> bool:
+        """True when the episode counts in the metrics (not aborted, not errored)."""
+        return self.status in SCORED_STATUSES
+
+    @property
+    def duration_h(self) -> float:
+        return self.duration_s / 3600.0
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["cost"] = {k: float(v) for k, v in self.cost.items()}
+        return out
+
+
+@dataclass(frozen=True)
+class Incident(Record):
+    """A safety incident as the data contract carries it between packages.
+
+    The incident log (`incident_logging`) keeps the full record with its hash chain, reviews and
+    amendments; this is what metrics and reports consume. `severity` is the severity that counts:
+    the signed final severity when reviewed, else the provisional one.
+    """
+
+    incident_id: str
+    occurred_at: str
+    severity: str
+    source: str = "manual"
+    episode_id: str | None = None
+    rule: str = ""
+    measurements: Mapping[str, Any] = field(default_factory=dict)
+    text: str = ""
+    side: str = "real"
+    counts_toward_window: bool = True
+    reviewed: bool = False
+    window: str = ""
+
+    def __post_init__(self) -> None:
+        _check_str("incident_id", self.incident_id)
+        parse_utc(self.occurred_at, key="occurred_at")
+        _check_enum("severity", self.severity, SEVERITIES)
+        _check_enum("source", self.source, INCIDENT_SOURCES)
+        if self.episode_id is not None:
+            _check_str("episode_id", self.episode_id)
+        _check_str("rule", self.rule, allow_empty=True)
+        _check_mapping("measurements", self.measurements)
+        _check_str("text", self.text, allow_empty=True)
+        _check_enum("side", self.side, SIDES)
+        for name in ("counts_toward_window", "reviewed"):
+            if not isinstance(getattr(self, name), bool):
+                raise EvalError(f"{name}: expected true/false", key=name)
+
+
+@dataclass(frozen=True)
+class ExposureEntry(Record):
+    """Exposure hours on the real robot: one period of operation in a window.
+
+    `how_measured` says where the hours come from (e.g. `episode_durations`, `robot_clock`,
+    `operator_log`). `blind` marks a period in which a safety detector was not watching.
+    """
+
+    entry_id: str
+    window: str
+    start: str
+    end: str
+    active_hours: float
+    how_measured: str
+    blind: bool = False
+    robot_id: str = ""
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("entry_id", "window", "how_measured"):
+            _check_str(name, getattr(self, name))
+        start = parse_utc(self.start, key="start")
+        end = parse_utc(self.end, key="end")
+        if end < start:
+            raise EvalError("end: the period ends before it starts", key="end")
+        _check_number("active_hours", self.active_hours, low=0.0)
+        span_h = (end - start).total_seconds() / 3600.0
+        if self.active_hours > span_h + 1e-9:
+            raise EvalError(
+                f"active_hours: {self.active_hours} h is longer than the period ({span_h:.3f} h)",
+                key="active_hours",
+            )
+        if not isinstance(self.blind, bool):
+            raise EvalError("blind: expected true/false", key="blind")
+
+
+def first_attempts(episodes: Iterable[Episode]) -> list[Episode]:
+    """Keep, per (pair_id, side), only the episode with the lowest attempt number.
+
+    Retries replay the same manifest entry; counting them would let retries inflate AR.
+    """
+    best: dict[tuple[str, str], Episode] = {}
+    for ep in episodes:
+        key = (ep.pair_id, ep.side)
+        if key not in best or ep.attempt < best[key].attempt:
+            best[key] = ep
+    return list(best.values())

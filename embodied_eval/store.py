@@ -1,0 +1,423 @@
+"""The embedded store: one SQLite file (WAL) holding episodes, faults, manifests and safety events.
+
+Writing an episode is one transaction and idempotent by `episode_id`: writing the same episode
+twice stores it once; writing a *different* episode under an existing id is an error. The schema is
+versioned per component (`schema_migrations`), so other packages (the incident log) keep their
+tables in the same file with their own migrations (`apply_migrations`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from embodied_eval.canonical import canonical_json
+from embodied_eval.errors import EvalError
+from embodied_eval.records import Episode, Fault, utc_now_iso
+
+DEFAULT_DB = "embodied-eval.db"
+DB_ENV_VAR = "EMBODIED_EVAL_DB"
+
+#: Migrations of the core tables, in order; index + 1 is the schema version.
+CORE_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE episodes (
+        episode_id    TEXT PRIMARY KEY,
+        pair_id       TEXT NOT NULL,
+        side          TEXT NOT NULL,
+        family        TEXT NOT NULL,
+        task_id       TEXT NOT NULL,
+        seed          INTEGER NOT NULL,
+        policy        TEXT NOT NULL,
+        engine        TEXT NOT NULL,
+        status        TEXT NOT NULL,
+        attempt       INTEGER NOT NULL,
+        window        TEXT NOT NULL,
+        protocol_hash TEXT NOT NULL,
+        started_at    TEXT NOT NULL,
+        record_json   TEXT NOT NULL,
+        written_at    TEXT NOT NULL
+    );
+    CREATE INDEX episodes_by_window ON episodes(window, side, family);
+    CREATE INDEX episodes_by_pair ON episodes(pair_id, side, attempt);
+    CREATE TABLE faults (
+        episode_id TEXT NOT NULL REFERENCES episodes(episode_id),
+        ordinal    INTEGER NOT NULL,
+        kind       TEXT NOT NULL,
+        recovered  INTEGER NOT NULL,
+        repair_s   REAL NOT NULL,
+        fault_json TEXT NOT NULL,
+        PRIMARY KEY (episode_id, ordinal)
+    );
+    CREATE TABLE safety_events (
+        episode_id  TEXT NOT NULL REFERENCES episodes(episode_id),
+        ordinal     INTEGER NOT NULL,
+        event_json  TEXT NOT NULL,
+        PRIMARY KEY (episode_id, ordinal)
+    );
+    CREATE TABLE manifests (
+        manifest_hash TEXT PRIMARY KEY,
+        protocol_hash TEXT NOT NULL,
+        window        TEXT NOT NULL,
+        manifest_json TEXT NOT NULL,
+        created_at    TEXT NOT NULL
+    );
+    """,
+)
+
+
+def default_db_path() -> Path:
+    """`$EMBODIED_EVAL_DB` if set, else `./embodied-eval.db`."""
+    return Path(os.environ.get(DB_ENV_VAR, DEFAULT_DB))
+
+
+def connect(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Connection:
+    """Open the SQLite file in WAL mode with a generous busy timeout (several writers OK)."""
+    p = Path(path)
+    if not create and not p.exists():
+        raise EvalError(
+            f"store {str(p)!r} does not exist (run a trial or import episodes first, or pass --db)",
+            key="db",
+        )
+    if create:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlite3.connect(str(p), timeout=60.0, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=60000")
+    except sqlite3.DatabaseError as exc:
+        raise EvalError(f"store {str(p)!r} is not a usable SQLite database: {exc}") from None
+    return conn
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (all or nothing)."""
+    for attempt in range(50):
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 49:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        conn.execute("COMMIT")
+
+
+def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> int:
+    """Bring `component`'s tables up to `len(migrations)`; returns the schema version.
+
+    Each migration runs in its own transaction together with its version bump, so a crash leaves
+    the schema at a consistent version.
+    """
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " component TEXT NOT NULL, version INTEGER NOT NULL, applied_at TEXT NOT NULL,"
+        " PRIMARY KEY (component, version))"
+    )
+    with transaction(conn):
+        row = conn.execute(
+            "SELECT MAX(version) FROM schema_migrations WHERE component = ?", (component,)
+        ).fetchone()
+    current = int(row[0] or 0)
+    if current > len(migrations):
+        raise EvalError(
+            f"store schema for {component} is version {current}, newer than this embodied-eval "
+            f"understands ({len(migrations)}); upgrade embodied-eval",
+            key="db",
+        )
+    for version in range(current + 1, len(migrations) + 1):
+        with transaction(conn):
+            again = conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE component = ? AND version = ?",
+                (component, version),
+            ).fetchone()
+            if again:  # another process migrated meanwhile
+                continue
+            for statement in migrations[version - 1].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations VALUES (?, ?, ?)",
+                (component, version, utc_now_iso()),
+            )
+    return len(migrations)
+
+
+def _episode_body(ep: Episode) -> str:
+    data = ep.to_dict()
+    data.pop("faults")
+    return canonical_json(data)
+
+
+class Store:
+    """Episodes, faults, safety events and manifests in one SQLite file.
+
+    Usable as a context manager. Safe to open from several processes at once (WAL).
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self.conn = connect(self.path, create=create)
+        self.schema_version = apply_migrations(self.conn, "core", CORE_MIGRATIONS)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ episodes
+
+    def write_episode(
+        self, episode: Episode, safety_events: Sequence[Mapping[str, Any]] = ()
+    ) -> bool:
+        """Store one episode with its faults and safety events in one transaction.
+
+        Returns True when stored, False when the identical episode was already there. Raises
+        `EvalError` when a different episode already has this `episode_id`.
+        """
+        with transaction(self.conn):
+            return self._write_episode_locked(episode, safety_events)
+
+    def write_episodes(self, episodes: Iterable[Episode]) -> tuple[int, int]:
+        """Store many episodes all-or-nothing; returns (new, already present)."""
+        new = same = 0
+        with transaction(self.conn):
+            for ep in episodes:
+                if self._write_episode_locked(ep, ()):
+                    new += 1
+                else:
+                    same += 1
+        return new, same
+
+    def _write_episode_locked(
+        self, episode: Episode, safety_events: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        body = _episode_body(episode)
+        row = self.conn.execute(
+            "SELECT record_json FROM episodes WHERE episode_id = ?", (episode.episode_id,)
+        ).fetchone()
+        events_json = [canonical_json(dict(ev)) for ev in safety_events]
+        if row is not None:
+            stored = self._load_episode(episode.episode_id, row[0])
+            if stored != episode:
+                raise EvalError(
+                    f"episode_id {episode.episode_id!r} is already stored with different "
+                    "contents; a retry must use a new attempt number and episode id",
+                    key="episode_id",
+                )
+            return False
+        self.conn.execute(
+            "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                episode.episode_id,
+                episode.pair_id,
+                episode.side,
+                episode.family,
+                episode.task_id,
+                episode.seed,
+                episode.policy,
+                episode.engine,
+                episode.status,
+                episode.attempt,
+                episode.window,
+                episode.protocol_hash,
+                episode.started_at,
+                body,
+                utc_now_iso(),
+            ),
+        )
+        for i, fault in enumerate(episode.faults):
+            self._insert_fault(episode.episode_id, i, fault)
+        for i, ev in enumerate(events_json):
+            self.conn.execute(
+                "INSERT INTO safety_events VALUES (?,?,?)", (episode.episode_id, i, ev)
+            )
+        return True
+
+    def _insert_fault(self, episode_id: str, ordinal: int, fault: Fault) -> None:
+        data = fault.to_dict()
+        data["episode_id"] = episode_id
+        self.conn.execute(
+            "INSERT INTO faults VALUES (?,?,?,?,?,?)",
+            (
+                episode_id,
+                ordinal,
+                fault.kind,
+                int(fault.recovered_autonomously),
+                fault.repair_s,
+                canonical_json(data),
+            ),
+        )
+
+    def write_faults(self, faults: Sequence[Fault]) -> tuple[int, int]:
+        """Attach faults (each naming its `episode_id`) to stored episodes, all-or-nothing.
+
+        Faults of one episode are keyed by their order in `faults`, so importing the same file
+        twice stores them once. Returns (new, already present).
+        """
+        new = same = 0
+        ordinals: dict[str, int] = {}
+        with transaction(self.conn):
+            for fault in faults:
+                if not fault.episode_id:
+                    raise EvalError("faults: every fault needs an episode_id", key="episode_id")
+                exists = self.conn.execute(
+                    "SELECT 1 FROM episodes WHERE episode_id = ?", (fault.episode_id,)
+                ).fetchone()
+                if not exists:
+                    raise EvalError(
+                        f"episode_id {fault.episode_id!r}: no such episode in the store "
+                        "(import the episodes first)",
+                        key="episode_id",
+                    )
+                ordinal = ordinals.get(fault.episode_id, 0)
+                ordinals[fault.episode_id] = ordinal + 1
+                row = self.conn.execute(
+                    "SELECT fault_json FROM faults WHERE episode_id = ? AND ordinal = ?",
+                    (fault.episode_id, ordinal),
+                ).fetchone()
+                if row is None:
+                    self._insert_fault(fault.episode_id, ordinal, fault)
+                    new += 1
+                elif Fault.from_json(row[0]) == fault:
+                    same += 1
+                else:
+                    raise EvalError(
+                        f"episode_id {fault.episode_id!r}: fault #{ordinal + 1} differs from the "
+                        "one already stored",
+                        key="episode_id",
+                    )
+        return new, same
+
+    def _load_episode(self, episode_id: str, body: str) -> Episode:
+        data = json.loads(body)
+        data["faults"] = [
+            json.loads(r[0])
+            for r in self.conn.execute(
+                "SELECT fault_json FROM faults WHERE episode_id = ? ORDER BY ordinal",
+                (episode_id,),
+            )
+        ]
+        return Episode.from_dict(data)
+
+    def get_episode(self, episode_id: str) -> Episode | None:
+        row = self.conn.execute(
+            "SELECT record_json FROM episodes WHERE episode_id = ?", (episode_id,)
+        ).fetchone()
+        return None if row is None else self._load_episode(episode_id, row[0])
+
+    def episode_ids(self) -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT episode_id FROM episodes")}
+
+    def episodes(
+        self,
+        *,
+        window: str | None = None,
+        protocol_hash: str | None = None,
+        side: str | None = None,
+        family: str | None = None,
+    ) -> list[Episode]:
+        """Episodes matching every filter given, ordered by (started_at, episode_id)."""
+        clauses, params = [], []
+        for column, value in (
+            ("window", window),
+            ("protocol_hash", protocol_hash),
+            ("side", side),
+            ("family", family),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = self.conn.execute(
+            f"SELECT episode_id, record_json FROM episodes {where} ORDER BY started_at, episode_id",
+            params,
+        ).fetchall()
+        return [self._load_episode(eid, body) for eid, body in rows]
+
+    def episodes_frame(self, **filters: str | None) -> pd.DataFrame:
+        """Episodes as a flat DataFrame (interchange columns, plus `success`)."""
+        from embodied_eval.interchange import episodes_to_frame
+
+        return episodes_to_frame(self.episodes(**filters))
+
+    def faults(self, *, window: str | None = None) -> list[Fault]:
+        sql = "SELECT f.fault_json FROM faults f JOIN episodes e USING (episode_id)"
+        params: list[str] = []
+        if window is not None:
+            sql += " WHERE e.window = ?"
+            params.append(window)
+        sql += " ORDER BY f.episode_id, f.ordinal"
+        return [Fault.from_json(r[0]) for r in self.conn.execute(sql, params)]
+
+    def safety_events(self, episode_id: str | None = None) -> list[dict[str, Any]]:
+        """Safety measurement events recorded with episodes, each with its `episode_id`."""
+        sql = "SELECT episode_id, ordinal, event_json FROM safety_events"
+        params: list[str] = []
+        if episode_id is not None:
+            sql += " WHERE episode_id = ?"
+            params.append(episode_id)
+        sql += " ORDER BY episode_id, ordinal"
+        out = []
+        for eid, ordinal, body in self.conn.execute(sql, params):
+            event = json.loads(body)
+            event.setdefault("episode_id", eid)
+            event["ordinal"] = ordinal
+            out.append(event)
+        return out
+
+    # ------------------------------------------------------------------ manifests
+
+    def write_manifest(
+        self, manifest_hash: str, protocol_hash: str, window: str, manifest: Any
+    ) -> bool:
+        """Escrow a manifest; idempotent by its hash. Returns True when newly stored."""
+        with transaction(self.conn):
+            row = self.conn.execute(
+                "SELECT 1 FROM manifests WHERE manifest_hash = ?", (manifest_hash,)
+            ).fetchone()
+            if row:
+                return False
+            self.conn.execute(
+                "INSERT INTO manifests VALUES (?,?,?,?,?)",
+                (manifest_hash, protocol_hash, window, canonical_json(manifest), utc_now_iso()),
+            )
+            return True
+
+    def manifest(self, manifest_hash: str) -> Any | None:
+        row = self.conn.execute(
+            "SELECT manifest_json FROM manifests WHERE manifest_hash = ?", (manifest_hash,)
+        ).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def manifests(self, *, protocol_hash: str | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT manifest_hash, protocol_hash, window, created_at FROM manifests"
+        params: list[str] = []
+        if protocol_hash is not None:
+            sql += " WHERE protocol_hash = ?"
+            params.append(protocol_hash)
+        return [
+            {"manifest_hash": h, "protocol_hash": p, "window": w, "created_at": c}
+            for h, p, w, c in self.conn.execute(sql + " ORDER BY created_at", params)
+        ]
