@@ -286,6 +286,20 @@ class Episode(Record):
         parse_utc(self.started_at, key="started_at")
         if not isinstance(self.faults, tuple) or not all(isinstance(f, Fault) for f in self.faults):
             raise EvalError("faults: expected a list of Fault records", key="faults")
+        for f in self.faults:
+            if f.episode_id not in ("", self.episode_id):
+                raise EvalError(
+                    f"faults: fault names episode {f.episode_id!r}, not {self.episode_id!r}",
+                    key="faults",
+                )
+        # A fault belongs to its episode: fill in the id so stored and built records compare equal.
+        object.__setattr__(
+            self,
+            "faults",
+            tuple(
+                f if f.episode_id else f.replace(episode_id=self.episode_id) for f in self.faults
+            ),
+        )
         if not isinstance(self.artifacts, tuple) or not all(
             isinstance(a, Artifact) for a in self.artifacts
         ):
