@@ -66,27 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors print one line to stderr and exit 2."""
     cli = build_app()
     try:
-        cli(args=argv, prog_name="embodied-eval", standalone_mode=False)
+        cli(args=argv, prog_name="embodied-eval")
     except EvalError as exc:
         typer.echo(f"error: {exc}", err=True)
-        return 2
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        return 130
-    except SystemExit as exc:  # typer.Exit inside standalone_mode=False
-        return int(exc.code or 0)
-    except Exception as exc:
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            return int(exc.exit_code)
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return 2
-        if isinstance(exc, click.exceptions.Abort):
-            typer.echo("aborted", err=True)
-            return 1
-        raise
+        return exc.exit_code
+    except SystemExit as exc:
+        if exc.code is None:
+            return 0
+        return exc.code if isinstance(exc.code, int) else 1
     return 0
 
 
