@@ -1,0 +1,496 @@
+"""Reading the sections of an evidence file (schema `embodied_eval/data/evidence.schema.json`)
+into the typed inputs of the scoring core. Every problem raises `EvalError` naming the JSON key
+path; field readers live in `evidence_fields`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.errors import EvalError
+from embodied_eval.gates import GateCheck, GateResult, Verdict
+from embodied_eval.scoring.calibration import (
+    AXES,
+    IDENTITY,
+    Anchors,
+    AxisScore,
+    axis_from_raw,
+    axis_from_value,
+)
+from embodied_eval.scoring.chc import ChcThresholds
+from embodied_eval.scoring.closures import ExpansionAudit, MaintenanceAudit
+from embodied_eval.scoring.evidence_fields import (
+    boolean,
+    estimate,
+    mapping,
+    number,
+    number_list,
+    string,
+    string_list,
+)
+from embodied_eval.scoring.links import LINKS
+from embodied_eval.scoring.superintelligence import SuperintelligenceEvidence, innovation_rate
+from embodied_eval.stats.estimate import Estimate
+
+SCHEMA_ID = "embodied-eval/evidence/1"
+
+TOP_KEYS = (
+    "schema", "subject", "profile", "anchors", "axes", "kappa", "closures", "chc", "tools",
+    "revision", "memory", "robotics", "aai5", "policy",
+)  # fmt: skip
+AXIS_KEYS = ("value", "raw", "L", "U", "replicates", "details")
+#: Axes whose raw statistic is a fraction in [0, 1] by definition; without published anchors φ is
+#: the identity clip for them. $ (tasks per currency unit) always needs anchors.
+UNIT_INTERVAL_AXES = ("A", "G", "P", "M", "T", "R", "S", "E", "W")
+POLICY_KEYS = (
+    "maintenance_alpha", "maintenance_days", "required_drifts", "expansion_kinds",
+    "expansion_epsilon", "kappa_days", "kappa_families_aai3", "persistence_days",
+    "min_tools_aai1", "tool_success_aai1", "require_chc",
+)  # fmt: skip
+
+
+def schema_path() -> Path:
+    """Path of the evidence JSON schema shipped with the package."""
+    return Path(str(resources.files("embodied_eval") / "data" / "evidence.schema.json"))
+
+
+# --- axes -------------------------------------------------------------------------------------
+
+
+def _anchors(
+    entry: Mapping[str, Any], published: Mapping[str, Any], axis: str, key: str
+) -> Anchors:
+    if "L" in entry or "U" in entry:
+        if "L" not in entry or "U" not in entry:
+            raise EvalError(
+                f"{key}: give both anchors L and U", key=f"{key}.{'U' if 'L' in entry else 'L'}"
+            )
+        lo, hi = number(entry["L"], f"{key}.L"), number(entry["U"], f"{key}.U")
+        if not lo < hi:
+            raise EvalError(f"{key}: anchors need L < U, got L={lo}, U={hi}", key=f"{key}.L")
+        return Anchors(lo, hi)
+    if axis in published:
+        pkey = f"anchors.{axis}"
+        pa = mapping(published[axis], pkey, ("L", "U"))
+        if "L" not in pa or "U" not in pa:
+            raise EvalError(f"{pkey}: give both L and U", key=pkey)
+        lo, hi = number(pa["L"], f"{pkey}.L"), number(pa["U"], f"{pkey}.U")
+        if not lo < hi:
+            raise EvalError(f"{pkey}: anchors need L < U, got L={lo}, U={hi}", key=f"{pkey}.L")
+        return Anchors(lo, hi)
+    if axis in UNIT_INTERVAL_AXES:
+        return IDENTITY
+    raise EvalError(
+        f"{key}: a raw {axis} needs anchors L and U (its unit is not [0, 1])", key=f"{key}.L"
+    )
+
+
+def axis_entry(axis: str, obj: Any, key: str, published: Mapping[str, Any]) -> AxisScore:
+    """One axis: {"value": x} (normalized) or {"raw": x̂, "L", "U"} (calibrated by eq. (1))."""
+    entry = mapping(obj, key, AXIS_KEYS)
+    has_raw, has_value = "raw" in entry, "value" in entry
+    if has_raw == has_value:
+        raise EvalError(f"{key}: give exactly one of raw (with anchors L, U) or value", key=key)
+    details = dict(mapping(entry.get("details", {}), f"{key}.details"))
+    reps = None
+    if "replicates" in entry:
+        reps = np.array(number_list(entry["replicates"], f"{key}.replicates"))
+    if has_value:
+        if "L" in entry or "U" in entry:
+            raise EvalError(
+                f"{key}: anchors L, U apply to raw, not to an already normalized value",
+                key=f"{key}.L",
+            )
+        val = estimate(entry["value"], f"{key}.value", low=0.0, high=1.0)
+        if reps is not None and np.any((reps < 0) | (reps > 1)):
+            raise EvalError(
+                f"{key}.replicates: normalized replicates must lie in [0, 1]",
+                key=f"{key}.replicates",
+            )
+        return axis_from_value(axis, val, breakdown=details, replicates=reps)
+    anchors = _anchors(entry, published, axis, key)
+    raw = estimate(entry["raw"], f"{key}.raw")
+    return axis_from_raw(axis, raw, anchors, breakdown=details, raw_replicates=reps)
+
+
+def read_axes(evidence: Mapping[str, Any]) -> dict[str, AxisScore]:
+    """All axes of `evidence["axes"]` (and E from `robotics.E`)."""
+    published = mapping(evidence.get("anchors", {}), "anchors", AXES)
+    axes_obj = mapping(evidence.get("axes", {}), "axes", AXES)
+    out = {x: axis_entry(x, axes_obj[x], f"axes.{x}", published) for x in AXES if x in axes_obj}
+    robotics = mapping(evidence.get("robotics", {}), "robotics", ("E", "gates"))
+    if "E" in robotics:
+        if "E" in out:
+            raise EvalError(
+                "robotics.E: E is given twice (also in axes.E); give it once", key="robotics.E"
+            )
+        out["E"] = axis_entry("E", robotics["E"], "robotics.E", published)
+    return out
+
+
+# --- κ ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """A checkpoint series (t_j days, R_j cumulative resources, C_j capability)."""
+
+    times: np.ndarray
+    resources: np.ndarray
+    capability: np.ndarray
+
+    @property
+    def days(self) -> float:
+        return float(self.times.max() - self.times.min())
+
+
+def checkpoints(obj: Any, key: str) -> Checkpoints:
+    if not isinstance(obj, list) or len(obj) < 2:
+        raise EvalError(f"{key}: expected a list of at least two checkpoints", key=key)
+    rows = [mapping(c, f"{key}[{i}]", ("t", "R", "C")) for i, c in enumerate(obj)]
+    for i, r in enumerate(rows):
+        for k in ("t", "R", "C"):
+            if k not in r:
+                raise EvalError(f"{key}[{i}].{k}: missing", key=f"{key}[{i}].{k}")
+    t = np.array([number(r["t"], f"{key}[{i}].t") for i, r in enumerate(rows)])
+    big_r = np.array([number(r["R"], f"{key}[{i}].R", low=0.0) for i, r in enumerate(rows)])
+    c = np.array([number(r["C"], f"{key}[{i}].C", low=0.0, high=1.0) for i, r in enumerate(rows)])
+    order = np.argsort(t, kind="stable")
+    t, big_r, c = t[order], big_r[order], c[order]
+    if np.any(np.diff(big_r) < 0):
+        raise EvalError(
+            f"{key}: cumulative resources R must not decrease over time", key=f"{key}.R"
+        )
+    return Checkpoints(t, big_r, c)
+
+
+@dataclass(frozen=True)
+class KappaEvidence:
+    """κ section: κ*, estimator, per-family series or pre-computed κ̂, an overall series."""
+
+    kappa_star: float | None = None
+    method: str = "theil-sen"
+    link: str = "logit"
+    families: dict[str, Checkpoints | tuple[Estimate, float | None]] = field(default_factory=dict)
+    overall: Checkpoints | None = None
+
+
+def read_kappa(obj: Any) -> KappaEvidence:
+    m = mapping(obj, "kappa", ("kappa_star", "method", "link", "families", "checkpoints"))
+    star = None if "kappa_star" not in m else number(m["kappa_star"], "kappa.kappa_star", low=0.0)
+    if star is not None and star <= 0:
+        raise EvalError("kappa.kappa_star: κ* must be positive", key="kappa.kappa_star")
+    method = m.get("method", "theil-sen")
+    if method not in ("theil-sen", "ols", "finite-differences"):
+        raise EvalError(
+            f"kappa.method: {method!r} is not theil-sen, ols or finite-differences",
+            key="kappa.method",
+        )
+    link = m.get("link", "logit")
+    if link not in LINKS:
+        raise EvalError(f"kappa.link: {link!r} is not one of {', '.join(LINKS)}", key="kappa.link")
+    fams: dict[str, Checkpoints | tuple[Estimate, float | None]] = {}
+    for name, f in mapping(m.get("families", {}), "kappa.families").items():
+        key = f"kappa.families.{name}"
+        fm = mapping(f, key, ("checkpoints", "kappa", "days"))
+        if ("checkpoints" in fm) == ("kappa" in fm):
+            raise EvalError(f"{key}: give checkpoints or a pre-computed kappa (with days)", key=key)
+        if "checkpoints" in fm:
+            fams[name] = checkpoints(fm["checkpoints"], f"{key}.checkpoints")
+        else:
+            days = None if "days" not in fm else number(fm["days"], f"{key}.days", low=0.0)
+            fams[name] = (estimate(fm["kappa"], f"{key}.kappa"), days)
+    overall = None if "checkpoints" not in m else checkpoints(m["checkpoints"], "kappa.checkpoints")
+    return KappaEvidence(star, method, link, fams, overall)
+
+
+# --- closures ---------------------------------------------------------------------------------
+
+
+def read_maintenance(obj: Any, key: str) -> MaintenanceAudit:
+    m = mapping(obj, key, ("baseline", "checkpoints", "human_patches", "drifts"))
+    if "baseline" not in m or "checkpoints" not in m:
+        raise EvalError(f"{key}: needs baseline and checkpoints", key=key)
+    cps = m["checkpoints"]
+    if not isinstance(cps, list) or not cps:
+        raise EvalError(f"{key}.checkpoints: expected a non-empty list", key=f"{key}.checkpoints")
+    days, indices = [], []
+    for i, c in enumerate(cps):
+        ck = f"{key}.checkpoints[{i}]"
+        cm = mapping(c, ck, ("day", "index"))
+        if "day" not in cm or "index" not in cm:
+            raise EvalError(f"{ck}: needs day and index", key=ck)
+        days.append(number(cm["day"], f"{ck}.day", low=0.0))
+        indices.append(estimate(cm["index"], f"{ck}.index", low=0.0, high=1.0))
+    patches = None
+    if "human_patches" in m:
+        p = m["human_patches"]
+        if isinstance(p, bool) or not isinstance(p, int) or p < 0:
+            raise EvalError(
+                f"{key}.human_patches: expected a non-negative integer", key=f"{key}.human_patches"
+            )
+        patches = p
+    drifts = string_list(m.get("drifts", []), f"{key}.drifts")
+    return MaintenanceAudit(
+        estimate(m["baseline"], f"{key}.baseline", low=0.0, high=1.0),
+        days,
+        indices,
+        patches,
+        drifts,
+    )
+
+
+def read_expansion(obj: Any, key: str) -> ExpansionAudit:
+    parts = ("pre", "post", "ablated", "control_pre", "control_post")
+    m = mapping(obj, key, ("name", "kind", *parts, "matched", "gain"))
+    for p in ("name", *parts):
+        if p not in m:
+            raise EvalError(f"{key}.{p}: missing", key=f"{key}.{p}")
+    vals = {p: estimate(m[p], f"{key}.{p}", low=0.0, high=1.0) for p in parts}
+    matched = None if "matched" not in m else boolean(m["matched"], f"{key}.matched")
+    gain = None if "gain" not in m else estimate(m["gain"], f"{key}.gain")
+    return ExpansionAudit(
+        string(m["name"], f"{key}.name"),
+        vals["pre"],
+        vals["post"],
+        vals["ablated"],
+        vals["control_pre"],
+        vals["control_post"],
+        matched,
+        string(m.get("kind", "tool"), f"{key}.kind"),
+        gain,
+    )
+
+
+def _audit_list(m: Mapping[str, Any], name: str) -> list[Any]:
+    items = m.get(name, [])
+    if not isinstance(items, list):
+        raise EvalError(f"closures.{name}: expected a list of audits", key=f"closures.{name}")
+    return items
+
+
+def read_closures(obj: Any) -> tuple[list[MaintenanceAudit], list[ExpansionAudit]]:
+    """Maintenance and expansion audits of `closures`."""
+    m = mapping(obj, "closures", ("maintenance", "expansion"))
+    maint = [
+        read_maintenance(a, f"closures.maintenance[{i}]")
+        for i, a in enumerate(_audit_list(m, "maintenance"))
+    ]
+    expan = [
+        read_expansion(a, f"closures.expansion[{i}]")
+        for i, a in enumerate(_audit_list(m, "expansion"))
+    ]
+    return maint, expan
+
+
+# --- CHC, tools, robotics, AAI-5, policy ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChcEvidence:
+    vrp: Estimate | None = None
+    hallucination: Estimate | None = None
+    wm_span: Estimate | None = None
+    delayed_recall: Estimate | None = None
+    core: dict[str, float] | None = None
+    thresholds: ChcThresholds = field(default_factory=ChcThresholds)
+
+
+def read_chc(obj: Any) -> ChcEvidence:
+    keys = ("vrp_at_k", "hall_at_k", "k", "wm_span", "delayed_recall", "core", "thresholds")
+    m = mapping(obj, "chc", keys)
+    vrp = (
+        None if "vrp_at_k" not in m else estimate(m["vrp_at_k"], "chc.vrp_at_k", low=0.0, high=1.0)
+    )
+    hall = (
+        None
+        if "hall_at_k" not in m
+        else estimate(m["hall_at_k"], "chc.hall_at_k", low=0.0, high=1.0)
+    )
+    if hall is None and vrp is not None:
+        # Hall@k = 1 − VRP@k (eq. (33)): the bounds swap
+        assert vrp.value is not None
+        hall = Estimate(
+            1.0 - vrp.value,
+            None if vrp.high is None else 1.0 - vrp.high,
+            None if vrp.low is None else 1.0 - vrp.low,
+            vrp.level,
+            f"1 − VRP@k ({vrp.method})",
+            vrp.n,
+        )
+    wm = None if "wm_span" not in m else estimate(m["wm_span"], "chc.wm_span", low=0.0)
+    dr = (
+        None
+        if "delayed_recall" not in m
+        else estimate(m["delayed_recall"], "chc.delayed_recall", low=0.0, high=1.0)
+    )
+    core = None
+    if "core" in m:
+        cm = mapping(m["core"], "chc.core")
+        core = {k: number(v, f"chc.core.{k}", low=0.0, high=1.0) for k, v in cm.items()}
+    th = mapping(
+        m.get("thresholds", {}),
+        "chc.thresholds",
+        ("tau_v", "tau_h", "tau_w", "tau_ms", "gamma_core"),
+    )
+    thresholds = ChcThresholds(
+        vrp=number(th.get("tau_v", 0.85), "chc.thresholds.tau_v", low=0.0, high=1.0),
+        hallucination=number(th.get("tau_h", 0.05), "chc.thresholds.tau_h", low=0.0, high=1.0),
+        wm_span=None if "tau_w" not in th else number(th["tau_w"], "chc.thresholds.tau_w", low=0.0),
+        delayed_recall=None
+        if "tau_ms" not in th
+        else number(th["tau_ms"], "chc.thresholds.tau_ms", low=0.0, high=1.0),
+        core_min=None
+        if "gamma_core" not in th
+        else number(th["gamma_core"], "chc.thresholds.gamma_core", low=0.0),
+    )
+    return ChcEvidence(vrp, hall, wm, dr, core, thresholds)
+
+
+def read_gate_result(obj: Any, key: str) -> GateResult:
+    """A GateResult from its JSON form (`GateResult.to_json()`)."""
+    m = mapping(obj, key)
+    name = string(m.get("name"), f"{key}.name")
+    raw_checks = m.get("checks")
+    if not isinstance(raw_checks, list) or not raw_checks:
+        raise EvalError(f"{key}.checks: expected a non-empty list of checks", key=f"{key}.checks")
+    checks = []
+    verdicts = {v.value: v for v in Verdict}
+    for i, c in enumerate(raw_checks):
+        ck = f"{key}.checks[{i}]"
+        cm = mapping(c, ck)
+        verdict = cm.get("verdict")
+        if verdict not in verdicts:
+            raise EvalError(
+                f"{ck}.verdict: {verdict!r} is not one of {', '.join(verdicts)}",
+                key=f"{ck}.verdict",
+            )
+
+        def opt(k: str, ck: str = ck, cm: Mapping[str, Any] = cm) -> float | None:
+            return None if cm.get(k) is None else number(cm[k], f"{ck}.{k}")
+
+        remaining = mapping(cm.get("remaining", {}) or {}, f"{ck}.remaining")
+        checks.append(
+            GateCheck(
+                string(cm.get("name"), f"{ck}.name"),
+                verdicts[verdict],
+                opt("threshold"),
+                str(cm.get("comparison", ">=")),
+                opt("value"),
+                opt("bound"),
+                str(cm.get("detail", "")),
+                {k: number(v, f"{ck}.remaining.{k}") for k, v in remaining.items()},
+            )
+        )
+    result = GateResult(name, tuple(checks))
+    stated = m.get("verdict")
+    if stated is not None and stated != result.verdict.value:
+        raise EvalError(
+            f"{key}.verdict: {stated!r} disagrees with its checks ({result.verdict.value})",
+            key=f"{key}.verdict",
+        )
+    return result
+
+
+def read_robotics_gates(evidence: Mapping[str, Any]) -> list[GateResult]:
+    robotics = mapping(evidence.get("robotics", {}), "robotics", ("E", "gates"))
+    gates = robotics.get("gates", [])
+    if not isinstance(gates, list):
+        raise EvalError("robotics.gates: expected a list of gate results", key="robotics.gates")
+    return [read_gate_result(g, f"robotics.gates[{i}]") for i, g in enumerate(gates)]
+
+
+def read_tools(obj: Any) -> tuple[int | None, Estimate | None]:
+    m = mapping(obj, "tools", ("n_tools", "success_under_mild_shift"))
+    n = m.get("n_tools")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise EvalError("tools.n_tools: expected a non-negative integer", key="tools.n_tools")
+    succ = m.get("success_under_mild_shift")
+    return n, None if succ is None else estimate(
+        succ, "tools.success_under_mild_shift", low=0.0, high=1.0
+    )
+
+
+def read_aai5(obj: Any) -> SuperintelligenceEvidence:
+    keys = (
+        "margins",
+        "zeta",
+        "curvature",
+        "gamma",
+        "innovation",
+        "innovation_audited",
+        "capability_aai4",
+        "step",
+    )
+    m = mapping(obj, "aai5", keys)
+    margins = {
+        k: number(v, f"aai5.margins.{k}")
+        for k, v in mapping(m.get("margins", {}), "aai5.margins").items()
+    }
+    curv = {
+        k: estimate(v, f"aai5.curvature.{k}")
+        for k, v in mapping(m.get("curvature", {}), "aai5.curvature").items()
+    }
+    inn = m.get("innovation")
+    innovation = None
+    if isinstance(inn, Mapping):
+        im = mapping(
+            inn, "aai5.innovation", ("lambda_tool", "lambda_rev", "alpha_tool", "alpha_rev")
+        )
+        for k in ("lambda_tool", "lambda_rev", "alpha_tool", "alpha_rev"):
+            if k not in im:
+                raise EvalError(f"aai5.innovation.{k}: missing", key=f"aai5.innovation.{k}")
+        innovation = innovation_rate(
+            *(
+                number(im[k], f"aai5.innovation.{k}")
+                for k in ("lambda_tool", "lambda_rev", "alpha_tool", "alpha_rev")
+            )
+        )
+    elif inn is not None:
+        innovation = number(inn, "aai5.innovation", low=0.0, high=1.0)
+    step = mapping(m.get("step", {}), "aai5.step", ("delta", "link"))
+    link = step.get("link", "surprisal")
+    if link not in ("logit", "surprisal"):
+        raise EvalError(f"aai5.step.link: {link!r} is not logit or surprisal", key="aai5.step.link")
+    return SuperintelligenceEvidence(
+        margins=margins,
+        zeta=number(m.get("zeta", 2.0), "aai5.zeta", low=0.0),
+        curvatures=curv,
+        gamma=None if "gamma" not in m else number(m["gamma"], "aai5.gamma", low=0.0),
+        innovation=innovation,
+        innovation_audited=None
+        if "innovation_audited" not in m
+        else boolean(m["innovation_audited"], "aai5.innovation_audited"),
+        capability_aai4=None
+        if "capability_aai4" not in m
+        else number(m["capability_aai4"], "aai5.capability_aai4", low=0.0, high=1.0),
+        step_delta=None
+        if "delta" not in step
+        else number(step["delta"], "aai5.step.delta", low=0.0),
+        step_link=link,
+    )
+
+
+def read_policy(obj: Any) -> dict[str, Any]:
+    """Published overrides of the level policy (see `LevelPolicy`)."""
+    m = mapping(obj, "policy", POLICY_KEYS)
+    out: dict[str, Any] = {}
+    for k, v in m.items():
+        key = f"policy.{k}"
+        if k in ("required_drifts", "expansion_kinds"):
+            out[k] = string_list(v, key)
+        elif k == "require_chc":
+            out[k] = boolean(v, key)
+        elif k in ("kappa_families_aai3", "min_tools_aai1"):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise EvalError(f"{key}: expected a positive integer", key=key)
+            out[k] = v
+        else:
+            out[k] = number(v, key, low=0.0)
+    return out
