@@ -1,0 +1,227 @@
+"""`embodied-eval metrics`: the embodiment metrics of a window and the §7 robotics gates.
+
+    embodied-eval metrics [--db DB] [--protocol P] [--window W] [--policy NAME]
+                          [--evidence FILE] [--seed N] [--json]
+
+Episodes and faults come from the store; incidents and the exposure ledger from the incident log
+(if installed). Without `--protocol` the packaged example protocol is used; the window defaults
+to the protocol's, and episodes run under another protocol are refused.
+
+JSON output (`--json`, identical to `EmbodimentReport.to_json()`). Every *estimate* below is
+`{"value", "low", "high", "level", "method", "n"}` plus `"sided"` for one-sided bounds and
+`"note"` when there is something to say (e.g. "0 observed"); unbounded values (an MTBF with no
+failures) are `null` with a note. Intervals are two-sided at the protocol's confidence.
+
+    protocol            {"name", "hash"}
+    window              window id
+    policy              the evaluated policy (null when none ran on the real side)
+    valid               false when a counted critical incident invalidates the window
+    invalid_reason      why (null when valid)
+    exposure_hours      H, real exposure hours
+    exposure_source     "exposure_ledger" (non-blind ledger hours) or "episode_durations"
+    episodes            counts: real_counted, real_all, real_unscored, real_retries,
+                        sim_counted, pairs, real_unpaired, window_real, window_sim
+    AR                  estimate: first scored real attempts, cluster bootstrap over task instances
+    AR_sim              estimate: paired sim episodes (or sim reweighted to the real contexts)
+    AR_with_retries     estimate: pairs succeeding at any scored attempt (Wilson); never in E
+    S2R                 estimate + "mode" ("paired" | "reweighted" | "none"), "gap" (estimate of
+                        AR_sim − AR_real), "lower_bound" (one-sided estimate), "table" {a,b,c,d}
+    S2R_by_family       {family: same shape as S2R}
+    SS                  estimate (SS at the per-severity Garwood bounds)
+    rates_per_100h      {near_miss, minor, major, critical: estimate (Garwood exact)}
+    incidents           {"counts", "upper_bounds_per_100h", "sim": {"hours", "counts",
+                        "rates_per_100h"}, "blind_hours", "excluded", "incident_ids",
+                        "major_fail", "validity_reason"}
+    RA                  estimate (Clopper-Pearson) + "recovered", "faults",
+                        "by_kind": {kind: {"recovered", "faults", "rate": estimate}}
+    QC                  estimate (mean qc) + "by_task": {task: {n, mean, median, p10, p90, min,
+                        max, qc_tolerance}}, "episodes_without_qc"
+    PHYS                estimate ($_phys, tasks per currency unit) + "unit", "tasks_per_hour",
+                        "cost_per_hour", "cost_items_per_hour" {energy, wear, consumables,
+                        operator}, "cost_share", "currency", "successes", "episodes", "hours"
+    MTBF_h, MTTR_h, MTBSI_h   estimates in hours
+    E_raw, E            estimates: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê) (joint bootstrap)
+    gate_bounds         the one-sided bounds gates use: {"AR", "E", "RA", "S2R", "MTBSI_h",
+                        "rates_per_100h": {severity: estimate}}
+    gates               {"AAI-2", "AAI-3", "AAI-4": {"name", "verdict", "checks": [{"name",
+                        "verdict", "threshold", "comparison", "value", "bound", "detail",
+                        "remaining": {"trials" | "hours": number}}]}}; verdicts are "pass",
+                        "inconclusive", "fail" or "evidence_missing"
+    beyond              {"detector_correction", "baselines", "policy_agreement"} (null when the
+                        data does not allow them)
+    notes               list of sentences (exposure source, reweighting, warnings)
+
+`--evidence FILE` is a JSON object with any of "maintenance_closure", "expansion_closure",
+"delivery_attestation" (a verdict string or true/false) and "P", "W" (a number or an estimate
+object); absent items are evidence_missing.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.embodiment.loading import load_window
+from embodied_eval.embodiment.report import EmbodimentReport, compute_embodiment
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import example_protocol_path, load_protocol
+from embodied_eval.records import SEVERITIES
+from embodied_eval.stats import Estimate
+
+
+def _read_evidence(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise EvalError(f"--evidence: {str(path)!r} does not exist", key="evidence") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise EvalError(f"--evidence: {str(path)!r} is not JSON ({exc})", key="evidence") from None
+    if not isinstance(data, dict):
+        raise EvalError("--evidence: expected a JSON object", key="evidence")
+    return data
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "—"
+    if x == float("inf"):
+        return "∞"
+    return f"{x:.{digits}f}"
+
+
+def _row(table: Table, name: str, est: Estimate, digits: int = 3, extra: str = "") -> None:
+    if est.value is not None and est.n == 0 and "0 observed" in est.note:
+        value = f"0 observed (≤ {_num(est.high, digits)})"
+    else:
+        value = _num(est.value, digits)
+    interval = f"[{_num(est.low, digits)}, {_num(est.high, digits)}]"
+    method = est.method + (f" — {est.note}" if est.note else "") + extra
+    table.add_row(name, value, interval, method, str(est.n))
+
+
+def render(report: EmbodimentReport) -> None:
+    """Print the report as rich tables."""
+    s = report.safety
+    head = (
+        f"window {report.window} · policy {report.policy or '—'} · protocol "
+        f"{report.protocol_name} ({report.protocol_hash[:12]}…)"
+    )
+    console.print(head, markup=False)
+    if report.valid:
+        console.print("[green]window valid[/green]")
+    else:
+        console.print(f"[bold red]WINDOW INVALID[/bold red]: {report.invalid_reason}")
+    console.print(
+        f"exposure H = {s.exposure_h:.2f} h ({s.exposure_source}); "
+        f"{report.episodes['real_counted']} real episodes counted, "
+        f"{report.episodes['pairs']} pairs",
+        markup=False,
+    )
+    level = f"{report.ar.level * 100:g} %"
+    t = Table(title=f"Embodiment metrics ({level} intervals)")
+    for col in ("metric", "value", "interval", "method", "n"):
+        t.add_column(col, overflow="fold")
+    _row(t, "AR", report.ar)
+    _row(t, "AR_sim", report.ar_sim)
+    _row(t, "AR with retries", report.ar_with_retries)
+    _row(t, f"S2R ({report.transfer.mode})", report.transfer.s2r)
+    for fam, tr in report.transfer_by_family.items():
+        _row(t, f"  S2R {fam}", tr.s2r)
+    _row(t, "SS", s.ss)
+    for sev in SEVERITIES:
+        _row(t, f"  {sev} / 100 h", s.rates[sev], 3, f" (N = {s.counts[sev]})")
+    _row(t, "RA", report.recovery.overall)
+    for kind, v in report.recovery.by_kind.items():
+        _row(t, f"  RA {kind}", v["rate"], 3, f" ({v['recovered']}/{v['faults']})")
+    _row(t, "QC", report.qc.overall)
+    _row(t, f"$_phys (tasks/{report.phys.currency})", report.phys.value, 4)
+    _row(t, "MTBF (h)", report.mtbf, 1)
+    _row(t, "MTTR (h)", report.mttr, 3)
+    _row(t, "MTBSI (h)", s.mtbsi, 1)
+    _row(t, "Ê = (AR·SS·S2R)^(1/3)", report.embodiment.raw)
+    _row(t, "E = φ_E(Ê)", report.embodiment.score)
+    console.print(t)
+    if report.phys.cost_per_hour is not None:
+        items = ", ".join(f"{k} {v:.2f}" for k, v in report.phys.items_per_hour.items())
+        console.print(
+            f"$_phys: {_num(report.phys.tasks_per_hour, 2)} tasks/h ÷ "
+            f"{_num(report.phys.cost_per_hour, 2)} {report.phys.currency}/h ({items})",
+            markup=False,
+        )
+    g = Table(title="Robotics gates (§7), decided on one-sided bounds")
+    for col in ("gate", "check", "verdict", "value", "bound", "threshold", "remaining", "detail"):
+        g.add_column(col, overflow="fold")
+    for key, gate in report.gates.items():
+        g.add_row(key, "", f"[bold]{gate.verdict.value}[/bold]", "", "", "", "", gate.name)
+        for c in gate.checks:
+            remaining = ", ".join(f"{v:g} {k}" for k, v in c.remaining.items())
+            g.add_row(
+                "",
+                c.name,
+                c.verdict.value,
+                _num(c.value),
+                _num(c.bound),
+                _num(c.threshold),
+                remaining,
+                c.detail,
+            )
+    console.print(g)
+    for note in report.notes:
+        console.print(f"note: {note}", markup=False)
+
+
+def metrics(
+    db: Path | None = DbOption,
+    protocol: Path | None = typer.Option(
+        None, "--protocol", help="Protocol TOML (default: the packaged example protocol)."
+    ),
+    window: str | None = typer.Option(None, "--window", help="Window id (default: protocol's)."),
+    policy: str | None = typer.Option(
+        None, "--policy", help="Evaluated policy (default: the protocol's real policy)."
+    ),
+    evidence: Path | None = typer.Option(
+        None, "--evidence", help="JSON with closures, P, W and the delivery attestation."
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Bootstrap seed (default: derived from the protocol's base seed)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Embodiment metrics (AR, S2R, SS, RA, QC, $_phys, MTBF/MTTR/MTBSI, E) and the robotics
+    gates AAI-2..4 for one window."""
+    notes: list[str] = []
+    if protocol is None:
+        protocol = example_protocol_path()
+        notes.append("no --protocol given: using the packaged example protocol")
+    proto = load_protocol(protocol)
+    data = load_window(db, proto, window)
+    rng = np.random.default_rng(seed) if seed is not None else None
+    report = compute_embodiment(
+        data.episodes,
+        data.faults,
+        data.incidents,
+        data.exposure,
+        proto,
+        rng=rng,
+        evidence=_read_evidence(evidence),
+        policy=policy,
+        notes=[*notes, *data.notes],
+        window=window,
+    )
+    if as_json:
+        print_json(report.to_json())
+    else:
+        render(report)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `metrics` to the CLI."""
+    app.command("metrics")(metrics)

@@ -1,0 +1,87 @@
+"""Load a window's episodes, faults, incidents and exposure for the embodiment report.
+
+Episodes and faults come from the store. Incidents and the exposure ledger come from the incident
+log through `embodied_eval.plugins.INCIDENT_LOG` ("window_incidents", "window_exposure"),
+resolved at call time; when the incident log is not installed the window has no incidents and no
+ledger, and the notes say so.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from embodied_eval.errors import EvalError
+from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
+from embodied_eval.store import Store, default_db_path
+
+
+@dataclass(frozen=True)
+class WindowData:
+    """Everything `compute_embodiment` reads for one window."""
+
+    episodes: list[Episode]
+    faults: list[Fault]
+    incidents: list[Incident]
+    exposure: list[ExposureEntry]
+    notes: list[str] = field(default_factory=list)
+
+
+def _incident_log_installed() -> bool:
+    module = INCIDENT_LOG["window_incidents"].partition(":")[0]
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # the parent package itself is absent
+        return False
+
+
+def load_window(
+    db: str | os.PathLike[str] | None, protocol: Protocol, window: str | None = None
+) -> WindowData:
+    """Read one window from the store and the incident log.
+
+    Args:
+        db: the SQLite store (default: `$EMBODIED_EVAL_DB` or ./embodied-eval.db).
+        protocol: the protocol the window was run under (its hash is checked).
+        window: the window id (default: the protocol's).
+
+    Returns:
+        WindowData.
+
+    Raises:
+        EvalError: the store is missing, the window has no episodes, or its episodes were run
+            under another protocol.
+    """
+    path = Path(db) if db is not None else default_db_path()
+    window_id = window if window is not None else protocol.window_id
+    with Store(path, create=False) as store:
+        episodes = store.episodes(window=window_id)
+        faults = store.faults(window=window_id)
+    if not episodes:
+        raise EvalError(
+            f"window {window_id!r}: no episodes in store {str(path)!r} (run or import trials, or "
+            "pass --window)",
+            key="window",
+        )
+    foreign = sorted(
+        {e.protocol_hash for e in episodes if e.protocol_hash} - {protocol.protocol_hash}
+    )
+    if foreign:
+        raise EvalError(
+            f"window {window_id!r}: episodes were run under protocol hash {foreign[0][:12]}…, not "
+            f"{protocol.name!r} ({protocol.protocol_hash[:12]}…); pass that protocol with --protocol",
+            key="protocol",
+        )
+    notes: list[str] = []
+    incidents: list[Incident] = []
+    exposure: list[ExposureEntry] = []
+    if _incident_log_installed():
+        incidents = list(resolve(INCIDENT_LOG["window_incidents"])(path, window_id))
+        exposure = list(resolve(INCIDENT_LOG["window_exposure"])(path, window_id))
+    else:
+        notes.append("incident log not installed: no incidents counted and no exposure ledger read")
+    return WindowData(episodes, faults, incidents, exposure, notes)

@@ -1,0 +1,315 @@
+"""The embodiment report: every embodiment metric of a window, with intervals, and the §7 gates.
+
+`compute_embodiment` is the one entry point; `EmbodimentReport.to_json()` is the object that
+`embodied-eval metrics --json` prints and the certificate embeds (documented in
+`embodied_eval.cli.metrics`).
+
+Bounds: reported intervals are two-sided at the protocol's confidence; gates decide on one-sided
+bounds at the same confidence, listed under `gate_bounds`: AR exact Clopper–Pearson, RA exact
+Clopper–Pearson, S2R by TOST on Newcombe's paired interval, rates by Garwood, MTBSI by chi-square,
+E by the joint bootstrap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.canonical import sha256_hex
+from embodied_eval.embodiment.beyond import (
+    BaselineCalibration,
+    DetectorCorrection,
+    PolicyAgreement,
+    baseline_calibration,
+    detector_correction,
+    policy_agreement,
+)
+from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
+from embodied_eval.embodiment.gates import robotics_gates
+from embodied_eval.embodiment.reliability import (
+    RecoveryResult,
+    actuation_failures,
+    actuation_reliability,
+    actuation_reliability_bound,
+    actuation_reliability_with_retries,
+    mean_time_between_failures,
+    mean_time_to_repair,
+    paired_sim_success_rate,
+    real_faults,
+    recovery_autonomy,
+)
+from embodied_eval.embodiment.safety import DURATIONS, SafetySummary, summarize_safety
+from embodied_eval.embodiment.selection import EpisodeSets, select_episodes
+from embodied_eval.embodiment.throughput import (
+    ControlQuality,
+    PhysicalThroughput,
+    control_quality,
+    physical_throughput,
+)
+from embodied_eval.embodiment.transfer import (
+    PAIRED,
+    TransferResult,
+    transfer_by_family,
+    transfer_overall,
+)
+from embodied_eval.gates import GateResult
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import SEVERITIES, Episode, ExposureEntry, Fault, Incident
+from embodied_eval.stats import Estimate
+
+#: Label mixed into the protocol's base seed when no generator is passed (reproducible).
+RNG_LABEL = "embodiment-report"
+
+
+def default_rng(protocol: Protocol) -> np.random.Generator:
+    """The report's generator when none is passed: seeded from (base_seed, RNG_LABEL)."""
+    label = int(sha256_hex(RNG_LABEL.encode())[:16], 16)
+    return np.random.default_rng([protocol.base_seed, label])
+
+
+@dataclass(frozen=True)
+class EmbodimentReport:
+    """All embodiment metrics of one window for one evaluated policy (see module docstring)."""
+
+    protocol_name: str
+    protocol_hash: str
+    window: str
+    policy: str | None
+    episodes: dict[str, int]
+    ar: Estimate
+    ar_bound: Estimate
+    ar_sim: Estimate
+    ar_with_retries: Estimate
+    transfer: TransferResult
+    transfer_by_family: dict[str, TransferResult]
+    safety: SafetySummary
+    recovery: RecoveryResult
+    qc: ControlQuality
+    phys: PhysicalThroughput
+    mtbf: Estimate
+    mttr: Estimate
+    embodiment: EmbodimentEstimates
+    gates: dict[str, GateResult]
+    detector: DetectorCorrection | None = None
+    baselines: BaselineCalibration | None = None
+    agreement: PolicyAgreement | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return self.safety.validity.valid
+
+    @property
+    def invalid_reason(self) -> str | None:
+        return None if self.valid else self.safety.validity.reason
+
+    @property
+    def ss(self) -> Estimate:
+        return self.safety.ss
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON (the `metrics --json` object; see `embodied_eval.cli.metrics`)."""
+        s = self.safety
+        return {
+            "protocol": {"name": self.protocol_name, "hash": self.protocol_hash},
+            "window": self.window,
+            "policy": self.policy,
+            "valid": self.valid,
+            "invalid_reason": self.invalid_reason,
+            "exposure_hours": s.exposure_h,
+            "exposure_source": s.exposure_source,
+            "episodes": dict(self.episodes),
+            "AR": self.ar.to_json(),
+            "AR_sim": self.ar_sim.to_json(),
+            "AR_with_retries": self.ar_with_retries.to_json(),
+            "S2R": self.transfer.to_json(),
+            "S2R_by_family": {f: t.to_json() for f, t in self.transfer_by_family.items()},
+            "SS": s.ss.to_json(),
+            "rates_per_100h": {sev: s.rates[sev].to_json() for sev in SEVERITIES},
+            "incidents": s.to_json(),
+            "RA": self.recovery.to_json(),
+            "QC": self.qc.to_json(),
+            "PHYS": self.phys.to_json(),
+            "MTBF_h": self.mtbf.to_json(),
+            "MTTR_h": self.mttr.to_json(),
+            "MTBSI_h": s.mtbsi.to_json(),
+            "E_raw": self.embodiment.raw.to_json(),
+            "E": self.embodiment.score.to_json(),
+            "gate_bounds": {
+                "AR": self.ar_bound.to_json(),
+                "E": self.embodiment.bound.to_json(),
+                "RA": self.recovery.bound.to_json(),
+                "S2R": self.transfer.bound.to_json(),
+                "MTBSI_h": s.mtbsi_bound.to_json(),
+                "rates_per_100h": {sev: s.upper[sev].to_json() for sev in SEVERITIES},
+            },
+            "gates": {k: g.to_json() for k, g in self.gates.items()},
+            "beyond": {
+                "detector_correction": self.detector.to_json() if self.detector else None,
+                "baselines": self.baselines.to_json() if self.baselines else None,
+                "policy_agreement": self.agreement.to_json() if self.agreement else None,
+            },
+            "notes": list(self.notes),
+        }
+
+
+def _episode_counts(sets: EpisodeSets) -> dict[str, int]:
+    return {
+        "real_counted": len(sets.real),
+        "real_all": len(sets.real_all),
+        "real_unscored": sets.unscored_real,
+        "real_retries": sets.retries_real,
+        "sim_counted": len(sets.sim),
+        "pairs": len(sets.pairs),
+        "real_unpaired": sets.unpaired_real,
+        "window_real": len(sets.window_real),
+        "window_sim": len(sets.window_sim),
+    }
+
+
+def _ar_sim(
+    sets: EpisodeSets,
+    transfer: TransferResult,
+    rng: np.random.Generator,
+    resamples: int,
+    level: float,
+) -> Estimate:
+    """AR_sim: on the paired sim episodes (cluster bootstrap) or the reweighted sim rate."""
+    if transfer.mode == PAIRED:
+        return paired_sim_success_rate(sets, rng, resamples, level)
+    return transfer.ar_sim
+
+
+def _mtbf_hours(sets: EpisodeSets, safety: SafetySummary) -> tuple[float, str]:
+    """H for MTBF: the window's H when only the evaluated policy ran on the real side, else the
+    evaluated policy's own real episode hours (other policies' failures are not its failures)."""
+    if len(sets.real_all) == len(sets.window_real):
+        return safety.exposure_h, safety.exposure_source
+    return sum(e.duration_h for e in sets.real_all), "the evaluated policy's episode durations"
+
+
+def compute_embodiment(
+    episodes: Sequence[Episode],
+    faults: Sequence[Fault],
+    incidents: Sequence[Incident],
+    exposure: Sequence[ExposureEntry] | None,
+    protocol: Protocol,
+    *,
+    rng: np.random.Generator | None = None,
+    evidence: Mapping[str, Any] | None = None,
+    policy: str | None = None,
+    resamples: int | None = None,
+    notes: Sequence[str] = (),
+    window: str | None = None,
+) -> EmbodimentReport:
+    """Every embodiment metric of a window (seed §3.1 E, §7), with intervals and the §7 gates.
+
+    Args:
+        episodes: the window's episodes, both sides, every policy and attempt.
+        faults: extra fault records naming their episode (faults stored in the episodes are
+            used too; a fault present in both is counted once).
+        incidents: the window's incidents (both sides; only counted ones enter SS).
+        exposure: the window's exposure ledger, or None to use real episode durations.
+        protocol: the frozen protocol (confidence, resamples, weights, anchors, price card,
+            majors_allowed, baselines).
+        rng: generator for every bootstrap; default seeded from the protocol (`default_rng`).
+        evidence: scoring-core evidence for the gates (see `embodiment.gates.EVIDENCE_KEYS`).
+        policy: the evaluated policy (default: see `selection.choose_policy`).
+        resamples: bootstrap resamples (default: the protocol's `bootstrap_resamples`).
+        notes: notes from whoever loaded the data (e.g. "incident log not installed").
+        window: the window id reported (default: the protocol's).
+
+    Returns:
+        EmbodimentReport.
+    """
+    level = protocol.confidence
+    r = int(resamples if resamples is not None else protocol.bootstrap_resamples)
+    gen = rng if rng is not None else default_rng(protocol)
+    # One child generator per metric: adding a metric does not change the others' draws.
+    g_ar, g_sim, g_e, g_qc, g_phys, g_det, g_pol = gen.spawn(7)
+    notes = list(notes)
+
+    sets = select_episodes(episodes, protocol, policy)
+    if sets.policy is None:
+        notes.append("no real episode of a non-baseline policy: AR, S2R and E are undefined")
+    ar = actuation_reliability(sets, g_ar, r, level)
+    ar_bound = actuation_reliability_bound(sets, level)
+    ar_retries = actuation_reliability_with_retries(sets, level)
+    transfer = transfer_overall(sets, level)
+    by_family = transfer_by_family(sets, level)
+    if transfer.note:
+        notes.append(f"S2R: {transfer.note}")
+    ar_sim = _ar_sim(sets, transfer, g_sim, r, level)
+
+    safety = summarize_safety(sets, incidents, exposure, protocol)
+    if safety.exposure_source == DURATIONS:
+        notes.append("exposure H = summed real episode durations (no exposure ledger given)")
+    if safety.blind_h > 0:
+        notes.append(f"{safety.blind_h:g} blind ledger hour(s) excluded from H")
+    if not safety.validity.valid:
+        notes.append(safety.validity.reason)
+
+    fault_list, ignored = real_faults(sets, faults)
+    if ignored:
+        notes.append(f"{ignored} fault record(s) name no episode of this window: not counted")
+    recovery = recovery_autonomy(fault_list, level)
+    mttr = mean_time_to_repair(fault_list, level)
+    n_fail, causes = actuation_failures(sets.real_all)
+    mtbf_h, mtbf_source = _mtbf_hours(sets, safety)
+    mtbf = mean_time_between_failures(
+        n_fail, mtbf_h, level, hours_source=mtbf_source, causes_recorded=causes
+    )
+
+    qc = control_quality(sets.real, protocol, g_qc, r, level)
+    phys = physical_throughput(sets.real_all, protocol, g_phys, r, level)
+    emb = embodiment_estimates(
+        sets,
+        ar,
+        safety,
+        transfer,
+        weights=protocol.severity_weights,
+        anchors=(protocol.e_anchor_low, protocol.e_anchor_high),
+        rng=g_e,
+        resamples=r,
+        level=level,
+    )
+    gates = robotics_gates(
+        embodiment=emb,
+        recovery=recovery,
+        safety=safety,
+        transfer=transfer,
+        transfer_by_family=by_family,
+        level=level,
+        evidence=evidence,
+    )
+    baselines = baseline_calibration(sets.first_scored, protocol, sets.policy, level)
+    if baselines is not None:
+        notes.extend(f"baselines: {w}" for w in baselines.warnings)
+    return EmbodimentReport(
+        protocol_name=protocol.name,
+        protocol_hash=protocol.protocol_hash,
+        window=window if window is not None else protocol.window_id,
+        policy=sets.policy,
+        episodes=_episode_counts(sets),
+        ar=ar,
+        ar_bound=ar_bound,
+        ar_sim=ar_sim,
+        ar_with_retries=ar_retries,
+        transfer=transfer,
+        transfer_by_family=by_family,
+        safety=safety,
+        recovery=recovery,
+        qc=qc,
+        phys=phys,
+        mtbf=mtbf,
+        mttr=mttr,
+        embodiment=emb,
+        gates=gates,
+        detector=detector_correction(sets.real, g_det, r, level),
+        baselines=baselines,
+        agreement=policy_agreement(sets.first_scored, g_pol, r, level),
+        notes=notes,
+    )
