@@ -33,6 +33,7 @@ INCIDENT_LOG: dict[str, str] = {
     "window_incidents": "incident_logging.store:window_incidents",
     "window_exposure": "incident_logging.store:window_exposure",
     "ingest_safety_events": "incident_logging.ingest:ingest_safety_events",
+    "chain_rows": "incident_logging.chain:rows",
 }
 
 #: Extra CLI command groups, by name: a `typer.Typer` each.

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.errors import EvalError
@@ -108,13 +107,26 @@ class PriceCard:
 
 @dataclass(frozen=True)
 class StoppingRule:
-    """Anytime-valid stopping of the real side against an AR gate."""
+    """Anytime-valid stopping of the real side against an AR gate.
+
+    `p1` and `beta` are used by `method = "sprt"` only (H0: p = ar_threshold against H1: p = p1,
+    P(fail | p1) = beta); they enter the protocol hash only for that method.
+    """
 
     enabled: bool = False
     ar_threshold: float = 0.75
     method: str = "mixture"
     min_trials: int = 5
     max_trials: int = 400
+    p1: float | None = None
+    beta: float = 0.10
+
+    def canonical(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        if self.method != "sprt":
+            out.pop("p1")
+            out.pop("beta")
+        return out
 
 
 @dataclass(frozen=True)
@@ -461,9 +473,19 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         ),
         min_trials=stop.get("min_trials", int, 5, low=1),
         max_trials=stop.get("max_trials", int, 400, low=1),
+        p1=stop.get("p1", float, None, low=0.0, high=1.0),
+        beta=stop.get("beta", float, 0.10, low=0.0001, high=0.5),
     )
     if stopping.max_trials < stopping.min_trials:
         raise EvalError("stopping.max_trials: must be ≥ min_trials", key="stopping.max_trials")
+    if stopping.method == "sprt" and (
+        stopping.p1 is None or not stopping.ar_threshold < stopping.p1 < 1.0
+    ):
+        raise EvalError(
+            "stopping.p1: method = 'sprt' needs p1, the success rate that should pass, between "
+            "ar_threshold and 1 (e.g. 0.90)",
+            key="stopping.p1",
+        )
     stop.done()
 
     base = root.sub("baselines")
@@ -508,7 +530,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "price_card": dataclasses.asdict(price_card),
         "sim": {"engines": list(engines), "max_steps": max_steps, "policy": sim_policy},
         "real": {"backend": real_backend, "policy": real_policy, "robot_id": robot_id},
-        "stopping": dataclasses.asdict(stopping),
+        "stopping": stopping.canonical(),
         "baselines": dict(baselines),
     }
     return Protocol(

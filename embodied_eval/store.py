@@ -120,6 +120,22 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("COMMIT")
 
 
+def _sql_statements(script: str) -> list[str]:
+    """Split an SQL script into complete statements (a `;` inside CREATE TRIGGER ... END or a
+    string literal does not end a statement)."""
+    out: list[str] = []
+    pending = ""
+    for piece in script.split(";"):
+        pending += piece + ";"
+        if sqlite3.complete_statement(pending):
+            if pending.strip(" \t\r\n;"):
+                out.append(pending)
+            pending = ""
+    if pending.strip(" \t\r\n;"):
+        out.append(pending)
+    return out
+
+
 def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Sequence[str]) -> int:
     """Bring `component`'s tables up to `len(migrations)`; returns the schema version.
 
@@ -150,9 +166,8 @@ def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Seque
             ).fetchone()
             if again:  # another process migrated meanwhile
                 continue
-            for statement in migrations[version - 1].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
+            for statement in _sql_statements(migrations[version - 1]):
+                conn.execute(statement)
             conn.execute(
                 "INSERT INTO schema_migrations VALUES (?, ?, ?)",
                 (component, version, utc_now_iso()),

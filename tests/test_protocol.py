@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomllib
 
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import example_protocol_path, load_protocol, protocol_from_mapping

@@ -51,8 +51,16 @@ def _module_exists(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+_built = False
+
+
 def build_app() -> typer.Typer:
-    """Register every command group that is installed."""
+    """Register every command group that is installed (once per process: calling `main` many
+    times, as tests do, must not register the groups again and again)."""
+    global _built
+    if _built:
+        return app
+    _built = True
     for module_name in COMMAND_MODULES:
         if _module_exists(module_name):
             importlib.import_module(module_name).register(app)

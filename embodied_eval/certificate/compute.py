@@ -1,0 +1,185 @@
+"""The certificate's numbers: the embodiment report, the AAI score and the level, from the
+window's inputs, an evidence mapping and one RNG seed.
+
+The scoring core and the embodiment report each decide part of the robotics level: the §7 gates
+need P, W and the closures from the scoring core, and the level assignment needs E and the §7
+gates from the embodiment report. `compute_results` therefore runs
+
+1. the scoring core on the supplied evidence alone (no resampling) for P, W and the closures,
+2. the embodiment report with those as gate evidence,
+3. the scoring core again with E (raw Ê and the protocol's anchors) and the §7 gate results
+   merged into the evidence, under the robotics weights, to get the index and the level.
+
+Everything random comes from `numpy.random.default_rng(seed).spawn(2)` (embodiment, scoring), so
+`embodied-eval verify --db` recomputes the same numbers from the same store and seed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.certificate.inputs import WindowInputs
+from embodied_eval.embodiment import EmbodimentReport, compute_embodiment
+from embodied_eval.errors import EvalError
+from embodied_eval.gates import GateResult, Verdict
+from embodied_eval.runner.plan import derive_seed
+from embodied_eval.scoring import ScoreReport, score_evidence
+
+PROFILE = "robotics"
+#: The AAI level names used in the certificate.
+LEVEL_LABEL = "AAI-{}"
+#: Order in which closure audits are preferred when several were supplied.
+_PREFERENCE = {
+    Verdict.PASS: 0,
+    Verdict.INCONCLUSIVE: 1,
+    Verdict.EVIDENCE_MISSING: 2,
+    Verdict.FAIL: 3,
+}
+
+
+def default_seed(base_seed: int, window_id: str) -> int:
+    """The certificate's RNG seed when none is given: derived from the protocol's base seed."""
+    return derive_seed(base_seed, f"certify:{window_id}")
+
+
+def _refuse_supplied_embodiment(evidence: Mapping[str, Any]) -> None:
+    """E and the robotics gates come from the store, never from the evidence file."""
+    axes = evidence.get("axes")
+    if isinstance(axes, Mapping) and "E" in axes:
+        raise EvalError(
+            "evidence axes.E: certify computes E from the store's episodes and incidents; remove "
+            "axes.E from the evidence file",
+            key="axes.E",
+        )
+    if "robotics" in evidence:
+        raise EvalError(
+            "evidence robotics: certify computes E and the §7 gates from the store; remove the "
+            "robotics section from the evidence file",
+            key="robotics",
+        )
+
+
+def _best(results: list[GateResult]) -> GateResult | None:
+    """The most favourable of several audits of one closure (any passing audit suffices)."""
+    return min(results, key=lambda r: _PREFERENCE[r.verdict]) if results else None
+
+
+def gate_evidence(pre: ScoreReport) -> dict[str, Any]:
+    """What the §7 gates need from the scoring core: P, W (normalized, with intervals) and the
+    maintenance and expansion closures (best audit of each)."""
+    out: dict[str, Any] = {}
+    for axis in ("P", "W"):
+        if axis in pre.axes:
+            out[axis] = pre.axes[axis].value
+    for key, name in (("maintenance", "maintenance_closure"), ("expansion", "expansion_closure")):
+        best = _best(list(pre.closures.get(key, [])))
+        if best is not None:
+            out[name] = best
+    return out
+
+
+def embodiment_evidence(report: EmbodimentReport, protocol_anchors: tuple[float, float]) -> dict:
+    """The evidence `robotics` section: raw Ê with the protocol's anchors, and the §7 gates."""
+    section: dict[str, Any] = {"gates": [g.to_json() for g in report.gates.values()]}
+    raw = report.embodiment.raw
+    if raw.value is not None:
+        section["E"] = {
+            "raw": raw.to_json(),
+            "L": protocol_anchors[0],
+            "U": protocol_anchors[1],
+            "details": {"source": "embodiment report (joint bootstrap)"},
+        }
+    return section
+
+
+@dataclass(frozen=True)
+class Results:
+    """The computed part of a certificate.
+
+    Attributes:
+        seed: the RNG seed every bootstrap derives from.
+        embodiment: `EmbodimentReport.to_json()`.
+        score: `ScoreReport.to_json()` (robotics profile, E and §7 gates merged in).
+        level: {"level", "assigned", "procedure_level", "procedure_name", "capped", "reason"}.
+        report: the EmbodimentReport object (for the report's tables and plots).
+    """
+
+    seed: int
+    embodiment: dict[str, Any]
+    score: dict[str, Any]
+    level: dict[str, Any]
+    report: EmbodimentReport
+
+    def numbers(self) -> dict[str, Any]:
+        """What `verify --db` recomputes and compares."""
+        return {"embodiment": self.embodiment, "score": self.score, "level": self.level}
+
+
+def assign_certified_level(score: ScoreReport, report: EmbodimentReport) -> dict[str, Any]:
+    """The certified level: the level-assignment procedure's, capped at AAI-0 on an invalid
+    window (§7: a critical incident invalidates the window, so nothing is certified on it)."""
+    procedure = score.level
+    if report.valid:
+        level = procedure
+        reason = f"highest level whose gates all pass ({score.level_name})"
+    else:
+        level = 0
+        reason = (
+            f"{report.invalid_reason}; no level above AAI-0 is certified on an invalid window "
+            f"(the gates alone gave {LEVEL_LABEL.format(procedure)})"
+        )
+    return {
+        "level": level,
+        "assigned": LEVEL_LABEL.format(level),
+        "procedure_level": procedure,
+        "procedure_name": score.level_name,
+        "capped": level != procedure,
+        "reason": reason,
+    }
+
+
+def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, seed: int) -> Results:
+    """Compute the embodiment report, the AAI score and the certified level.
+
+    Args:
+        inputs: the window's data (see `gather_inputs`).
+        evidence: the software-only evidence (axes other than E, κ, closures, CHC, ...), or None.
+        seed: RNG seed; default_rng(seed).spawn(2) gives the embodiment and scoring streams.
+
+    Returns:
+        Results.
+    """
+    protocol = inputs.protocol
+    supplied = copy.deepcopy(dict(evidence or {}))
+    _refuse_supplied_embodiment(supplied)
+    g_embodiment, g_score = np.random.default_rng(seed).spawn(2)
+    level = protocol.confidence
+    resamples = protocol.bootstrap_resamples
+
+    pre = score_evidence(supplied, PROFILE, None, level=level, n_resamples=resamples)
+    report = compute_embodiment(
+        list(inputs.episodes),
+        list(inputs.faults),
+        list(inputs.incidents),
+        list(inputs.exposure),
+        protocol,
+        rng=g_embodiment,
+        evidence=gate_evidence(pre),
+    )
+    merged = dict(supplied)
+    merged["robotics"] = embodiment_evidence(
+        report, (protocol.e_anchor_low, protocol.e_anchor_high)
+    )
+    score = score_evidence(merged, PROFILE, g_score, level=level, n_resamples=resamples)
+    return Results(
+        seed=seed,
+        embodiment=report.to_json(),
+        score=score.to_json(),
+        level=assign_certified_level(score, report),
+        report=report,
+    )

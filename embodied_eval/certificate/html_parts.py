@@ -1,0 +1,148 @@
+"""HTML building blocks of the report: escaping, number and estimate formatting, tables,
+inline figures, the stylesheet and the images-loaded marker script.
+
+Every piece of text that reaches the page goes through `esc` (html.escape); the helpers return
+HTML that is safe to concatenate.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+#: Plot file stem → caption, in the order they appear in the report.
+PLOT_CAPTIONS = {
+    "success_by_family": "Sim vs real success per family (95 % intervals).",
+    "incident_rates": "Incident rates per 100 h with exact Poisson intervals.",
+    "reliability": "Cumulative incidents against cumulative exposure hours.",
+    "embodiment": "E and its parts with intervals.",
+    "frontier": "Delegability / quality frontier.",
+}
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:2em auto;
+max-width:1100px;color:#222;line-height:1.4;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;
+margin-top:2em}h3{margin-top:1.4em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.banner{padding:.7em 1em;border-radius:4px;margin:1em 0;font-weight:600}
+.valid{background:#e7f5ea;border:1px solid #55a868}.invalid{background:#fbe9ea;
+border:1px solid #c44e52}
+.verdict-pass{color:#2e7d32;font-weight:600}.verdict-fail{color:#c62828;font-weight:600}
+.verdict-inconclusive{color:#b26a00;font-weight:600}.verdict-evidence_missing{color:#666;
+font-weight:600}
+figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.9em;color:#555}code{font-size:.88em;word-break:break-all}
+nav a{margin-right:1em}.muted{color:#666}
+"""
+
+IMAGES_LOADED_SCRIPT = """
+(function(){
+  function check(){
+    var imgs=document.images, ok=0;
+    for(var i=0;i<imgs.length;i++){
+      if(imgs[i].complete && imgs[i].naturalWidth>0){ok++;}
+    }
+    if(ok===imgs.length){document.body.setAttribute('data-images-loaded', String(ok));}
+    else{setTimeout(check, 20);}
+  }
+  if(document.readyState==='complete'){check();}
+  else{window.addEventListener('load', check);}
+})();
+"""
+
+
+def esc(value: Any) -> str:
+    """Text for HTML: `None` as an em dash, everything else through `html.escape`."""
+    if value is None:
+        return "—"
+    return html.escape(str(value), quote=True)
+
+
+def fmt_number(value: Any, digits: int = 3) -> str:
+    """A number for a table cell (escaped); None → "—", inf → "∞", bools as yes/no."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return esc(value)
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "∞"
+        if math.isnan(value):
+            return "—"
+        if value.is_integer() and abs(value) < 1e15:
+            return esc(f"{int(value)}")
+        return esc(f"{value:.{digits}f}")
+    return esc(value)
+
+
+def fmt_estimate(est: Mapping[str, Any] | None, digits: int = 3) -> str:
+    """`0.750 [0.628, 0.842] (95 % Wilson, n=60)` for an estimate's JSON form (escaped)."""
+    if not isinstance(est, Mapping):
+        return "—"
+    value = est.get("value")
+    low, high = est.get("low"), est.get("high")
+    sided = est.get("sided", "two")
+    if value is None:
+        text = "—"
+    else:
+        text = f"{float(value):.{digits}f}"
+    lo = "—" if low is None else f"{float(low):.{digits}f}"
+    hi = (
+        "∞"
+        if high is None and sided == "lower"
+        else ("—" if high is None else f"{float(high):.{digits}f}")
+    )
+    if sided == "upper":
+        bounds = f"≤ {hi}"
+    elif sided == "lower":
+        bounds = f"≥ {lo}"
+    else:
+        bounds = f"[{lo}, {hi}]"
+    level = est.get("level")
+    pct = f"{float(level) * 100:g} % " if isinstance(level, (int, float)) else ""
+    method = est.get("method", "")
+    detail = f"{pct}{method}, n={est.get('n', 0)}"
+    note = est.get("note")
+    out = f"{text} {bounds} ({detail})"
+    if note:
+        out += f" — {note}"
+    return esc(out)
+
+
+def verdict_html(verdict: Any) -> str:
+    """A verdict word with its colour class."""
+    word = str(verdict or "evidence_missing")
+    return f'<span class="verdict-{esc(word)}">{esc(word.replace("_", " "))}</span>'
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, raw: bool = True) -> str:
+    """An HTML table. Cells are already-escaped HTML when `raw`, else escaped here."""
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = []
+    for row in rows:
+        cells = "".join(f"<td>{c if raw else esc(c)}</td>" for c in row)
+        body.append(f"<tr>{cells}</tr>")
+    if not body:
+        body.append(f'<tr><td colspan="{len(headers)}" class="muted">none</td></tr>')
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def figure(name: str, png: bytes | None) -> str:
+    """An <img> with the PNG inlined as a data URI, and its caption."""
+    if png is None:
+        return ""
+    data = base64.b64encode(png).decode("ascii")
+    caption = PLOT_CAPTIONS.get(name, name)
+    return (
+        f'<figure id="plot-{esc(name)}"><img alt="{esc(caption)}" '
+        f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)} '
+        f"(also <code>plots/{esc(name)}.png</code>)</figcaption></figure>"
+    )

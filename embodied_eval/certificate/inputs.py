@@ -1,0 +1,161 @@
+"""What a certificate is computed from: the window's episodes, faults, incidents, exposure,
+manifests and the incident log's integrity, gathered from the store in one place.
+
+The incident log is reached through `embodied_eval.plugins.INCIDENT_LOG` (resolved at call
+time). Gathering refuses — with the log's own one-line EvalError naming the first bad record —
+when the incident log's hash chain does not verify: no certificate is built on a tampered log.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from embodied_eval.canonical import canonical_hash
+from embodied_eval.errors import EvalError
+from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
+from embodied_eval.store import Store, default_db_path
+
+
+@dataclass(frozen=True)
+class WindowInputs:
+    """Everything the certificate's numbers are computed from, for one protocol window.
+
+    Attributes:
+        protocol: the validated protocol.
+        db_path: the store file.
+        episodes: episodes of the window under this protocol hash (every attempt).
+        faults: faults of those episodes.
+        incidents: the window's incidents (data contract; final severity when reviewed).
+        exposure: the window's exposure-ledger entries.
+        manifests: escrowed manifests of this protocol and window: {"manifest_hash",
+            "created_at", "manifest"} each.
+        amendments: amendment payloads of the window's incidents, in chain order.
+        reviews: signed review payloads of the window's incidents, in chain order.
+        chain: the incident log's integrity when read: head_hash, record_count, verification
+            (one line), signatures_checked, key_fingerprints, window_close (signed, or None),
+            signer_registration ({"holder", "role"} of the signer's key, or None).
+        threshold_tables: (version, hash) of the classification threshold tables used.
+    """
+
+    protocol: Protocol
+    db_path: Path
+    episodes: tuple[Episode, ...]
+    faults: tuple[Fault, ...]
+    incidents: tuple[Incident, ...]
+    exposure: tuple[ExposureEntry, ...]
+    manifests: tuple[dict[str, Any], ...]
+    amendments: tuple[dict[str, Any], ...]
+    reviews: tuple[dict[str, Any], ...]
+    chain: dict[str, Any]
+    threshold_tables: tuple[tuple[str, str], ...]
+
+    def episodes_digest(self) -> str:
+        """SHA-256 of the canonical JSON of the episodes (sorted by id): what was certified."""
+        return canonical_hash(
+            [ep.to_dict() for ep in sorted(self.episodes, key=lambda e: e.episode_id)]
+        )
+
+
+def _registration(log: Any, fingerprint: str | None) -> dict[str, Any] | None:
+    """The signer's key registration in the incident log (holder, role), or None."""
+    if fingerprint is None:
+        return None
+    try:
+        info = log.key_info(fingerprint)
+    except EvalError:
+        return None
+    return {"holder": info.get("holder"), "role": info.get("role")}
+
+
+def _incident_log_state(
+    db_path: Path, window: str, signer_fingerprint: str | None
+) -> tuple[dict[str, Any], list[Any]]:
+    """Verify the incident log (its EvalError names the first bad record when it does not) and
+    read the window's incident states (amendments and reviews applied), its signed close and
+    the signer's registration."""
+    open_log = resolve(INCIDENT_LOG["open"])
+    with open_log(db_path, create=False) as log:
+        report = log.require_verified()
+        count, head_hash = log.head()
+        states = list(log.states(window))
+        close = log.window_close(window)
+        registration = _registration(log, signer_fingerprint)
+    chain = {
+        "head_hash": str(head_hash),
+        "record_count": int(count),
+        "verification": str(report.summary()),
+        "signatures_checked": int(report.signatures_checked),
+        "key_fingerprints": [str(fp) for fp in report.key_fingerprints],
+        "window_close": None if close is None else dict(close),
+        "signer_registration": registration,
+    }
+    return chain, states
+
+
+def gather_inputs(
+    protocol: Protocol,
+    db: str | os.PathLike[str] | None,
+    *,
+    signer_fingerprint: str | None = None,
+) -> WindowInputs:
+    """Read the protocol window's data from the store and the incident log.
+
+    Args:
+        protocol: the protocol certified (its window id and hash select the episodes).
+        db: the store file (default: $EMBODIED_EVAL_DB or ./embodied-eval.db); must exist.
+        signer_fingerprint: the certificate signer's key; its registration in the incident log
+            (holder, role), if any, is read into `chain["signer_registration"]`.
+
+    Returns:
+        The window's inputs. Raises EvalError when the store is missing, holds no episode of
+        this protocol window, or the incident log does not verify.
+    """
+    db_path = Path(db) if db is not None else default_db_path()
+    with Store(db_path, create=False) as store:
+        episodes = store.episodes(window=protocol.window_id, protocol_hash=protocol.protocol_hash)
+        if not episodes:
+            raise EvalError(
+                f"the store {str(db_path)!r} holds no episode of window {protocol.window_id!r} "
+                f"under protocol hash {protocol.protocol_hash[:12]}… (run the trial or import "
+                "its episodes first)",
+                key="protocol",
+            )
+        ids = {ep.episode_id for ep in episodes}
+        faults = [f for f in store.faults(window=protocol.window_id) if f.episode_id in ids]
+        manifests = []
+        for row in store.manifests(protocol_hash=protocol.protocol_hash):
+            if row["window"] != protocol.window_id:
+                continue
+            manifests.append(
+                {
+                    "manifest_hash": row["manifest_hash"],
+                    "created_at": row["created_at"],
+                    "manifest": store.manifest(row["manifest_hash"]),
+                }
+            )
+    chain, states = _incident_log_state(db_path, protocol.window_id, signer_fingerprint)
+    incidents = resolve(INCIDENT_LOG["window_incidents"])(db_path, protocol.window_id)
+    exposure = resolve(INCIDENT_LOG["window_exposure"])(db_path, protocol.window_id)
+    amendments = [{"incident_id": s.incident_id, **dict(a)} for s in states for a in s.amendments]
+    reviews = [{"incident_id": s.incident_id, **dict(r)} for s in states for r in s.reviews]
+    tables = sorted(
+        {(s.current.threshold_version, s.current.threshold_hash) for s in states} - {("", "")}
+    )
+    return WindowInputs(
+        protocol=protocol,
+        db_path=db_path,
+        episodes=tuple(episodes),
+        faults=tuple(faults),
+        incidents=tuple(incidents),
+        exposure=tuple(exposure),
+        manifests=tuple(manifests),
+        amendments=tuple(amendments),
+        reviews=tuple(reviews),
+        chain=chain,
+        threshold_tables=tuple(tables),
+    )

@@ -1,0 +1,291 @@
+"""Issue a certificate (`embodied-eval certify`) and recompute one from the store
+(`embodied-eval verify --db`).
+
+Issuing: load the protocol, the signing key and the evidence; gather the window from the store
+(refused when the incident log does not verify); compute E, the score and the level; assemble the
+certificate; draw the plots; render the report; write and sign the bundle.
+
+Recomputing: from the bundle's own protocol file, evidence and RNG seed, gather the same window
+from the store and build the certificate again; every number must come out the same, the
+episodes must be the ones certified, and the incident log must still verify with the certified
+chain head as a prefix of today's chain.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from embodied_eval.canonical import canonical_json, sha256_hex
+from embodied_eval.certificate.assemble import build_certificate
+from embodied_eval.certificate.bundle import (
+    EVIDENCE_FILE,
+    PLOTS_DIR,
+    PROTOCOL_FILE,
+    REPORT_FILE,
+    write_bundle,
+)
+from embodied_eval.certificate.compute import compute_results, default_seed
+from embodied_eval.certificate.inputs import gather_inputs
+from embodied_eval.certificate.plots import certificate_plots
+from embodied_eval.certificate.report_html import render_report
+from embodied_eval.certificate.signing import (
+    load_private_key,
+    public_key_fingerprint,
+    public_key_pem,
+)
+from embodied_eval.certificate.verify import VerifiedBundle
+from embodied_eval.errors import EvalError
+from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.scoring import load_evidence
+
+#: Certificate entries that legitimately differ when recomputed later (when, by whom, with which
+#: build, what the log looks like now, which artifact files are on this disk).
+NOT_RECOMPUTED = (
+    "issued_at",
+    "signer",
+    "software",
+    "incidents.chain",
+    "window.closed",
+    "window.close",
+    "artifacts.rehashed_at_certification",
+    "artifacts.not_on_disk_at_certification",
+)
+
+
+@dataclass(frozen=True)
+class IssuedCertificate:
+    """A written bundle: its folder, the certificate and the signer's key fingerprint."""
+
+    path: Path
+    certificate: dict[str, Any]
+    key_fingerprint: str
+
+
+def _read_protocol(path: str | os.PathLike[str]) -> tuple[bytes, Any]:
+    import tomllib
+
+    p = Path(path)
+    if not p.is_file():
+        raise EvalError(f"protocol file {str(p)!r} does not exist", key="protocol")
+    data = p.read_bytes()
+    try:
+        mapping = tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise EvalError(f"protocol file {str(p)!r} is not valid UTF-8 TOML: {exc}") from None
+    return data, protocol_from_mapping(mapping)
+
+
+def _plain(value: Any) -> Any:
+    """The JSON form the certificate file holds (tuples → lists, keys → text)."""
+    return json.loads(canonical_json(value))
+
+
+def issue_certificate(
+    *,
+    protocol_path: str | os.PathLike[str],
+    db: str | os.PathLike[str] | None,
+    key_path: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    evidence_path: str | os.PathLike[str] | None = None,
+    passphrase: bytes | None = None,
+    seed: int | None = None,
+    overwrite: bool = False,
+) -> IssuedCertificate:
+    """Compute, assemble, render and sign a certificate bundle for the protocol's window.
+
+    Args:
+        protocol_path: the protocol TOML file (copied into the bundle).
+        db: the store (default: $EMBODIED_EVAL_DB or ./embodied-eval.db).
+        key_path: the signer's Ed25519 private key (PEM).
+        out: the bundle folder (absent or empty unless `overwrite`).
+        evidence_path: evidence JSON for the software-only axes and the resource card.
+        passphrase: the key's passphrase when encrypted.
+        seed: bootstrap RNG seed (default: derived from the protocol's base seed and window).
+        overwrite: replace a non-empty `out`.
+
+    Returns:
+        IssuedCertificate.
+    """
+    protocol_bytes, protocol = _read_protocol(protocol_path)
+    key = load_private_key(key_path, passphrase)
+    evidence = None
+    evidence_bytes = None
+    if evidence_path is not None:
+        evidence = load_evidence(Path(evidence_path))
+        evidence_bytes = Path(evidence_path).read_bytes()
+    public = key.public_key()
+    fingerprint = public_key_fingerprint(public)
+    inputs = gather_inputs(protocol, db, signer_fingerprint=fingerprint)
+    chosen_seed = seed if seed is not None else default_seed(protocol.base_seed, protocol.window_id)
+    results = compute_results(inputs, evidence, chosen_seed)
+    cert = _plain(
+        build_certificate(
+            inputs,
+            results,
+            protocol_file_sha256=sha256_hex(protocol_bytes),
+            evidence=evidence,
+            evidence_sha256=None if evidence_bytes is None else sha256_hex(evidence_bytes),
+            signer={
+                "key_fingerprint": fingerprint,
+                "public_key_pem": public_key_pem(public),
+                "registered_in_incident_log": inputs.chain.get("signer_registration"),
+            },
+        )
+    )
+    plots = certificate_plots(cert)
+    files: dict[str, bytes] = {
+        REPORT_FILE: render_report(cert, plots).encode("utf-8"),
+        PROTOCOL_FILE: protocol_bytes,
+    }
+    for name, png in plots.items():
+        files[f"{PLOTS_DIR}/{name}.png"] = png
+    if evidence_bytes is not None:
+        files[EVIDENCE_FILE] = evidence_bytes
+    written = write_bundle(out, cert, files, key, overwrite=overwrite)
+    return IssuedCertificate(written.path, cert, written.key_fingerprint)
+
+
+# --------------------------------------------------------------------------- recomputation
+
+
+def _drop(cert: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+    out = json.loads(json.dumps(cert))
+    for dotted in paths:
+        node = out
+        *parents, last = dotted.split(".")
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                break
+        if isinstance(node, dict):
+            node.pop(last, None)
+    return out
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-12)
+    return False
+
+
+def first_difference(a: Any, b: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first place (dotted path, sorted keys) where two JSON values differ, or None.
+
+    Numbers compare with a relative tolerance of 1e-9 (recomputation on another machine may
+    round the last digit differently); everything else must be equal.
+    """
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            sub = f"{path}.{key}" if path else str(key)
+            if key not in a or key not in b:
+                return sub, a.get(key), b.get(key)
+            found = first_difference(a[key], b[key], sub)
+            if found:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path} (length)", len(a), len(b)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = first_difference(x, y, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if a == b or _same_number(a, b):
+        return None
+    return path, a, b
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _check_chain_prefix(db: str | os.PathLike[str], chain: Mapping[str, Any]) -> None:
+    """The certified chain head must still be the record at the certified length."""
+    count = int(chain.get("record_count", 0))
+    head = str(chain.get("head_hash", ""))
+    open_log = resolve(INCIDENT_LOG["open"])
+    rows = resolve(INCIDENT_LOG["chain_rows"])
+    with open_log(db, create=False) as log:
+        log.require_verified()
+        now_count, _ = log.head()
+        if int(now_count) < count:
+            raise EvalError(
+                f"verification failed: incident log has {now_count} records, fewer than the "
+                f"{count} certified; records were removed",
+                key="incidents",
+            )
+        if count == 0:
+            return
+        found = rows(log.conn, "seq = ?", (count,))
+        if not found or found[0].hash != head:
+            raise EvalError(
+                f"verification failed: incident log record {count} no longer has the certified "
+                f"head hash {head[:16]}…; the log was rewritten after certification",
+                key="incidents",
+            )
+
+
+def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> None:
+    """Recompute a verified bundle's certificate from the store; EvalError at the first
+    difference (one line naming the number, its certified value and its value now).
+
+    Args:
+        verified: a bundle that passed `verify_bundle`.
+        db: the store the certificate was computed from.
+    """
+    cert = verified.certificate
+    root = verified.path
+    db_path = Path(db)
+    if not db_path.is_file():
+        raise EvalError(f"store {str(db_path)!r} does not exist", key="db")
+    protocol_bytes, protocol = _read_protocol(root / PROTOCOL_FILE)
+    if protocol.protocol_hash != cert.get("protocol", {}).get("hash"):
+        raise EvalError(
+            f"verification failed: {PROTOCOL_FILE}: hashes to {protocol.protocol_hash[:12]}…, "
+            "not the certified protocol hash",
+            key=PROTOCOL_FILE,
+        )
+    evidence = load_evidence(root / EVIDENCE_FILE) if cert.get("evidence") else None
+    seed = cert.get("rng", {}).get("seed")
+    if not isinstance(seed, int):
+        raise EvalError("verification failed: certificate.json: rng.seed is missing", key="rng")
+    _check_chain_prefix(db_path, cert.get("incidents", {}).get("chain", {}))
+    inputs = gather_inputs(protocol, db_path)
+    certified = cert.get("episodes", {})
+    if inputs.episodes_digest() != certified.get("digest"):
+        raise EvalError(
+            f"verification failed: the store's window {protocol.window_id!r} now holds "
+            f"{len(inputs.episodes)} episode(s) that differ from the {certified.get('count')} "
+            "certified (episodes digest changed)",
+            key="episodes",
+        )
+    results = compute_results(inputs, evidence, seed)
+    again = _plain(
+        build_certificate(
+            inputs,
+            results,
+            protocol_file_sha256=sha256_hex(protocol_bytes),
+            evidence=evidence,
+            evidence_sha256=cert.get("evidence", {}).get("sha256") if evidence else None,
+            signer=cert.get("signer", {}),
+        )
+    )
+    diff = first_difference(_drop(cert, NOT_RECOMPUTED), _drop(again, NOT_RECOMPUTED))
+    if diff is not None:
+        where, certified_value, now_value = diff
+        raise EvalError(
+            f"verification failed: certificate.json: {where} is {_short(certified_value)} but "
+            f"recomputes to {_short(now_value)} from the store",
+            key=where,
+        )

@@ -1,0 +1,474 @@
+"""The HTML report: one self-contained file rendered from a certificate and its plots.
+
+The report opens from disk with no network: the CSS is inline and every plot is embedded as a
+base64 `data:` URI (the same PNGs are also written beside it). It has one section per reader:
+`#technicians` (trials run vs planned, per-family success, what remains to run), `#safety`
+(incidents with margins, rates per 100 h with exact intervals, window validity, amendments,
+integrity of the incident log) and `#certification` (axis table, index, gates, level), plus
+`#integrity` (hashes, seeds, signer). Every piece of text goes through `html.escape`.
+
+A small inline script marks `<body data-images-loaded="N">` once all N images have decoded with a
+non-zero natural width, so a headless browser can confirm the report renders.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from embodied_eval.certificate.html_parts import (
+    CSS,
+    IMAGES_LOADED_SCRIPT,
+    esc,
+    figure,
+    fmt_estimate,
+    fmt_number,
+    table,
+    verdict_html,
+)
+from embodied_eval.records import SEVERITIES
+
+
+def _gate_rows(gate: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for check in gate.get("checks", []):
+        remaining = check.get("remaining") or {}
+        rem = ", ".join(f"{fmt_number(v, 1)} more {esc(k)}" for k, v in remaining.items())
+        rows.append(
+            [
+                esc(check.get("name")),
+                f"{esc(check.get('comparison', ''))} {fmt_number(check.get('threshold'))}",
+                fmt_number(check.get("value")),
+                fmt_number(check.get("bound")),
+                verdict_html(check.get("verdict")),
+                esc(check.get("detail", "")) + (f" — {rem}" if rem else ""),
+            ]
+        )
+    return rows
+
+
+def _measurements(measurements: Mapping[str, Any] | None) -> str:
+    if not measurements:
+        return '<span class="muted">—</span>'
+    items = []
+    for key in sorted(measurements):
+        value = measurements[key]
+        if isinstance(value, (dict, list)):
+            shown = esc(json.dumps(value, sort_keys=True))
+        else:
+            shown = fmt_number(value)
+        items.append(f"{esc(key)} = {shown}")
+    return "<br>".join(items)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _header(cert: Mapping[str, Any]) -> str:
+    protocol = cert.get("protocol", {})
+    window = cert.get("window", {})
+    level = cert.get("level", {})
+    valid = bool(window.get("valid"))
+    banner_class = "valid" if valid else "invalid"
+    banner = (
+        f"Window {esc(protocol.get('window', {}).get('id'))} is valid."
+        if valid
+        else f"Window {esc(protocol.get('window', {}).get('id'))} is INVALID: "
+        f"{esc(window.get('invalid_reason'))}"
+    )
+    return (
+        f"<h1>AAI certificate — {esc(protocol.get('name'))} v{esc(protocol.get('version'))}</h1>"
+        f'<p class="muted">robot {esc(protocol.get("robot_id"))}; window '
+        f"{esc(protocol.get('window', {}).get('start'))} to "
+        f"{esc(protocol.get('window', {}).get('end'))}; issued {esc(cert.get('issued_at'))}; "
+        f"embodied-eval {esc(cert.get('software', {}).get('version'))}</p>"
+        f'<div id="level" class="banner {banner_class}">Certified level: '
+        f"{esc(level.get('assigned'))}. {banner}</div>"
+        '<nav><a href="#technicians">Technicians</a><a href="#safety">Safety officers</a>'
+        '<a href="#certification">Certification</a><a href="#integrity">Integrity</a></nav>'
+    )
+
+
+def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
+    trials = cert.get("trials", {})
+    rows = []
+    for side in ("sim", "real"):
+        t = trials.get("by_side", {}).get(side, {})
+        rows.append(
+            [
+                esc(side),
+                fmt_number(t.get("planned")),
+                fmt_number(t.get("run")),
+                fmt_number(t.get("scored")),
+                fmt_number(t.get("aborted")),
+                fmt_number(t.get("error")),
+                fmt_number(t.get("retries")),
+            ]
+        )
+    fam_rows = []
+    for fam in trials.get("by_family", []):
+        fam_rows.append(
+            [
+                esc(fam.get("family")),
+                f"{fmt_number(fam.get('real_run'))} / {fmt_number(fam.get('real_planned'))}",
+                fmt_estimate(fam.get("sim")),
+                fmt_estimate(fam.get("real")),
+                fmt_estimate(fam.get("s2r")),
+            ]
+        )
+    engine_rows = [
+        [esc(engine), fmt_estimate(est)]
+        for engine, est in (trials.get("sim_by_engine") or {}).items()
+    ]
+    remaining = trials.get("remaining", [])
+    rem_rows = [
+        [
+            esc(r.get("gate")),
+            esc(r.get("check")),
+            verdict_html(r.get("verdict")),
+            fmt_number(r.get("trials"), 0),
+            fmt_number(r.get("hours"), 1),
+        ]
+        for r in remaining
+    ]
+    manifest_note = (
+        "Planned counts come from the escrowed manifest(s) "
+        + ", ".join(
+            f"<code>{esc(m.get('manifest_hash'))}</code>" for m in cert.get("manifests", [])
+        )
+        if cert.get("manifests")
+        else "No manifest is escrowed for this window: planned counts are unknown."
+    )
+    return (
+        '<section id="technicians"><h2>For technicians</h2>'
+        f"<p>Evaluated policy: <code>{esc(trials.get('evaluated_policy'))}</code>. Success "
+        f"intervals: {esc(trials.get('success_method'))}.</p>"
+        f"<h3>Trials run vs planned</h3><p>{manifest_note}.</p>"
+        + table(["side", "planned", "run", "scored", "aborted", "error", "retries"], rows)
+        + "<h3>Success per family</h3>"
+        + table(["family", "real run / planned", "sim success", "real success", "S2R"], fam_rows)
+        + figure("success_by_family", plots.get("success_by_family"))
+        + "<h3>Sim success per engine</h3>"
+        + table(["engine", "success"], engine_rows)
+        + "<h3>What remains to run</h3>"
+        + (
+            table(["gate", "check", "verdict", "more trials", "more hours"], rem_rows)
+            if rem_rows
+            else '<p class="muted">No gate check is waiting on more trials or hours.</p>'
+        )
+        + "</section>"
+    )
+
+
+def _margins(rules: Sequence[Mapping[str, Any]]) -> str:
+    """The rules that fired with measured value, limit and margin (measured − limit)."""
+    lines = []
+    for r in rules:
+        unit = f" {r.get('unit')}" if r.get("unit") else ""
+        text = f"{esc(r.get('rule'))} → {esc(str(r.get('severity', '')).replace('_', '-'))}"
+        if r.get("quantity"):
+            text += (
+                f": {esc(r.get('quantity'))} {fmt_number(r.get('measured'))}{esc(unit)} vs limit "
+                f"{fmt_number(r.get('limit'))}{esc(unit)} (margin "
+                f"{fmt_number(r.get('margin'))}{esc(unit)})"
+            )
+        lines.append(text)
+    return "<br>".join(lines) if lines else '<span class="muted">—</span>'
+
+
+def _safety(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
+    window = cert.get("window", {})
+    emb = cert.get("embodiment", {})
+    inc = cert.get("incidents", {})
+    counts = inc.get("counts", {})
+    rates = emb.get("rates_per_100h", {}) or {}
+    bounds = inc.get("zero_event_bounds", {}) or {}
+    rate_rows = [
+        [
+            esc(sev.replace("_", "-")),
+            fmt_number(counts.get(sev, 0)),
+            fmt_estimate(rates.get(sev)),
+            fmt_estimate(bounds.get(sev)) if sev in bounds else '<span class="muted">—</span>',
+        ]
+        for sev in SEVERITIES
+    ]
+    incident_rows = [
+        [
+            esc(i.get("incident_id")),
+            esc(i.get("occurred_at")),
+            esc(str(i.get("severity", "")).replace("_", "-")),
+            esc(i.get("side")),
+            esc(i.get("source")),
+            fmt_number(i.get("reviewed")),
+            fmt_number(i.get("counts_toward_window")),
+            _margins(i.get("rules_fired") or []),
+            _measurements(i.get("measurements")),
+            esc(i.get("text")),
+        ]
+        for i in inc.get("list", [])
+    ]
+    amendment_rows = [
+        [
+            esc(a.get("incident_id")),
+            esc(a.get("field")),
+            esc(a.get("old")),
+            esc(a.get("new")),
+            esc(a.get("reason")),
+            esc(a.get("author")),
+            esc(a.get("role")),
+            esc(a.get("at")),
+        ]
+        for a in inc.get("amendments", [])
+    ]
+    review_rows = [
+        [
+            esc(r.get("incident_id")),
+            esc(r.get("decision")),
+            esc(str(r.get("severity", "")).replace("_", "-")),
+            esc(r.get("reviewer")),
+            esc(r.get("role")),
+            esc(r.get("rationale")),
+            esc(r.get("at")),
+        ]
+        for r in inc.get("reviews", [])
+    ]
+    chain = inc.get("chain", {})
+    close = window.get("close")
+    valid = bool(window.get("valid"))
+    validity = (
+        '<div class="banner valid">Window valid: no counted critical incident.</div>'
+        if valid
+        else f'<div class="banner invalid">Window invalid: {esc(window.get("invalid_reason"))}'
+        "</div>"
+    )
+    how = ", ".join(str(h) for h in window.get("exposure_how_measured", [])) or esc(
+        window.get("exposure_source")
+    )
+    pending = inc.get("unreviewed_serious") or []
+    tables = ", ".join(
+        f"{t.get('version')} ({str(t.get('hash'))[:12]}…)" for t in inc.get("threshold_tables", [])
+    )
+    closed = (
+        f"closed and signed by the protocol owner ({esc(close.get('owner'))}, key "
+        f"<code>{esc(close.get('signer'))}</code>, {fmt_number(close.get('exposure_h'), 2)} h)"
+        if isinstance(close, Mapping)
+        else "open (not yet signed by the protocol owner)"
+    )
+    return (
+        '<section id="safety"><h2>For safety officers</h2>'
+        + validity
+        + (
+            f'<div class="banner invalid">Unreviewed major/critical incidents: '
+            f"{esc(', '.join(pending))}</div>"
+            if pending
+            else ""
+        )
+        + f"<p>Exposure H = {fmt_number(window.get('exposure_hours'), 2)} h from "
+        f"{esc(how)} ({fmt_number(window.get('exposure_entries'))} ledger entries; blind "
+        f"hours excluded: {fmt_number(window.get('blind_hours'), 2)}). Window {closed}.</p>"
+        f"<p>SS = {fmt_estimate(emb.get('SS'))}.<br>MTBSI = {fmt_estimate(emb.get('MTBSI_h'))} h."
+        f"<br>Counted incidents: {fmt_number(inc.get('counted'))} of "
+        f"{fmt_number(inc.get('total'))} (excluded: {esc(inc.get('excluded'))}). Threshold "
+        f"tables: {esc(tables) or '—'}.</p>"
+        "<h3>Rates per 100 h</h3>"
+        + table(
+            [
+                "severity",
+                "count",
+                "rate per 100 h (two-sided exact)",
+                "zero-event upper bound (one-sided)",
+            ],
+            rate_rows,
+        )
+        + figure("incident_rates", plots.get("incident_rates"))
+        + figure("reliability", plots.get("reliability"))
+        + "<h3>Incidents</h3>"
+        + table(
+            [
+                "id",
+                "occurred (UTC)",
+                "severity",
+                "side",
+                "source",
+                "reviewed",
+                "counts",
+                "rules fired: measured vs limit",
+                "measurements",
+                "narrative",
+            ],
+            incident_rows,
+        )
+        + "<h3>Amendments and reclassifications</h3>"
+        + table(
+            ["incident", "field", "old", "new", "reason", "author", "role", "time"],
+            amendment_rows,
+        )
+        + "<h3>Reviews (signed)</h3>"
+        + table(
+            ["incident", "decision", "severity", "reviewer", "role", "rationale", "time"],
+            review_rows,
+        )
+        + "<h3>Incident log integrity</h3>"
+        + table(
+            ["head hash", "records", "verification", "registered keys"],
+            [
+                [
+                    f"<code>{esc(chain.get('head_hash'))}</code>",
+                    fmt_number(chain.get("record_count")),
+                    esc(chain.get("verification")),
+                    "<br>".join(
+                        f"<code>{esc(fp)}</code>" for fp in chain.get("key_fingerprints", [])
+                    )
+                    or "—",
+                ]
+            ],
+        )
+        + "</section>"
+    )
+
+
+def _with_interval(value: Any, interval: Mapping[str, Any] | None) -> str:
+    """An axis number with its interval (`interval` as the scoring core writes it)."""
+    if value is None:
+        return "—"
+    if interval is None:
+        return f"{fmt_number(value)} (point value, no interval)"
+    return fmt_estimate({"value": value, **interval})
+
+
+def _level_gates_html(gates: Sequence[Mapping[str, Any]]) -> str:
+    parts = ["<h3>Level gates (level-assignment procedure, §3.5 and §7)</h3>"]
+    if not gates:
+        parts.append('<p class="muted">no gates evaluated</p>')
+    for gate in gates:
+        parts.append(
+            f"<h4>AAI-{esc(gate.get('level'))} — {esc(gate.get('name'))}: "
+            f"{verdict_html(gate.get('verdict'))}</h4>"
+        )
+        parts.append(
+            table(["check", "threshold", "value", "bound", "verdict", "detail"], _gate_rows(gate))
+        )
+    return "".join(parts)
+
+
+def _certification(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
+    score = cert.get("score", {})
+    level = cert.get("level", {})
+    axis_rows = []
+    for name, axis in (score.get("axes") or {}).items():
+        if not isinstance(axis, Mapping):
+            continue
+        axis_rows.append(
+            [
+                esc(f"{name} ({axis.get('name', '')})"),
+                _with_interval(axis.get("raw"), axis.get("raw_interval")),
+                _with_interval(axis.get("value"), axis.get("interval")),
+                fmt_number(axis.get("weight")),
+            ]
+        )
+    for name in score.get("missing_axes", []):
+        axis_rows.append([esc(name), "—", '<span class="muted">no evidence</span>', "—"])
+    interval = (score.get("index_interval") or {}).get("resampling") or (
+        score.get("index_interval") or {}
+    ).get("delta_method")
+    index_text = (
+        _with_interval(score.get("index"), interval)
+        if score.get("index") is not None
+        else "undefined (an axis has no evidence)"
+    )
+    card = cert.get("resource_card", {})
+    prior_rows = [[esc(p)] for p in card.get("declared_priors", [])]
+    training = card.get("training", {})
+    training_rows = [[esc(k), fmt_number(v)] for k, v in sorted(training.items())]
+    notes = "".join(f"<li>{esc(n)}</li>" for n in score.get("notes", []))
+    return (
+        '<section id="certification"><h2>For certification</h2>'
+        f"<p>Level certified: <strong>{esc(level.get('assigned'))}</strong> — "
+        f"{esc(level.get('reason'))}.</p>"
+        f"<p>AAI-Index ({esc(score.get('profile'))} weights, eq. 12) = {index_text}; "
+        f"uniformity U = {fmt_number(score.get('uniformity'))}; AAI* = AAI·U^"
+        f"{fmt_number(score.get('jaggedness_exponent'), 2)} = "
+        f"{fmt_number(score.get('index_jagged'))}.</p>"
+        + (f"<ul>{notes}</ul>" if notes else "")
+        + "<h3>Axes (raw x̂ before normalized φ(x̂))</h3>"
+        + table(["axis", "raw x̂", "normalized φ(x̂)", "weight"], axis_rows)
+        + figure("embodiment", plots.get("embodiment"))
+        + _level_gates_html(score.get("gates") or [])
+        + figure("frontier", plots.get("frontier"))
+        + "<h3>Priors and experience (resource card)</h3>"
+        + f'<p class="muted">source: {esc(card.get("source"))}</p>'
+        + table(["declared prior"], prior_rows)
+        + table(["experience", "amount"], training_rows)
+        + "</section>"
+    )
+
+
+def _integrity(cert: Mapping[str, Any]) -> str:
+    protocol = cert.get("protocol", {})
+    signer = cert.get("signer", {})
+    registered = signer.get("registered_in_incident_log")
+    chain = cert.get("incidents", {}).get("chain", {})
+    artifacts = cert.get("artifacts", {})
+    rows = [
+        ["protocol hash", f"<code>{esc(protocol.get('hash'))}</code>"],
+        [
+            "manifest hash(es)",
+            "<br>".join(
+                f"<code>{esc(m.get('manifest_hash'))}</code>" for m in cert.get("manifests", [])
+            )
+            or "—",
+        ],
+        ["incident-chain head", f"<code>{esc(chain.get('head_hash'))}</code>"],
+        ["episodes digest", f"<code>{esc(cert.get('episodes', {}).get('digest'))}</code>"],
+        [
+            "artifact checksums",
+            f"{fmt_number(artifacts.get('count', 0))} file(s); digest "
+            f"<code>{esc(artifacts.get('digest'))}</code>",
+        ],
+        ["evidence file", f"<code>{esc((cert.get('evidence') or {}).get('sha256'))}</code>"],
+        ["bootstrap RNG seed", esc(cert.get("rng", {}).get("seed"))],
+        ["signer key fingerprint", f"<code>{esc(signer.get('key_fingerprint'))}</code>"],
+        [
+            "signer in the incident log",
+            (
+                f"{esc(registered.get('holder'))} ({esc(registered.get('role'))})"
+                if isinstance(registered, Mapping)
+                else "not registered"
+            ),
+        ],
+    ]
+    return (
+        '<section id="integrity"><h2>Integrity</h2>'
+        + table(["item", "value"], rows)
+        + "<p>Check this bundle with <code>embodied-eval verify &lt;folder&gt;</code>.</p>"
+        "</section>"
+    )
+
+
+def render_report(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
+    """Render the self-contained HTML report.
+
+    Args:
+        cert: the certificate (as written to certificate.json).
+        plots: plot name (see PLOT_CAPTIONS) → PNG bytes.
+
+    Returns:
+        The HTML document as text.
+    """
+    protocol = cert.get("protocol", {})
+    title = (
+        f"AAI certificate — {protocol.get('name', '')} {protocol.get('window', {}).get('id', '')}"
+    )
+    return (
+        "<!DOCTYPE html>\n"
+        f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<style>{CSS}</style></head><body>"
+        + _header(cert)
+        + _technicians(cert, plots)
+        + _safety(cert, plots)
+        + _certification(cert, plots)
+        + _integrity(cert)
+        + f"<script>{IMAGES_LOADED_SCRIPT}</script></body></html>\n"
+    )

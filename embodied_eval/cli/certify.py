@@ -1,0 +1,126 @@
+"""`embodied-eval certify` and `embodied-eval verify`: signed certificate bundles."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from embodied_eval.cli.common import DbOption, JsonOption, print_json
+from embodied_eval.errors import EvalError
+
+
+def _passphrase(env_var: str | None) -> bytes | None:
+    if env_var is None:
+        return None
+    value = os.environ.get(env_var)
+    if value is None:
+        raise EvalError(f"--passphrase-env: ${env_var} is not set", key="passphrase_env")
+    return value.encode("utf-8")
+
+
+def certify(
+    protocol: Path = typer.Option(..., "--protocol", help="The protocol TOML file certified."),
+    key: Path = typer.Option(..., "--key", help="Signer's Ed25519 private key (PEM)."),
+    out: Path = typer.Option(..., "--out", help="Bundle folder to write (absent or empty)."),
+    db: Path | None = DbOption,
+    evidence: Path | None = typer.Option(
+        None, "--evidence", help="Evidence JSON for the software-only axes and the resource card."
+    ),
+    create_key: bool = typer.Option(
+        False, "--create-key", help="Create the key file first (refuses to overwrite one)."
+    ),
+    passphrase_env: str | None = typer.Option(
+        None, "--passphrase-env", help="Environment variable holding the key's passphrase."
+    ),
+    seed: int | None = typer.Option(
+        None, "--seed", help="Bootstrap RNG seed (default: derived from the protocol's base seed)."
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty --out."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Compute E and the AAI index for the protocol's window, assign the level, write a signed
+    bundle (certificate.json, report.html, plots, signature). Refuses when the incident log's
+    hash chain does not verify."""
+    from embodied_eval.certificate.issue import issue_certificate
+    from embodied_eval.certificate.signing import create_private_key
+
+    if create_key:
+        fingerprint = create_private_key(key)
+        typer.echo(f"created key {key} (fingerprint {fingerprint})")
+    result = issue_certificate(
+        protocol_path=protocol,
+        db=db,
+        key_path=key,
+        out=out,
+        evidence_path=evidence,
+        passphrase=_passphrase(passphrase_env),
+        seed=seed,
+        overwrite=overwrite,
+    )
+    cert = result.certificate
+    if as_json:
+        print_json(
+            {
+                "bundle": str(result.path),
+                "level": cert["level"],
+                "window_valid": cert["window"]["valid"],
+                "key_fingerprint": result.key_fingerprint,
+            }
+        )
+        return
+    window = cert["window"]
+    validity = "valid" if window["valid"] else f"INVALID ({window['invalid_reason']})"
+    typer.echo(f"level {cert['level']['assigned']}; window {validity}")
+    typer.echo(f"bundle {result.path} signed by key {result.key_fingerprint}")
+    typer.echo(f"report {result.path / 'report.html'}")
+
+
+def verify(
+    bundle: Path = typer.Argument(..., help="Certificate bundle folder."),
+    db: Path | None = typer.Option(
+        None,
+        "--db",
+        help="Store to recompute the certificate's numbers from (skipped when not given).",
+    ),
+    fingerprint: str | None = typer.Option(
+        None, "--key-fingerprint", help="Require this signer (SHA-256 of the raw public key)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """Check a bundle's signature and file hashes and, with --db, that its numbers recompute
+    from the store. Any failure names the file (or number) and exits 2."""
+    from embodied_eval.certificate.verify import verify_bundle
+
+    verified = verify_bundle(bundle, expected_fingerprint=fingerprint)
+    recomputed = False
+    if db is not None:
+        from embodied_eval.certificate.issue import recompute_check
+
+        recompute_check(verified, db)
+        recomputed = True
+    if as_json:
+        print_json(
+            {
+                "bundle": str(bundle),
+                "verified": True,
+                "key_fingerprint": verified.key_fingerprint,
+                "files": len(verified.files),
+                "recomputed": recomputed,
+            }
+        )
+        return
+    level = verified.certificate.get("level", {})
+    level_text = level.get("assigned") if isinstance(level, dict) else None
+    typer.echo(
+        f"verified {bundle}: signature by key {verified.key_fingerprint}, "
+        f"{len(verified.files)} file hashes match; level {level_text}"
+        + ("; numbers recompute from the store" if recomputed else "")
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `certify` and `verify` to the CLI."""
+    app.command("certify")(certify)
+    app.command("verify")(verify)
