@@ -1,0 +1,144 @@
+"""Helpers shared by the incident-log commands: opening the log, keys, tables for the terminal."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import typer
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from rich import box
+from rich.table import Table
+
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import Protocol, load_protocol
+from embodied_eval.store import default_db_path
+from incident_logging.keys import load_private_key
+from incident_logging.store import IncidentStore
+from incident_logging.thresholds import ThresholdTable, threshold_table
+from incident_logging.workflow import IncidentState
+
+KeyOption = typer.Option(None, "--key", help="Your private key (PEM) to sign with.")
+PassOption = typer.Option(
+    None, "--passphrase-env", help="Environment variable holding the key's passphrase."
+)
+ProtocolOption = typer.Option(
+    None, "--protocol", help="Protocol TOML (thresholds, weights, window, majors_allowed)."
+)
+
+
+def load_protocol_option(path: Path | None) -> Protocol | None:
+    """The protocol named by --protocol, validated (None when not given)."""
+    return None if path is None else load_protocol(path)
+
+
+def threshold_table_for(proto: Protocol | None) -> ThresholdTable:
+    """The protocol's threshold table (defaults without a protocol)."""
+    return threshold_table(proto.safety_thresholds if proto is not None else None)
+
+
+def choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    """EvalError naming --name when `value` is not one of `allowed`."""
+    if value is not None and value not in allowed:
+        raise EvalError(f"--{name}: {value!r} is not one of {', '.join(allowed)}", key=name)
+
+
+def open_log(db: Path | None, *, create: bool = True) -> IncidentStore:
+    """Open the incident log in the store named by --db (or the default path)."""
+    return IncidentStore(db if db is not None else default_db_path(), create=create)
+
+
+def passphrase(env_var: str | None) -> bytes | None:
+    """The key passphrase from the environment variable named by --passphrase-env."""
+    if not env_var:
+        return None
+    value = os.environ.get(env_var)
+    if not value:
+        raise EvalError(f"--passphrase-env: environment variable {env_var} is not set", key="key")
+    return value.encode("utf-8")
+
+
+def load_key(path: Path | None, env_var: str | None) -> Ed25519PrivateKey | None:
+    """The private key at --key (None when not given)."""
+    return None if path is None else load_private_key(path, passphrase(env_var))
+
+
+def parse_assignments(items: Sequence[str]) -> list[tuple[str, str]]:
+    """`--set field=value` items as (field, text) pairs, in order."""
+    out = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise EvalError(f"--set {item!r}: expected FIELD=VALUE", key="field")
+        out.append((name.strip(), value))
+    return out
+
+
+def fmt_num(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def rules_table(rules: Sequence[Mapping[str, Any]]) -> Table:
+    """Rules fired with measured value, limit and margin."""
+    table = Table(title="rules fired", box=box.SIMPLE_HEAD)
+    for col in ("rule", "severity", "measured", "limit", "margin", "basis"):
+        table.add_column(col, overflow="fold")
+    for r in rules:
+        unit = f" {r['unit']}" if r.get("unit") else ""
+        margin = r.get("margin")
+        table.add_row(
+            r["rule"],
+            r["severity"],
+            fmt_num(r.get("measured")) + (unit if r.get("measured") is not None else ""),
+            fmt_num(r.get("limit")) + (unit if r.get("limit") is not None else ""),
+            ("—" if margin is None else f"{margin:+.4g}{unit}"),
+            r.get("basis", ""),
+        )
+    return table
+
+
+def incidents_table(states: Sequence[IncidentState]) -> Table:
+    """One row per incident: id, seq, time, side, type, severity with review status, counts."""
+    table = Table(title=f"{len(states)} incident(s)", box=box.SIMPLE_HEAD)
+    table.add_column("id", no_wrap=True)
+    for col in ("seq", "occurred (UTC)", "side", "type", "severity", "counts"):
+        table.add_column(col, overflow="fold")
+    for s in states:
+        rec = s.current
+        if s.reviewed:
+            severity = f"{s.severity} (final)"
+        elif s.unreviewed_serious:
+            severity = f"[bold red]{s.severity} NOT REVIEWED[/]"
+        else:
+            severity = f"{s.severity} (prov.)"
+        table.add_row(
+            s.incident_id,
+            str(s.original.sequence),
+            rec.occurred_at.replace("T", " ").rstrip("Z"),
+            rec.side,
+            rec.event_type,
+            severity,
+            "yes" if rec.counts_toward_window else "no",
+        )
+    return table
+
+
+def state_json(state: IncidentState) -> dict[str, Any]:
+    """An incident with its history, as JSON."""
+    return {
+        "incident": state.current.to_dict(),
+        "original": state.original.to_dict(),
+        "record_hash": state.record_hash,
+        "severity": state.severity,
+        "provisional_severity": state.provisional_severity,
+        "final_severity": state.final_severity,
+        "reviewed": state.reviewed,
+        "amendments": [dict(a) for a in state.amendments],
+        "reviews": [dict(r) for r in state.reviews],
+    }

@@ -1,0 +1,283 @@
+"""Import and export incidents as CSV, Parquet or JSON Lines (format by file extension).
+
+Export writes one row per incident as it stands now (amendments applied), every record field
+(lists and objects as JSON text in CSV/Parquet) plus the derived columns `severity` (final if
+reviewed, else provisional), `final_severity`, `reviewed`, `record_hash` and `amendments`.
+
+Import validates every row first and appends all of them in one transaction, or none. Rules:
+
+* required columns: incident_id, window, occurred_at, event_type, source (+ reporter for manual,
+  detector_rule_id and detector_version for auto); every other record field is optional;
+* the derived export columns are accepted and used only as a floor: importing never lowers a
+  severity. Reviews and amendments are not imported — they are signed in the store they came
+  from — so imported incidents arrive unreviewed and need review here;
+* each row is re-classified with this log's threshold table; provisional severity =
+  max(classifier, reported_severity, the file's provisional/severity/final_severity);
+* `sequence`, `recorded_at` and the classification columns are reassigned;
+* a row whose incident is already stored (same id, or the same detector event) is skipped when
+  its facts match, and refused when they differ (amend the stored one instead). Importing the
+  same file twice adds nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from embodied_eval.canonical import atomic_write_bytes, canonical_json
+from embodied_eval.errors import EvalError
+from embodied_eval.interchange import read_table, write_table
+from embodied_eval.records import Artifact, severity_rank
+from embodied_eval.store import default_db_path
+from incident_logging.record import IncidentRecord
+from incident_logging.store import IncidentStore
+from incident_logging.thresholds import ThresholdTable, default_table
+from incident_logging.workflow import IncidentState
+
+RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(IncidentRecord))
+REQUIRED_COLUMNS = ("incident_id", "window", "occurred_at", "event_type", "source")
+DERIVED_COLUMNS = ("severity", "final_severity", "reviewed", "record_hash", "amendments")
+EXPORT_COLUMNS = (*RECORD_FIELDS, *DERIVED_COLUMNS)
+
+_JSON_FIELDS = {"measurements", "persons", "evidence", "rules_fired"}
+_INT_FIELDS = {"sequence", "schema_version", "event_ordinal", "stop_category", "amendments"}
+_FLOAT_FIELDS = {"damage_cost"}
+_BOOL_FIELDS = {"counts_toward_window", "injury_check_required", "reviewed"}
+_OPTIONAL_TEXT = {"episode_id", "reported_severity", "final_severity"}
+#: Columns that are reassigned on import (the file's values are not kept).
+_REASSIGNED = {
+    "sequence",
+    "recorded_at",
+    "rules_fired",
+    "threshold_version",
+    "threshold_hash",
+    "injury_check_required",
+    "provisional_severity",
+}
+#: Fields that are facts (compared when the incident is already stored).
+_FACTS = tuple(f for f in RECORD_FIELDS if f not in _REASSIGNED and f != "reported_severity")
+
+
+def _format(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix in (".csv", ".parquet", ".pq"):
+        return "table"
+    raise EvalError(
+        f"{str(path)!r}: unknown file type {suffix or '(none)'}; use .csv, .parquet or .jsonl",
+        key="file",
+    )
+
+
+def _missing(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    return isinstance(value, str) and not value.strip()
+
+
+def _cell(column: str, value: Any) -> Any:
+    """Convert one raw cell (CSV text, Parquet or JSON value) to the field's type."""
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()  # numpy scalar
+    if column in _JSON_FIELDS:
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise EvalError(f"expected JSON text, got {value!r}", key=column) from None
+        return value
+    if column in _INT_FIELDS:
+        number = float(value) if not isinstance(value, bool) else math.nan
+        if not math.isfinite(number) or not number.is_integer():
+            raise EvalError(f"expected a whole number, got {value!r}", key=column)
+        return int(number)
+    if column in _FLOAT_FIELDS:
+        if isinstance(value, bool):
+            raise EvalError(f"expected a number, got {value!r}", key=column)
+        number = float(value)
+        if not math.isfinite(number):
+            raise EvalError(f"expected a finite number, got {value!r}", key=column)
+        return number
+    if column in _BOOL_FIELDS:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "t", "y"):
+            return True
+        if text in ("0", "false", "no", "f", "n"):
+            return False
+        raise EvalError(f"expected true/false, got {value!r}", key=column)
+    if not isinstance(value, str):
+        raise EvalError(f"expected text, got {value!r}", key=column)
+    return value
+
+
+def _raw_rows(path: Path) -> list[dict[str, Any]]:
+    if _format(path) == "jsonl":
+        if not path.is_file():
+            raise EvalError(f"{str(path)!r} does not exist", key="file")
+        out = []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError:
+            raise EvalError(f"{str(path)!r} is not UTF-8 text", key="file") from None
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise EvalError(f"line {number}: not valid JSON ({exc.msg})", key="file") from None
+            if not isinstance(item, dict):
+                raise EvalError(f"line {number}: expected a JSON object", key="file")
+            out.append(item)
+        return out
+    frame = read_table(path)
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
+
+
+def _record_from_row(raw: Mapping[str, Any], table: ThresholdTable) -> IncidentRecord:
+    unknown = sorted(set(raw) - set(EXPORT_COLUMNS))
+    if unknown:
+        raise EvalError(
+            f"unknown column(s) {', '.join(unknown)} (known: {', '.join(EXPORT_COLUMNS)})",
+            key=unknown[0],
+        )
+    values: dict[str, Any] = {}
+    for column, value in raw.items():
+        if _missing(value):
+            if column in REQUIRED_COLUMNS:
+                raise EvalError(f"column {column!r}: value is missing", key=column)
+            continue
+        try:
+            values[column] = _cell(column, value)
+        except EvalError as exc:
+            raise EvalError(f"column {column!r}: {exc}", key=column) from None
+    missing = [c for c in REQUIRED_COLUMNS if c not in values]
+    if missing:
+        raise EvalError(f"column(s) {', '.join(missing)} missing", key=missing[0])
+    floors: list[str] = [
+        str(values[c])
+        for c in ("provisional_severity", "severity", "final_severity")
+        if values.get(c) is not None
+    ]
+    for floor in floors:
+        severity_rank(floor)
+    for name in (*DERIVED_COLUMNS, *_REASSIGNED):
+        values.pop(name, None)
+    if "evidence" in values:
+        if not isinstance(values["evidence"], list):
+            raise EvalError("column 'evidence': expected a JSON list", key="evidence")
+        values["evidence"] = tuple(Artifact.from_dict(a) for a in values["evidence"])
+    record = IncidentRecord(provisional_severity="near_miss", **values)
+    lowest_allowed = max(floors, key=severity_rank) if floors else None
+    return record.with_classification(record.classify(table), floor=lowest_allowed)
+
+
+def read_incidents_file(
+    file: str | os.PathLike[str], table: ThresholdTable | None = None
+) -> list[IncidentRecord]:
+    """Validate and classify every row of an incidents file (EvalError naming the row)."""
+    path = Path(file)
+    table = table if table is not None else default_table()
+    records = []
+    seen: set[str] = set()
+    raw_rows = _raw_rows(path)
+    if _format(path) == "table" and raw_rows:
+        unknown = sorted(set(raw_rows[0]) - set(EXPORT_COLUMNS))
+        if unknown:  # a table's columns are the same in every row: name the header
+            raise EvalError(
+                f"{path.name}: unknown column(s) {', '.join(unknown)} (known: "
+                f"{', '.join(EXPORT_COLUMNS)})",
+                key=unknown[0],
+            )
+    for number, raw in enumerate(raw_rows, start=2 if _format(path) == "table" else 1):
+        where = f"row {number}" if _format(path) == "table" else f"line {number}"
+        try:
+            record = _record_from_row(raw, table)
+        except EvalError as exc:
+            raise EvalError(f"{path.name} {where}: {exc}", key=exc.key) from None
+        except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
+            raise EvalError(f"{path.name} {where}: unreadable value ({exc})") from None
+        if record.incident_id in seen:
+            raise EvalError(
+                f"{path.name} {where}: incident_id {record.incident_id!r} appears twice",
+                key="incident_id",
+            )
+        seen.add(record.incident_id)
+        records.append(record)
+    return records
+
+
+def _facts(record: IncidentRecord) -> dict[str, Any]:
+    data = record.to_dict()
+    return {k: data[k] for k in _FACTS}
+
+
+def import_incidents_file(db_path: str | os.PathLike[str] | None, file: Path) -> int:
+    """Import an incidents file into the log, all rows or none; returns how many are new."""
+    db = Path(db_path) if db_path is not None else default_db_path()
+    table = default_table()
+    records = read_incidents_file(file, table)
+    with IncidentStore(db) as store:
+        fresh = []
+        for record in records:
+            try:
+                state = store.state(record.incident_id)
+            except EvalError:
+                fresh.append(record)
+                continue
+            if _facts(record) not in (_facts(state.original), _facts(state.current)):
+                raise EvalError(
+                    f"incident {record.incident_id!r} is already stored with different facts; "
+                    "amend the stored incident instead of importing it again",
+                    key="incident_id",
+                )
+        return len(store.append_incidents(fresh, table=table))
+
+
+def export_row(state: IncidentState) -> dict[str, Any]:
+    """One export row: the current record plus the derived columns (native types)."""
+    row = state.current.to_dict()
+    row["severity"] = state.severity
+    row["final_severity"] = state.final_severity
+    row["reviewed"] = state.reviewed
+    row["record_hash"] = state.record_hash
+    row["amendments"] = len(state.amendments)
+    return row
+
+
+def export_incidents_file(
+    db_path: str | os.PathLike[str] | None, out: Path, window: str | None = None
+) -> int:
+    """Export incidents (one window, or all) to CSV, Parquet or JSON Lines; returns the count.
+
+    Refused when the log does not verify. The file is written atomically.
+    """
+    db = Path(db_path) if db_path is not None else default_db_path()
+    out = Path(out)
+    fmt = _format(out)
+    with IncidentStore(db, create=False) as store:
+        store.require_verified()
+        rows = [export_row(s) for s in store.states(window)]
+    if fmt == "jsonl":
+        text = "".join(canonical_json(r) + "\n" for r in rows)
+        atomic_write_bytes(out, text.encode("utf-8"))
+        return len(rows)
+    flat = []
+    for row in rows:
+        flat.append(
+            {k: (json.dumps(v, sort_keys=True) if k in _JSON_FIELDS else v) for k, v in row.items()}
+        )
+    write_table(pd.DataFrame(flat, columns=list(EXPORT_COLUMNS)), out)
+    return len(rows)

@@ -1,0 +1,584 @@
+"""`IncidentStore`: incidents, amendments, signed reviews, exposure and window closes, all in one
+append-only hash chain inside the harness's SQLite file.
+
+Nothing is ever updated or deleted: a correction is an amendment record (field, old, new, reason,
+author, role, time), a classification is a signed review record, and what an incident *is now* is
+a fold over its records (`incident_logging.workflow`). Writes run in one transaction each
+(bulk appends in one transaction for all), so a failure writes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from embodied_eval.errors import EvalError
+from embodied_eval.records import ExposureEntry, Incident, utc_now_iso
+from embodied_eval.store import apply_migrations, connect, default_db_path, transaction
+from incident_logging import chain
+from incident_logging import keys as keylib
+from incident_logging.amendments import amend_incident
+from incident_logging.exposure import add_exposure, amend_exposure, exposure_entries
+from incident_logging.ids import new_id
+from incident_logging.record import IncidentRecord
+from incident_logging.taxonomy import check_role
+from incident_logging.thresholds import ThresholdTable, default_table, table_from_dict
+from incident_logging.verify import VerifyReport, require_verified, verify_chain
+from incident_logging.workflow import IncidentState, check_review, fold_state
+
+
+def _comparable(record: IncidentRecord) -> dict[str, Any]:
+    data = record.to_dict()
+    for name in ("sequence", "recorded_at"):
+        data.pop(name)
+    return data
+
+
+class IncidentStore:
+    """The incident log in the harness's SQLite file (`embodied_eval.store` path rules).
+
+    Usable as a context manager. Every public write is one transaction.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+        self.path = Path(path) if path is not None else default_db_path()
+        self.conn = connect(self.path, create=create)
+        self.schema_version = apply_migrations(self.conn, chain.COMPONENT, chain.MIGRATIONS)
+        self._stored_tables: set[str] = set()
+
+    def __enter__(self) -> IncidentStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # ------------------------------------------------------------------ chain primitives
+
+    def append_row(
+        self,
+        kind: str,
+        record_id: str,
+        data: Mapping[str, Any],
+        *,
+        window: str = "",
+        subject: str | None = None,
+        source_key: str | None = None,
+        signing_key: Ed25519PrivateKey | None = None,
+        at: str | None = None,
+        head: tuple[int, str] | None = None,
+    ) -> chain.ChainRow:
+        """Append one record (caller holds the transaction).
+
+        `head` is the chain head when the caller already knows it (bulk appends track it instead
+        of asking SQLite each time); it must be the real head.
+        """
+        seq, prev = head if head is not None else chain.head(self.conn)
+        seq += 1
+        at = at or utc_now_iso()
+        signer = keylib.fingerprint(signing_key.public_key()) if signing_key else None
+        body = chain.build_body(
+            seq,
+            kind,
+            record_id,
+            data,
+            window=window,
+            subject=subject,
+            source_key=source_key,
+            signer=signer,
+            at=at,
+        )
+        digest = chain.record_hash(body, prev)
+        signature = keylib.sign(signing_key, digest) if signing_key else None
+        chain.insert(self.conn, seq, body, prev, digest, signature)
+        return chain.ChainRow(
+            seq,
+            kind,
+            record_id,
+            window,
+            subject,
+            source_key,
+            signer,
+            at,
+            dict(data),
+            prev,
+            digest,
+            signature,
+        )
+
+    def find(self, kind: str, record_id: str) -> chain.ChainRow | None:
+        found = chain.rows(self.conn, "kind = ? AND record_id = ?", (kind, record_id))
+        return found[0] if found else None
+
+    def head(self) -> tuple[int, str]:
+        """(record count, head hash) of the chain."""
+        return chain.head(self.conn)
+
+    # ------------------------------------------------------------------ thresholds
+
+    def ensure_table(self, table: ThresholdTable) -> None:
+        digest = table.table_hash
+        if digest in self._stored_tables:
+            return
+        if self.find("thresholds", digest) is None:
+            self.append_row("thresholds", digest, table.to_dict())
+        self._stored_tables.add(digest)
+
+    def threshold_table(self, table_hash: str) -> ThresholdTable:
+        """A threshold table stored in the log, by hash."""
+        row = self.find("thresholds", table_hash)
+        if row is None:
+            raise EvalError(f"threshold table {table_hash[:12]}… is not in the incident log")
+        return table_from_dict(row.data)
+
+    # ------------------------------------------------------------------ windows
+
+    def window_close(self, window: str) -> dict[str, Any] | None:
+        """The signed close of `window` (payload plus seq, signer, hash), or None when open."""
+        row = self.find("window_close", window)
+        if row is None:
+            return None
+        return {**row.data, "seq": row.seq, "signer": row.signer, "hash": row.hash, "at": row.at}
+
+    def require_open(self, window: str) -> None:
+        if self.find("window_close", window) is not None:
+            raise EvalError(
+                f"window {window!r} is closed (its summary is signed); record this in an open "
+                "window",
+                key="window",
+            )
+
+    # ------------------------------------------------------------------ incidents
+
+    def _append_incident_locked(
+        self,
+        record: IncidentRecord,
+        table: ThresholdTable | None,
+        head: tuple[int, str],
+        open_windows: set[str],
+    ) -> tuple[IncidentRecord | None, tuple[int, str]]:
+        """Append one classified incident; returns (stored record or None, new head)."""
+        source_key = None
+        if record.source == "auto" and record.episode_id and record.event_ordinal is not None:
+            source_key = f"{record.episode_id}#{record.event_ordinal}"
+        # One query for both duplicate checks: the same detector event, or the same id.
+        hit = self.conn.execute(
+            f"SELECT source_key IS ? FROM {chain.TABLE} WHERE source_key = ? "
+            f"UNION ALL SELECT 0 FROM {chain.TABLE} WHERE kind = 'incident' AND record_id = ?",
+            (source_key, source_key, record.incident_id),
+        ).fetchone()
+        if hit is not None and hit[0]:
+            return None, head
+        existing = self.find("incident", record.incident_id) if hit is not None else None
+        if existing is not None:
+            if _comparable(IncidentRecord.from_dict(existing.data)) == _comparable(record):
+                return None, head
+            raise EvalError(
+                f"incident_id {record.incident_id!r} is already stored with different contents; "
+                "correct it with `incidents amend`",
+                key="incident_id",
+            )
+        if record.window not in open_windows:
+            self.require_open(record.window)
+            open_windows.add(record.window)
+        if record.threshold_hash:
+            if table is None:
+                default = default_table()
+                if record.threshold_hash == default.table_hash:
+                    table = default
+                elif self.find("thresholds", record.threshold_hash) is None:
+                    raise EvalError(
+                        f"{record.incident_id}: threshold table {record.threshold_hash[:12]}… is "
+                        "not in the log; pass the table that classified it",
+                        key="threshold_hash",
+                    )
+            if table is not None:
+                if table.table_hash != record.threshold_hash:
+                    raise EvalError(
+                        f"{record.incident_id}: classified with threshold table "
+                        f"{record.threshold_hash[:12]}…, not the one given",
+                        key="threshold_hash",
+                    )
+                if table.table_hash not in self._stored_tables:
+                    self.ensure_table(table)
+                    head = chain.head(self.conn)
+        seq = head[0] + 1
+        at = utc_now_iso()
+        data = record.to_dict()
+        data["sequence"] = seq
+        data["recorded_at"] = at
+        row = self.append_row(
+            "incident",
+            record.incident_id,
+            data,
+            window=record.window,
+            source_key=source_key,
+            at=at,
+            head=head,
+        )
+        # The record was validated when built; only the two store-assigned fields change, so
+        # copy its attributes instead of re-running the validation.
+        stored = object.__new__(IncidentRecord)
+        stored.__dict__.update(record.__dict__, sequence=seq, recorded_at=at)
+        return stored, (row.seq, row.hash)
+
+    def ingested_event_keys(self) -> set[str]:
+        """ "episode_id#ordinal" of every detector event already turned into an incident."""
+        return {
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT source_key FROM {chain.TABLE} WHERE source_key IS NOT NULL"
+            )
+        }
+
+    def append_incident(
+        self, record: IncidentRecord, *, table: ThresholdTable | None = None
+    ) -> IncidentRecord | None:
+        """Append an already-classified record in one transaction.
+
+        Returns the stored record (with `sequence` and `recorded_at`), or None when the same
+        incident (same id and contents, or the same detector event) is already stored.
+        """
+        with transaction(self.conn):
+            stored, _ = self._append_incident_locked(record, table, chain.head(self.conn), set())
+        return stored
+
+    def append_incidents(
+        self, records: Iterable[IncidentRecord], *, table: ThresholdTable | None = None
+    ) -> list[IncidentRecord]:
+        """Append many classified records in ONE transaction (all or nothing); returns the new."""
+        out = []
+        open_windows: set[str] = set()
+        with transaction(self.conn):
+            head = chain.head(self.conn)
+            for record in records:
+                stored, head = self._append_incident_locked(record, table, head, open_windows)
+                if stored is not None:
+                    out.append(stored)
+        return out
+
+    def report(self, record: IncidentRecord, table: ThresholdTable | None = None) -> IncidentRecord:
+        """Classify `record` (provisional = max(classifier, reported severity)) and append it."""
+        table = table if table is not None else default_table()
+        classified = record.with_classification(record.classify(table))
+        stored = self.append_incident(classified, table=table)
+        if stored is None:
+            raise EvalError(f"incident {record.incident_id!r} is already stored", key="incident_id")
+        return stored
+
+    def incident(self, incident_id: str) -> IncidentRecord:
+        """The original record (EvalError when unknown)."""
+        row = self.find("incident", incident_id)
+        if row is None:
+            raise EvalError(f"no incident {incident_id!r} in the log", key="incident_id")
+        return IncidentRecord.from_dict(row.data)
+
+    def _events(self, where: str, params: tuple[Any, ...]) -> dict[str, list[dict[str, Any]]]:
+        grouped: dict[str, list[dict[str, Any]]] = {}
+        for row in chain.rows(self.conn, where, params):
+            event = {**row.data, "kind": row.kind, "seq": row.seq, "at": row.at}
+            if row.kind == "review":
+                event["signer"] = row.signer
+            grouped.setdefault(row.subject or "", []).append(event)
+        return grouped
+
+    def state(self, incident_id: str) -> IncidentState:
+        """The incident now: original, amendments and reviews applied."""
+        row = self.find("incident", incident_id)
+        if row is None:
+            raise EvalError(f"no incident {incident_id!r} in the log", key="incident_id")
+        events = self._events(
+            "kind IN ('amendment', 'review') AND subject = ?", (incident_id,)
+        ).get(incident_id, [])
+        return fold_state(IncidentRecord.from_dict(row.data), row.hash, events)
+
+    def states(self, window: str | None = None) -> list[IncidentState]:
+        """Every incident (of one window) as it stands now, in chain order."""
+        if window is None:
+            rows = chain.rows(self.conn, "kind = 'incident'")
+            events = self._events("kind IN ('amendment', 'review')", ())
+        else:
+            rows = chain.rows(self.conn, "kind = 'incident' AND window = ?", (window,))
+            events = self._events("kind IN ('amendment', 'review') AND window = ?", (window,))
+        return [
+            fold_state(IncidentRecord.from_dict(r.data), r.hash, events.get(r.record_id, []))
+            for r in rows
+        ]
+
+    def incidents(self, window: str | None = None) -> list[Incident]:
+        """Data-contract incidents (final severity if reviewed, else provisional)."""
+        return [s.to_contract() for s in self.states(window)]
+
+    # ------------------------------------------------------------------ keys
+
+    def register_key(self, key: Ed25519PrivateKey, holder: str, role: str) -> dict[str, Any]:
+        """Register a key's public half with its holder and role (signed by the key itself)."""
+        check_role(role)
+        if not holder.strip():
+            raise EvalError("holder: name the person who holds the key", key="holder")
+        public = keylib.public_key_hex(key.public_key())
+        fp = keylib.fingerprint(public)
+        with transaction(self.conn):
+            if self.find("key", fp) is not None:
+                raise EvalError(f"key {fp[:16]} is already registered", key="key")
+            data = {"holder": holder.strip(), "role": role, "public_key": public, "fingerprint": fp}
+            self.append_row("key", fp, data, signing_key=key)
+        return data
+
+    def keys(self) -> list[dict[str, Any]]:
+        """Registered keys: holder, role, public_key, fingerprint, registered_at."""
+        return [{**r.data, "registered_at": r.at} for r in chain.rows(self.conn, "kind = 'key'")]
+
+    def key_info(self, key: Ed25519PrivateKey | str) -> dict[str, Any]:
+        """The registration of a key (or fingerprint); EvalError when not registered."""
+        fp = key if isinstance(key, str) else keylib.fingerprint(key.public_key())
+        row = self.find("key", fp)
+        if row is None:
+            raise EvalError(
+                f"key {fp[:16]} is not registered in this log (create one with `keys create`)",
+                key="key",
+            )
+        return dict(row.data)
+
+    # ------------------------------------------------------------------ amendments
+
+    def amend(
+        self,
+        incident_id: str,
+        changes: Mapping[str, Any],
+        *,
+        reason: str,
+        author: str,
+        role: str,
+        key: Ed25519PrivateKey | None = None,
+        table: ThresholdTable | None = None,
+    ) -> dict[str, Any]:
+        """Record an amendment of an incident (see `incident_logging.amendments`).
+
+        Args:
+            incident_id: the incident.
+            changes: {field: new value}; `measurements.<key>` changes one measurement.
+            reason, author, role: why, who and in which role (required).
+            key: signing key; required to change `counts_toward_window` (safety officer).
+            table: thresholds for re-classification (default: the table that classified it).
+
+        Returns:
+            The amendment payload (with `escalation` when the new facts raised the severity).
+        """
+        return amend_incident(
+            self,
+            incident_id,
+            changes,
+            reason=reason,
+            author=author,
+            role=role,
+            key=key,
+            table=table,
+        )
+
+    def signer_identity(
+        self, author: str, role: str, key: Ed25519PrivateKey | None
+    ) -> tuple[str, str]:
+        """(author, role) of a change; with a key they must match its registration."""
+        check_role(role)
+        if key is not None:
+            info = self.key_info(key)
+            if author and author.strip() and author.strip() != info["holder"]:
+                raise EvalError(
+                    f"author: {author!r} but the key belongs to {info['holder']!r}", key="author"
+                )
+            if role != info["role"]:
+                raise EvalError(
+                    f"role: {role!r} but the key is registered as {info['role']!r}", key="role"
+                )
+            return info["holder"], role
+        if not author.strip():
+            raise EvalError("author: name who makes the amendment (--author)", key="author")
+        return author.strip(), role
+
+    # ------------------------------------------------------------------ reviews
+
+    def review(
+        self,
+        incident_id: str,
+        key: Ed25519PrivateKey,
+        *,
+        decision: str,
+        severity: str,
+        rationale: str = "",
+    ) -> dict[str, Any]:
+        """Sign a review of an incident with the reviewer's key (rules: `workflow.check_review`)."""
+        info = self.key_info(key)
+        with transaction(self.conn):
+            state = self.state(incident_id)
+            notes = check_review(
+                state,
+                decision=decision,
+                severity=severity,
+                rationale=rationale,
+                reviewer=info["holder"],
+                role=info["role"],
+            )
+            payload = {
+                "incident_id": incident_id,
+                "incident_hash": state.record_hash,
+                "decision": decision,
+                "severity": severity,
+                "rationale": rationale.strip(),
+                "reviewer": info["holder"],
+                "role": info["role"],
+                **notes,
+            }
+            self.append_row(
+                "review",
+                new_id("REV"),
+                payload,
+                window=state.current.window,
+                subject=incident_id,
+                signing_key=key,
+            )
+        return payload
+
+    # ------------------------------------------------------------------ exposure ledger
+
+    def exposure(self, window: str | None = None) -> list[ExposureEntry]:
+        """Exposure-ledger entries (amendments applied), in the order recorded."""
+        return exposure_entries(self, window)
+
+    def add_exposure(self, entry: ExposureEntry) -> bool:
+        """Append an exposure entry; False when the identical entry is already stored."""
+        return add_exposure(self, entry)
+
+    def amend_exposure(
+        self,
+        entry_id: str,
+        changes: Mapping[str, Any],
+        *,
+        reason: str,
+        author: str,
+        role: str,
+        key: Ed25519PrivateKey | None = None,
+    ) -> dict[str, Any]:
+        """Correct an exposure entry by an amendment record (its window must be open)."""
+        return amend_exposure(
+            self, entry_id, changes, reason=reason, author=author, role=role, key=key
+        )
+
+    # ------------------------------------------------------------------ window close
+
+    def close_window(self, window: str, key: Ed25519PrivateKey) -> dict[str, Any]:
+        """The protocol owner signs the window summary: chain head, record count, exposure hours
+        (watched and blind), incident counts and the fingerprints of the registered keys.
+
+        Refused when the window is already closed, has no exposure hours, or still has unreviewed
+        major/critical incidents.
+        """
+        # Imported here: the statistics package is heavy and most commands never need it.
+        from embodied_eval.safety_metrics import counted_incidents, exposure_hours
+
+        info = self.key_info(key)
+        if info["role"] != "protocol_owner":
+            raise EvalError(
+                f"only the protocol_owner signs a window close ({info['holder']}'s key has role "
+                f"{info['role']})",
+                key="role",
+            )
+        with transaction(self.conn):
+            self.require_open(window)
+            states = self.states(window)
+            pending = [s.incident_id for s in states if s.unreviewed_serious]
+            if pending:
+                raise EvalError(
+                    f"window {window!r} has unreviewed major/critical incident(s) "
+                    f"{', '.join(pending)}; a safety officer must sign them first",
+                    key="window",
+                )
+            covered, blind = exposure_hours(exposure_entries(self, window))
+            if covered <= 0:
+                raise EvalError(
+                    f"window {window!r} has no exposure hours; record them with "
+                    "`incidents exposure add` before closing",
+                    key="window",
+                )
+            count, head_hash = chain.head(self.conn)
+            contracts = [s.to_contract() for s in states]
+            payload = {
+                "window": window,
+                "head_hash": head_hash,
+                "record_count": count,
+                "incidents": len(states),
+                "counted_incidents": len(counted_incidents(contracts)),
+                "exposure_h": covered,
+                "blind_h": blind,
+                "owner": info["holder"],
+                "role": info["role"],
+                # Anyone holding the file can register a key; the owner certifies the set.
+                "keys": [k["fingerprint"] for k in self.keys()],
+            }
+            row = self.append_row("window_close", window, payload, window=window, signing_key=key)
+        return {**payload, "seq": row.seq, "hash": row.hash, "signer": row.signer}
+
+    # ------------------------------------------------------------------ integrity
+
+    def verify(self) -> VerifyReport:
+        """Walk the chain and the signatures (see `incident_logging.verify`)."""
+        return verify_chain(self.conn)
+
+    def require_verified(self) -> VerifyReport:
+        """The verification report; EvalError naming the first bad record when it fails."""
+        return require_verified(self.conn, self.path)
+
+    def restore_triggers(self, author: str) -> bool:
+        """Recreate missing append-only triggers and record that in the chain; False if present."""
+        if not author.strip():
+            raise EvalError("author: name who restores the triggers (--author)", key="author")
+        with transaction(self.conn):
+            if chain.triggers_present(self.conn):
+                return False
+            for statement in chain.TRIGGERS_SQL:
+                self.conn.execute(statement)
+            self.append_row(
+                "integrity_note",
+                new_id("NOTE"),
+                {
+                    "note": "append-only triggers were found missing and were restored",
+                    "author": author.strip(),
+                },
+            )
+        return True
+
+
+# ---------------------------------------------------------------------- plugin entry points
+
+
+def _db(db_path: str | os.PathLike[str] | None) -> Path:
+    return Path(db_path) if db_path is not None else default_db_path()
+
+
+def window_incidents(db_path: str | os.PathLike[str] | None, window: str) -> list[Incident]:
+    """The window's incidents as data-contract records (final severity if reviewed).
+
+    Refuses (EvalError naming the first bad record) when the log does not verify, so no report
+    is built on a tampered log.
+    """
+    with IncidentStore(_db(db_path)) as store:
+        store.require_verified()
+        return store.incidents(window)
+
+
+def window_exposure(db_path: str | os.PathLike[str] | None, window: str) -> list[ExposureEntry]:
+    """The window's exposure-ledger entries (blind periods flagged by `blind`); verified first."""
+    with IncidentStore(_db(db_path)) as store:
+        store.require_verified()
+        return store.exposure(window)
+
+
+def states_by_id(states: Sequence[IncidentState]) -> dict[str, IncidentState]:
+    """Index incident states by id."""
+    return {s.incident_id: s for s in states}

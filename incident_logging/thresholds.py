@@ -1,0 +1,303 @@
+"""The versioned threshold table the classifier reads (defaults; a protocol may override them).
+
+Defaults (the project's safety notes; each lab checks them against its licensed standards):
+
+* Quasi-static contact force limits by body region, ISO/TS 15066:2016 Annex A (now in
+  ISO 10218-2:2025), in N: skull/forehead 130, face 65, neck 150, back/shoulders 210, chest 140,
+  abdomen 110, pelvis 180, upper arm 150, lower arm 160, hands/fingers 140, thighs/knees 220,
+  lower legs 130.
+* Transient contact: 2 × the quasi-static limit, except skull/forehead and face, which have no
+  transient allowance (contact there is not permissible at all).
+* Pressure limits (N/cm²) for the regions the notes give: chest 120, hands/fingers 200 — the low
+  ends of the quoted ranges (chest 120–170, hands 200–300), i.e. the conservative choice.
+* Near-miss band α = 0.8: a permitted contact between α·limit and the limit is a near-miss.
+* Reduced speed: TCP ≤ 0.25 m/s (250 mm/s).
+* Property-damage reporting threshold: 1000 (currency units of the lab's price card). The notes
+  give no figure; every lab should set its own.
+
+A protocol overrides any of these in its `[incidents.thresholds]` table::
+
+    [incidents.thresholds]
+    version = "lab-7-2026a"          # recommended whenever something is overridden
+    near_miss_alpha = 0.8
+    transient_factor = 2.0
+    reduced_speed_mps = 0.25
+    damage_threshold = 2500.0
+    body_regions = { chest = 120.0 }  # N, merged over the defaults
+    pressure_limits_ncm2 = { chest = 110.0 }
+    no_transient_regions = ["skull_forehead", "face"]
+
+The table's `version` and `table_hash` (SHA-256 of its canonical JSON) go into every classified
+record, so a reader can tell which limits classified it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from embodied_eval.canonical import canonical_hash
+from embodied_eval.errors import EvalError
+
+DEFAULT_VERSION = "iso-ts-15066-defaults-1"
+
+#: ISO/TS 15066:2016 Annex A quasi-static force limits, N.
+DEFAULT_BODY_REGION_LIMITS_N: dict[str, float] = {
+    "skull_forehead": 130.0,
+    "face": 65.0,
+    "neck": 150.0,
+    "back_shoulders": 210.0,
+    "chest": 140.0,
+    "abdomen": 110.0,
+    "pelvis": 180.0,
+    "upper_arm": 150.0,
+    "lower_arm": 160.0,
+    "hands_fingers": 140.0,
+    "thighs_knees": 220.0,
+    "lower_legs": 130.0,
+}
+#: Quasi-static pressure limits, N/cm² (low ends of the ranges in the notes).
+DEFAULT_PRESSURE_LIMITS_NCM2: dict[str, float] = {"chest": 120.0, "hands_fingers": 200.0}
+#: Regions with no transient allowance: any contact there is at least minor.
+DEFAULT_NO_TRANSIENT_REGIONS: tuple[str, ...] = ("skull_forehead", "face")
+
+#: Other spellings accepted for body regions (monitors and people name them differently).
+REGION_ALIASES: dict[str, str] = {
+    "skull": "skull_forehead",
+    "forehead": "skull_forehead",
+    "head": "skull_forehead",
+    "back": "back_shoulders",
+    "shoulders": "back_shoulders",
+    "shoulder": "back_shoulders",
+    "hand": "hands_fingers",
+    "hands": "hands_fingers",
+    "finger": "hands_fingers",
+    "fingers": "hands_fingers",
+    "thigh": "thighs_knees",
+    "thighs": "thighs_knees",
+    "knee": "thighs_knees",
+    "knees": "thighs_knees",
+    "lower_leg": "lower_legs",
+    "shin": "lower_legs",
+    "forearm": "lower_arm",
+}
+
+_KEYS = (
+    "version",
+    "near_miss_alpha",
+    "transient_factor",
+    "reduced_speed_mps",
+    "damage_threshold",
+    "body_regions",
+    "pressure_limits_ncm2",
+    "no_transient_regions",
+)
+
+
+@dataclass(frozen=True)
+class ThresholdTable:
+    """Limits the classifier compares measurements with. Build with `threshold_table()`.
+
+    Attributes:
+        version: names the table; printed in every record it classified.
+        near_miss_alpha: α, the start of the near-miss band as a fraction of the limit (0 < α ≤ 1).
+        transient_factor: transient limit = factor × quasi-static (≥ 1).
+        reduced_speed_mps: TCP speed limit while reduced speed is required, m/s.
+        damage_threshold: property-damage reporting threshold, currency units.
+        body_regions: quasi-static force limit per region, N.
+        pressure_limits_ncm2: quasi-static pressure limit per region, N/cm².
+        no_transient_regions: regions where no contact is permissible (no transient allowance).
+    """
+
+    version: str = DEFAULT_VERSION
+    near_miss_alpha: float = 0.8
+    transient_factor: float = 2.0
+    reduced_speed_mps: float = 0.25
+    damage_threshold: float = 1000.0
+    body_regions: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_BODY_REGION_LIMITS_N)
+    )
+    pressure_limits_ncm2: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_PRESSURE_LIMITS_NCM2)
+    )
+    no_transient_regions: tuple[str, ...] = DEFAULT_NO_TRANSIENT_REGIONS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "near_miss_alpha": self.near_miss_alpha,
+            "transient_factor": self.transient_factor,
+            "reduced_speed_mps": self.reduced_speed_mps,
+            "damage_threshold": self.damage_threshold,
+            "body_regions": dict(sorted(self.body_regions.items())),
+            "pressure_limits_ncm2": dict(sorted(self.pressure_limits_ncm2.items())),
+            "no_transient_regions": sorted(self.no_transient_regions),
+        }
+
+    @functools.cached_property
+    def table_hash(self) -> str:
+        """SHA-256 of the table's canonical JSON (what records cite with `version`)."""
+        return canonical_hash(self.to_dict())
+
+    def region(self, name: str) -> str:
+        """Normalize a body-region name (aliases, case, spaces); EvalError if unknown."""
+        key = str(name).strip().lower().replace(" ", "_").replace("-", "_").replace("/", "_")
+        key = REGION_ALIASES.get(key, key)
+        if key not in self.body_regions:
+            raise EvalError(
+                f"body_region: {name!r} is not a known body region "
+                f"(known: {', '.join(sorted(self.body_regions))})",
+                key="body_region",
+            )
+        return key
+
+    def force_limit_n(self, region: str, contact_type: str) -> float | None:
+        """The force limit for a contact, N: quasi-static, or factor × it when transient.
+
+        Returns None for a transient contact on a region without a transient allowance (no force
+        is permissible there).
+        """
+        base = float(self.body_regions[region])
+        if contact_type == "transient":
+            if region in self.no_transient_regions:
+                return None
+            return base * self.transient_factor
+        return base
+
+    def pressure_limit_ncm2(self, region: str, contact_type: str) -> float | None:
+        """The pressure limit, N/cm², or None when the table has none for the region."""
+        base = self.pressure_limits_ncm2.get(region)
+        if base is None:
+            return None
+        if contact_type == "transient":
+            if region in self.no_transient_regions:
+                return None
+            return float(base) * self.transient_factor
+        return float(base)
+
+
+@functools.lru_cache(maxsize=1)
+def default_table() -> ThresholdTable:
+    """The default table (one shared instance: it is immutable and its hash is cached)."""
+    return ThresholdTable()
+
+
+def _number(key: str, value: Any, low: float, high: float | None = None) -> float:
+    full = f"incidents.thresholds.{key}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EvalError(f"{full}: expected a number, got {value!r}", key=full)
+    number = float(value)
+    if not math.isfinite(number) or number < low or (high is not None and number > high):
+        bound = f"between {low} and {high}" if high is not None else f"at least {low}"
+        raise EvalError(f"{full}: {value!r} must be {bound}", key=full)
+    return number
+
+
+def _limits(key: str, value: Any, base: Mapping[str, float], table: ThresholdTable) -> dict:
+    full = f"incidents.thresholds.{key}"
+    if not isinstance(value, Mapping):
+        raise EvalError(f"{full}: expected a table of region = limit", key=full)
+    merged = dict(base)
+    for name, limit in value.items():
+        region = REGION_ALIASES.get(str(name), str(name))
+        if region not in table.body_regions:
+            raise EvalError(
+                f"{full}.{name}: unknown body region (known: "
+                f"{', '.join(sorted(table.body_regions))})",
+                key=f"{full}.{name}",
+            )
+        merged[region] = _number(f"{key}.{name}", limit, low=0.0)
+        if merged[region] <= 0:
+            raise EvalError(f"{full}.{name}: a limit must be > 0", key=f"{full}.{name}")
+    return merged
+
+
+def threshold_table(overrides: Mapping[str, Any] | None = None) -> ThresholdTable:
+    """The default table with a protocol's `[incidents.thresholds]` overrides applied.
+
+    Args:
+        overrides: the parsed `[incidents.thresholds]` table (or `Protocol.safety_thresholds`);
+            None or empty gives the defaults.
+
+    Returns:
+        A validated ThresholdTable. When values are overridden but `version` is not, the version
+        becomes "<default>+protocol" (the hash tells tables apart either way).
+
+    Raises:
+        EvalError naming the key for unknown keys, bad types or out-of-range values.
+    """
+    default = default_table()
+    if not overrides:
+        return default
+    if not isinstance(overrides, Mapping):
+        raise EvalError("incidents.thresholds: expected a table", key="incidents.thresholds")
+    unknown = sorted(set(overrides) - set(_KEYS))
+    if unknown:
+        full = f"incidents.thresholds.{unknown[0]}"
+        raise EvalError(f"{full}: unknown key (known: {', '.join(_KEYS)})", key=full)
+    version = overrides.get("version", f"{DEFAULT_VERSION}+protocol")
+    if not isinstance(version, str) or not version.strip():
+        raise EvalError(
+            "incidents.thresholds.version: expected a non-empty text",
+            key="incidents.thresholds.version",
+        )
+    no_transient = overrides.get("no_transient_regions", list(default.no_transient_regions))
+    if not isinstance(no_transient, (list, tuple)):
+        raise EvalError(
+            "incidents.thresholds.no_transient_regions: expected a list of body regions",
+            key="incidents.thresholds.no_transient_regions",
+        )
+    try:
+        regions = tuple(sorted({default.region(str(r)) for r in no_transient}))
+    except EvalError as exc:
+        raise EvalError(
+            f"incidents.thresholds.no_transient_regions: {exc}",
+            key="incidents.thresholds.no_transient_regions",
+        ) from None
+    return ThresholdTable(
+        version=version,
+        near_miss_alpha=_number(
+            "near_miss_alpha", overrides.get("near_miss_alpha", default.near_miss_alpha), 1e-9, 1.0
+        ),
+        transient_factor=_number(
+            "transient_factor", overrides.get("transient_factor", default.transient_factor), 1.0
+        ),
+        reduced_speed_mps=_number(
+            "reduced_speed_mps", overrides.get("reduced_speed_mps", default.reduced_speed_mps), 0.0
+        ),
+        damage_threshold=_number(
+            "damage_threshold", overrides.get("damage_threshold", default.damage_threshold), 0.0
+        ),
+        body_regions=_limits(
+            "body_regions", overrides.get("body_regions", {}), default.body_regions, default
+        ),
+        pressure_limits_ncm2=_limits(
+            "pressure_limits_ncm2",
+            overrides.get("pressure_limits_ncm2", {}),
+            default.pressure_limits_ncm2,
+            default,
+        ),
+        no_transient_regions=regions,
+    )
+
+
+def table_from_dict(data: Mapping[str, Any]) -> ThresholdTable:
+    """Rebuild a table from `ThresholdTable.to_dict()` (as stored in the incident log)."""
+    try:
+        return ThresholdTable(
+            version=str(data["version"]),
+            near_miss_alpha=float(data["near_miss_alpha"]),
+            transient_factor=float(data["transient_factor"]),
+            reduced_speed_mps=float(data["reduced_speed_mps"]),
+            damage_threshold=float(data["damage_threshold"]),
+            body_regions={str(k): float(v) for k, v in data["body_regions"].items()},
+            pressure_limits_ncm2={
+                str(k): float(v) for k, v in data["pressure_limits_ncm2"].items()
+            },
+            no_transient_regions=tuple(str(r) for r in data["no_transient_regions"]),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise EvalError(f"threshold table: malformed ({exc})", key="thresholds") from None
