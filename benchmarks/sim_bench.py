@@ -1,0 +1,209 @@
+"""Episodes per second: the full harness episode vs a bare loop, per engine, in one run.
+
+Harness: `sim_suites.episode.run_episode` with domain randomization, safety monitors, fault
+book-keeping, QC/energy signals, the Episode record and a trajectory file written per episode.
+Bare loop: the same physics model, controller, grasp rule and scripted policy stepping the same
+task to the same completion rule, with nominal parameters and nothing else.
+
+Also prints the reference policy's AR per family and engine, nominal and under strong DR
+(`--ar-seeds 0` skips that part).
+
+Run: .venv/bin/python benchmarks/sim_bench.py [--episodes 8] [--ar-seeds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.records import EpisodeSpec
+from sim_suites.controller import ArmController, capped_velocity, grasp_closes, grasp_releases
+from sim_suites.engines.base import InitialState, PhysicsParams
+from sim_suites.env import make_backend
+from sim_suites.episode import episode_seeds, run_episode
+from sim_suites.policies import scripted
+from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
+from sim_suites.tasks import TASK_SPECS, TaskState, make_task
+from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
+from sim_suites.variations import STRONG_RANDOMIZATION
+
+TASK = "pick_place/cube_center"
+MAX_STEPS = 400
+SUBSTEPS = 10
+DT = 0.02
+
+
+def bare_episode(engine_state: dict[str, Any], seed: int) -> int:
+    """One episode of the bare loop; returns the number of control steps."""
+    backend, task, kin = engine_state["backend"], engine_state["task"], engine_state["kin"]
+    controller = ArmController(kin)
+    policy = engine_state["policy"]
+    backend.reset(InitialState(arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M), PhysicsParams())
+    controller.reset(HOME_Q)
+    policy.reset(seed)
+    goal = task.goal_pos(np.zeros(2))
+    width = task.grasp_width()
+    name = task.object_name
+    complete = 0
+    zeros4 = np.zeros(4)
+    for step in range(MAX_STEPS):
+        q, _ = backend.joint_state()
+        rots, origins = kin.link_frames(q[:7])
+        tcp, _ = kin.tcp_from_frames(rots[6], origins[6])
+        pos, _ = backend.body_pose(name)
+        point = task.tracked_point(pos)
+        attached = backend.attached is not None
+        obs = {
+            "tcp_pos": tcp,
+            "tcp_target": controller.tcp_target,
+            "object_pos": point,
+            "object_visible": np.ones(1),
+            "goal_pos": goal,
+            "grasped": np.array([1.0 if attached else 0.0]),
+            "gripper_width": np.array([q[7] + q[8]]),
+            "obstacle": zeros4,
+        }
+        action = policy.act(obs)
+        cmd = controller.command(
+            capped_velocity(action), float(action[3]), DT, q[:7], tcp, rots, origins
+        )
+        backend.step(cmd.arm_cmd, cmd.finger, SUBSTEPS)
+        q, _ = backend.joint_state()
+        tcp = kin.forward(q[:7])[0]
+        point = task.tracked_point(backend.body_pose(name)[0])
+        if attached and grasp_releases(cmd.finger, width):
+            backend.detach()
+        elif not attached and grasp_closes(cmd.finger, q[7] + q[8], width, point - tcp):
+            backend.attach(name)
+        speed = float(np.linalg.norm(backend.body_velocity(name)))
+        state = TaskState(point, speed, 0.0, backend.attached is not None)
+        complete = complete + 1 if task.complete(state, goal) else 0
+        if complete >= COMPLETION_HOLD_STEPS:
+            return step + 1
+    return MAX_STEPS
+
+
+def spec_for(task_id: str, engine: str, seed: int) -> EpisodeSpec:
+    return EpisodeSpec(
+        episode_id=f"bench-{engine}-{task_id.replace('/', '-')}-{seed}",
+        pair_id=f"bench-{seed}",
+        side="sim",
+        family=task_id.split("/")[0],
+        task_id=task_id,
+        seed=seed,
+        drift_name="nominal",
+        engine=engine,
+    )
+
+
+def throughput(engine: str, episodes: int, record_dir: Path) -> dict[str, float]:
+    """Median episode wall times (s) and episodes/s for the harness and the bare loop."""
+    task = make_task(TASK)
+    state: dict[str, Any] = {
+        "backend": make_backend(engine, task),
+        "task": task,
+        "kin": panda_kinematics(),
+        "policy": scripted(TASK),
+    }
+    run_episode(spec_for(TASK, engine, 0), record_dir=record_dir)  # build and warm the cache
+    bare_episode(state, 0)
+    harness_s, bare_s, harness_steps, bare_steps = [], [], [], []
+    harness_cpu, bare_cpu = [], []
+    for seed in range(1, episodes + 1):
+        # Interleave the two so load changes hit both alike. CPU time of this process is
+        # reported next to wall time: on a shared machine it is the steadier of the two.
+        t0, c0 = time.perf_counter(), time.process_time()
+        ep = run_episode(spec_for(TASK, engine, seed), record_dir=record_dir).episode
+        harness_s.append(time.perf_counter() - t0)
+        harness_cpu.append(time.process_time() - c0)
+        harness_steps.append(ep.actions)
+        t0, c0 = time.perf_counter(), time.process_time()
+        bare_steps.append(bare_episode(state, episode_seeds(seed)[1]))
+        bare_s.append(time.perf_counter() - t0)
+        bare_cpu.append(time.process_time() - c0)
+    state["backend"].close()
+    h, b = statistics.median(harness_s), statistics.median(bare_s)
+    # Per-step time removes the effect of episodes ending at slightly different steps.
+    h_step = statistics.median(t / n for t, n in zip(harness_s, harness_steps, strict=True))
+    b_step = statistics.median(t / n for t, n in zip(bare_s, bare_steps, strict=True))
+    hc, bc = statistics.median(harness_cpu), statistics.median(bare_cpu)
+    return {
+        "harness_cpu_s": hc,
+        "bare_cpu_s": bc,
+        "cpu_ratio": bc / hc,
+        "harness_s": h,
+        "bare_s": b,
+        "harness_eps": 1.0 / h,
+        "bare_eps": 1.0 / b,
+        "ratio": b / h,
+        "harness_ms_per_step": 1000 * h_step,
+        "bare_ms_per_step": 1000 * b_step,
+        "step_ratio": b_step / h_step,
+        "harness_steps": statistics.median(harness_steps),
+        "bare_steps": statistics.median(bare_steps),
+    }
+
+
+def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, float]:
+    """AR of the scripted policy per family over all instances × `seeds` seeds."""
+    import tomllib
+
+    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+
+    raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
+    if strong:
+        raw["randomization"] = {k: list(v) for k, v in STRONG_RANDOMIZATION.items()}
+    protocol = protocol_from_mapping(raw)
+    wins: dict[str, list[bool]] = {}
+    for task_id, spec in TASK_SPECS.items():
+        for seed in range(seeds):
+            ep = run_episode(spec_for(task_id, engine, 100 + seed), protocol).episode
+            wins.setdefault(spec.family, []).append(ep.success)
+    return {family: float(np.mean(w)) for family, w in wins.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=8)
+    parser.add_argument("--ar-seeds", type=int, default=2)
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    # Trajectory files go to a RAM disk when there is one, so the figure measures the harness
+    # (serialize + atomic write) rather than the disk's fsync latency.
+    ram = "/dev/shm" if os.path.isdir("/dev/shm") else None
+    with tempfile.TemporaryDirectory(dir=ram) as tmp:
+        for engine in ("mujoco", "pybullet"):
+            r = throughput(engine, args.episodes, Path(tmp))
+            print(
+                f"{engine:9s} {TASK}: harness median {r['harness_s']:.3f} s/episode "
+                f"({r['harness_eps']:.2f} eps/s, {r['harness_steps']:.0f} steps, "
+                f"{r['harness_ms_per_step']:.2f} ms/step) | bare median {r['bare_s']:.3f} "
+                f"s/episode ({r['bare_eps']:.2f} eps/s, {r['bare_steps']:.0f} steps, "
+                f"{r['bare_ms_per_step']:.2f} ms/step) | ratio harness/bare eps/s "
+                f"{r['ratio']:.2f} (per step {r['step_ratio']:.2f}; target >= 0.8)"
+            )
+            print(
+                f"{'':9s} CPU time: harness median {r['harness_cpu_s']:.3f} s/episode "
+                f"({1 / r['harness_cpu_s']:.2f} eps/s), bare {r['bare_cpu_s']:.3f} s/episode "
+                f"({1 / r['bare_cpu_s']:.2f} eps/s), ratio {r['cpu_ratio']:.2f}"
+            )
+    print(f"load average after: {os.getloadavg()}")
+    if args.ar_seeds > 0:
+        for engine in ("mujoco", "pybullet"):
+            for strong in (False, True):
+                ar = reference_ar(engine, args.ar_seeds, strong)
+                label = "strong DR" if strong else "protocol DR"
+                n = 5 * args.ar_seeds
+                cells = ", ".join(f"{f} {v:.2f}" for f, v in ar.items())
+                print(f"reference AR {engine:9s} {label:11s} (n={n}/family): {cells}")
+
+
+if __name__ == "__main__":
+    main()

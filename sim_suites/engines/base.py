@@ -1,0 +1,158 @@
+"""What every physics backend provides: the small interface the environment steps through.
+
+A backend owns one simulator instance (a MuJoCo model/data pair, or a PyBullet client in DIRECT
+mode with its own client id). It builds the robot and a `Scene`, applies per-episode physical
+parameters on reset, runs the same joint-space PD law with the same gains and torque limits, and
+reports joint state, body poses and contact forces. Everything above it (kinematics, IK, tasks,
+monitors) is engine-independent.
+
+Quaternions are (w, x, y, z). Units: m, rad, kg, N, N·m.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+#: Physics time step of both engines (s); the control period is a whole number of these.
+PHYSICS_DT = 0.002
+#: Force the grasp weld may transmit (N): far above any payload here, well below breaking things.
+WELD_MAX_FORCE_N = 400.0
+ROBOT = "robot"
+TABLE = "table"
+
+
+@dataclass(frozen=True)
+class PhysicsParams:
+    """Per-episode physical parameters, after domain randomization, drift and reality gap.
+
+    Scales are multiplicative on the nominal values; `payload_kg` is lumped at the hand's centre
+    of mass; `friction_scale` multiplies object friction and the drawer's slide friction.
+    """
+
+    friction_scale: float = 1.0
+    object_mass_scale: float = 1.0
+    link_mass_scale: float = 1.0
+    joint_damping_scale: float = 1.0
+    actuator_gain_scale: float = 1.0
+    payload_kg: float = 0.0
+
+
+@dataclass(frozen=True)
+class InitialState:
+    """Where everything starts: arm joints (7,), finger opening per finger, body positions."""
+
+    arm_q: np.ndarray
+    finger_q: float
+    body_pos: Mapping[str, np.ndarray] = field(default_factory=dict)
+    slide_q: Mapping[str, float] = field(default_factory=dict)
+
+
+class PhysicsBackend(Protocol):
+    """The interface the environment uses; see `MujocoBackend` and `PybulletBackend`."""
+
+    engine: str
+
+    def reset(self, init: InitialState, params: PhysicsParams) -> None:
+        """Restore the built scene, apply `params`, place everything as in `init`."""
+
+    def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
+        """Hold PD set-points (arm (7,) rad, each finger m) for `substeps` physics steps."""
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """Joint positions and velocities, (9,) each: 7 arm joints then 2 fingers."""
+
+    def applied_torque(self) -> np.ndarray:
+        """Actuator torques/forces applied at the last physics step, (9,)."""
+
+    def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World position (3,) and quaternion (4,) of a scene body."""
+
+    def body_velocity(self, name: str) -> np.ndarray:
+        """World linear velocity (3,) of a scene body (m/s)."""
+
+    def slide_q(self, name: str) -> float:
+        """Position of a slide-jointed body along its axis (m)."""
+
+    def attach(self, name: str) -> None:
+        """Weld a body to the hand at its current relative pose (the grasp model)."""
+
+    def detach(self) -> None:
+        """Remove the grasp weld, if any."""
+
+    def move_body(self, name: str, pos: np.ndarray) -> None:
+        """Teleport a fixed or mocap body (the hidden obstacle)."""
+
+    def contact_forces(self) -> dict[tuple[str, str], float]:
+        """Total normal contact force (N) per body pair at the current physics step.
+
+        Reported pairs: the robot against anything, and task objects against anything but the
+        table (an object resting on the table is not a contact event). Keys come from
+        `pair_key`: ("robot", x), (body, "table") or two body names in alphabetical order.
+        """
+
+    def diverged(self) -> bool:
+        """Whether the simulator reported an instability since the last reset."""
+
+    def close(self) -> None:
+        """Release the simulator."""
+
+
+def pair_key(a: str, b: str) -> tuple[str, str]:
+    """Canonical key of a contact pair: the robot first, the table last, else alphabetical."""
+    if b == ROBOT or a == TABLE:
+        a, b = b, a
+    if a != ROBOT and b != TABLE and b < a:
+        a, b = b, a
+    return a, b
+
+
+def pd_torque(
+    q: np.ndarray,
+    qd: np.ndarray,
+    cmd: np.ndarray,
+    kp: np.ndarray,
+    kv: np.ndarray,
+    limit: np.ndarray,
+) -> np.ndarray:
+    """The joint servo law both engines run: τ = clip(kp·(cmd − q) − kv·q̇, ±limit).
+
+    Gravity feed-forward enters through the set-point (cmd = q* + τ_ff / kp_nominal), as in a
+    position-controlled arm whose controller adds a model-based offset.
+
+    Args:
+        q, qd, cmd, kp, kv, limit: (n,) arrays in rad, rad/s, rad, N·m/rad, N·m·s/rad, N·m.
+    Returns:
+        (n,) torques in N·m (N for fingers).
+    """
+    return np.clip(kp * (cmd - q) - kv * qd, -limit, limit)
+
+
+def quat_conj_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """conj(a) ⊗ b for (w, x, y, z) quaternions: the rotation of b expressed in a's frame."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    aw, ax, ay, az = aw, -ax, -ay, -az
+    return np.array(
+        [
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ]
+    )
+
+
+def quat_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrix (3, 3) of a unit (w, x, y, z) quaternion."""
+    w, x, y, z = q
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )

@@ -1,0 +1,385 @@
+"""MuJoCo backend: the Panda URDF compiled with MjSpec, plus the scene and position servos.
+
+The URDF is read as text with its `package://` mesh paths pointed at the `pybullet_data` folder,
+parsed by `mujoco.MjSpec.from_string`, extended with the scene bodies, one position actuator per
+joint (`set_to_position(kp, kv)`, torque-limited to the URDF effort) and one inactive weld per
+graspable body, then compiled once. Per-episode parameters are written into the compiled model
+from saved nominal copies, so a reset never recompiles.
+
+Modelling choices shared with the PyBullet backend: no self-collision; implicit-fast integration
+at 2 ms; object friction is the object's coefficient (geom priority), matching PyBullet's product
+rule with unit friction on everything else.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import mujoco
+import numpy as np
+
+from sim_suites.arena import Body, Scene
+from sim_suites.engines.base import (
+    PHYSICS_DT,
+    ROBOT,
+    TABLE,
+    InitialState,
+    PhysicsParams,
+    pair_key,
+    quat_conj_mul,
+)
+from sim_suites.robot import (
+    ARM_DAMPING,
+    ARM_JOINTS,
+    ARM_KP,
+    ARM_KV,
+    FINGER_INERTIA,
+    FINGER_JOINTS,
+    FINGER_KP,
+    FINGER_KV,
+    PandaKinematics,
+    panda_urdf_path,
+)
+
+# Collision filtering: robot geoms (type 2, affinity 1) never touch each other but touch the world
+# (type 1, affinity 3), which touches everything.
+_ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 2, 1
+_WORLD_CONTYPE, _WORLD_CONAFFINITY = 1, 3
+_GEOM_TYPES = {
+    "box": mujoco.mjtGeom.mjGEOM_BOX,
+    "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE,
+    "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
+    "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
+}
+
+
+_LOG = logging.getLogger(__name__)
+
+
+def _log_mujoco_warning(message: str) -> None:
+    _LOG.warning("MuJoCo: %s", message)
+
+
+def route_mujoco_warnings() -> None:
+    """Send MuJoCo's warnings to `logging` instead of a MUJOCO_LOG.TXT in the working directory.
+
+    Only when nobody installed a handler before; instabilities are still caught per episode from
+    the data's warning counters (`MujocoBackend.diverged`), which end the episode as an error.
+    """
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(_log_mujoco_warning)
+
+
+def panda_urdf_text() -> str:
+    """The Panda URDF with `package://` mesh references resolved to absolute paths."""
+    path = panda_urdf_path()
+    return path.read_text(encoding="utf-8").replace("package://", f"{path.parent}/")
+
+
+class MujocoBackend:
+    """One MuJoCo model/data pair for one scene. See `PhysicsBackend`."""
+
+    engine = "mujoco"
+
+    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+        self.scene = scene
+        self.kin = kinematics
+        route_mujoco_warnings()
+        spec = mujoco.MjSpec.from_string(panda_urdf_text())
+        spec.option.timestep = PHYSICS_DT
+        spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
+        for name in ("panda_leftfinger", "panda_rightfinger"):
+            finger = spec.body(name)
+            finger.inertia = [FINGER_INERTIA] * 3
+            finger.iquat = [1.0, 0.0, 0.0, 0.0]
+            finger.fullinertia = [np.nan] * 6
+        for geom in spec.geoms:
+            geom.contype, geom.conaffinity = _ROBOT_CONTYPE, _ROBOT_CONAFFINITY
+            geom.friction = [1.0, 0.005, 0.0001]
+        floor = spec.worldbody.add_geom()
+        floor.name = TABLE
+        floor.type = mujoco.mjtGeom.mjGEOM_PLANE
+        floor.size = [2.0, 2.0, 0.1]
+        floor.friction = [scene.table_friction, 0.005, 0.0001]
+        floor.contype, floor.conaffinity = _WORLD_CONTYPE, _WORLD_CONAFFINITY
+        for body in scene.bodies:
+            self._add_body(spec, body)
+        for i, name in enumerate((*ARM_JOINTS, *FINGER_JOINTS)):
+            act = spec.add_actuator()
+            act.name = f"servo_{name}"
+            act.trntype = mujoco.mjtTrn.mjTRN_JOINT
+            act.target = name
+            if i < 7:
+                act.set_to_position(kp=float(ARM_KP[i]), kv=float(ARM_KV[i]))
+                limit = float(kinematics.effort[i])
+            else:
+                act.set_to_position(kp=FINGER_KP, kv=FINGER_KV)
+                limit = float(kinematics.finger_effort)
+            act.forcelimited = True
+            act.forcerange = [-limit, limit]
+            act.ctrllimited = False
+        self._graspable = [b.name for b in scene.bodies if b.role in ("object", "drawer")]
+        for name in self._graspable:
+            eq = spec.add_equality()
+            eq.name = f"grasp_{name}"
+            eq.type = mujoco.mjtEq.mjEQ_WELD
+            eq.objtype = mujoco.mjtObj.mjOBJ_BODY
+            eq.name1 = "panda_link7"
+            eq.name2 = name
+            eq.active = False
+            # A stiff weld (time constant 5 ms, the softest MuJoCo allows at 2 ms is 4 ms) so
+            # the part does not swing in the hand; PyBullet's fixed constraint is stiff too.
+            eq.solref = [0.005, 1.0]
+        self.model = spec.compile()
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._arm_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in ARM_JOINTS])
+        self._arm_vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in ARM_JOINTS])
+        self._fing_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in FINGER_JOINTS])
+        self._fing_vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in FINGER_JOINTS])
+        self._q_idx = np.concatenate([self._arm_qadr, self._fing_qadr])
+        self._v_idx = np.concatenate([self._arm_vadr, self._fing_vadr])
+        self._link7 = m.body("panda_link7").id
+        self._body_id = {b.name: m.body(b.name).id for b in scene.bodies}
+        self._eq_id = {n: m.equality(f"grasp_{n}").id for n in self._graspable}
+        self._mocap_id = {
+            b.name: m.body_mocapid[self._body_id[b.name]]
+            for b in scene.bodies
+            if m.body_mocapid[self._body_id[b.name]] >= 0
+        }
+        # Body name for every geom, for contact bookkeeping ("robot" for the arm and hand).
+        robot_bodies = {m.body(f"panda_link{i}").id for i in range(1, 8)} | {
+            m.body("panda_leftfinger").id,
+            m.body("panda_rightfinger").id,
+        }
+        # Contact book-keeping: an owner code per geom (−1 none, 0 robot, 1 table, 2+ scene
+        # bodies) and a table of which owner pairs are reported (see `contact_forces`).
+        self._owner_names = [ROBOT, TABLE, *[b.name for b in scene.bodies]]
+        code_by_body = {
+            bid: 2 + k for k, bid in enumerate(self._body_id[b.name] for b in scene.bodies)
+        }
+        codes = np.full(m.ngeom, -1, dtype=int)
+        for g in range(m.ngeom):
+            bid = int(m.geom_bodyid[g])
+            if bid in robot_bodies:
+                codes[g] = 0
+            elif bid == 0:
+                codes[g] = 1 if m.geom(g).name == TABLE else -1
+            else:
+                codes[g] = code_by_body.get(bid, -1)
+        self._owner_code = codes
+        n = len(self._owner_names)
+        objects = {2 + k for k, b in enumerate(scene.bodies) if b.role == "object"}
+        relevant = np.zeros((n + 1, n + 1), dtype=bool)  # index −1 (none) maps to the last row
+        for a in range(n):
+            for b in range(n):
+                if a == b:
+                    continue
+                robot_pair = 0 in (a, b)
+                object_on_fixture = (a in objects or b in objects) and 1 not in (a, b)
+                relevant[a, b] = robot_pair or object_on_fixture
+        self._relevant = relevant
+        # Nominal copies of everything a reset rewrites.
+        self._nominal = {
+            "body_mass": m.body_mass.copy(),
+            "body_inertia": m.body_inertia.copy(),
+            "body_ipos": m.body_ipos.copy(),
+            "geom_friction": m.geom_friction.copy(),
+            "dof_damping": m.dof_damping.copy(),
+            "dof_frictionloss": m.dof_frictionloss.copy(),
+            "gainprm": m.actuator_gainprm.copy(),
+            "biasprm": m.actuator_biasprm.copy(),
+        }
+        self._robot_body_ids = np.array(sorted(robot_bodies))
+        self._object_bodies = np.array(
+            [self._body_id[b.name] for b in scene.bodies if b.role == "object"], dtype=int
+        )
+        self._object_geoms = np.array(
+            [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in set(self._object_bodies)],
+            dtype=int,
+        )
+        self._slide_dof = {
+            b.name: m.jnt_dofadr[m.body_jntadr[self._body_id[b.name]]]
+            for b in scene.bodies
+            if b.joint == "slide"
+        }
+        self._contact_buf = np.zeros(6)
+        self.attached: str | None = None
+
+    # ------------------------------------------------------------------ build
+
+    @staticmethod
+    def _add_body(spec: mujoco.MjSpec, body: Body) -> None:
+        mj_body = spec.worldbody.add_body()
+        mj_body.name = body.name
+        mj_body.pos = list(body.pos)
+        if body.joint == "free":
+            mj_body.add_freejoint()
+        elif body.joint == "slide":
+            joint = mj_body.add_joint()
+            joint.name = f"{body.name}_slide"
+            joint.type = mujoco.mjtJoint.mjJNT_SLIDE
+            joint.axis = list(body.slide_axis)
+            joint.range = list(body.slide_range)
+            joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
+            joint.damping = [body.slide_damping, 0.0, 0.0]
+            joint.frictionloss = body.slide_friction_n
+        else:
+            # Fixed bodies are mocap bodies: the compiler would otherwise fuse them into the
+            # world (URDF import fuses static bodies), and mocap lets the obstacle be moved.
+            mj_body.mocap = True
+        volume = sum(float(np.prod(g.size)) * 8.0 for g in body.geoms if g.shape == "box")
+        for geom in body.geoms:
+            mj_geom = mj_body.add_geom()
+            mj_geom.type = _GEOM_TYPES[geom.shape]
+            mj_geom.size = list(geom.size) + [0.0] * (3 - len(geom.size))
+            mj_geom.pos = list(geom.pos)
+            mj_geom.rgba = list(geom.rgba)
+            mj_geom.contype, mj_geom.conaffinity = _WORLD_CONTYPE, _WORLD_CONAFFINITY
+            if body.joint != "fixed":
+                # Mass split over the boxes by volume; the compiler derives the inertia.
+                share = float(np.prod(geom.size)) * 8.0 / volume if volume else 1.0
+                mj_geom.mass = body.mass * share
+            if body.role == "object":
+                mj_geom.priority = 1
+                mj_geom.friction = [body.friction, 0.005, 0.0001]
+            else:
+                mj_geom.friction = [1.0, 0.005, 0.0001]
+
+    # ------------------------------------------------------------------ episode
+
+    def reset(self, init: InitialState, params: PhysicsParams) -> None:
+        m, d = self.model, self.data
+        nom = self._nominal
+        m.body_mass[:] = nom["body_mass"]
+        m.body_inertia[:] = nom["body_inertia"]
+        m.body_ipos[:] = nom["body_ipos"]
+        m.geom_friction[:] = nom["geom_friction"]
+        m.dof_damping[:] = nom["dof_damping"]
+        m.dof_frictionloss[:] = nom["dof_frictionloss"]
+        m.actuator_gainprm[:] = nom["gainprm"]
+        m.actuator_biasprm[:] = nom["biasprm"]
+        rb = self._robot_body_ids
+        m.body_mass[rb] *= params.link_mass_scale
+        m.body_inertia[rb] *= params.link_mass_scale
+        if params.payload_kg > 0.0:
+            # Lump the payload at the hand's centre of mass (the same point PyBullet uses).
+            b = self._link7
+            m0, c0 = m.body_mass[b], m.body_ipos[b].copy()
+            p = self.kin.hand_com_in_link7
+            m.body_mass[b] = m0 + params.payload_kg
+            m.body_ipos[b] = (m0 * c0 + params.payload_kg * p) / (m0 + params.payload_kg)
+        ob = self._object_bodies
+        m.body_mass[ob] *= params.object_mass_scale
+        m.body_inertia[ob] *= params.object_mass_scale
+        m.geom_friction[self._object_geoms, 0] *= params.friction_scale
+        for dof in self._slide_dof.values():
+            m.dof_frictionloss[dof] *= params.friction_scale
+        m.dof_damping[self._arm_vadr] = ARM_DAMPING * params.joint_damping_scale
+        g = params.actuator_gain_scale
+        m.actuator_gainprm[:, 0] *= g
+        m.actuator_biasprm[:, 1] *= g
+        m.actuator_biasprm[:, 2] *= g
+        # Masses and inertias changed: recompute the compiler's derived constants (inverse
+        # weights used by the constraint solver, subtree masses).
+        mujoco.mj_setConst(m, d)
+        mujoco.mj_resetData(m, d)
+        d.eq_active[:] = 0
+        self.attached = None
+        d.qpos[self._arm_qadr] = init.arm_q
+        d.qpos[self._fing_qadr] = init.finger_q
+        d.ctrl[:7] = init.arm_q
+        d.ctrl[7:9] = init.finger_q
+        for body in self.scene.bodies:
+            bid = self._body_id[body.name]
+            pos = np.asarray(init.body_pos.get(body.name, body.pos), dtype=float)
+            if body.joint == "free":
+                adr = m.jnt_qposadr[m.body_jntadr[bid]]
+                d.qpos[adr : adr + 3] = pos
+                d.qpos[adr + 3 : adr + 7] = (1.0, 0.0, 0.0, 0.0)
+            elif body.name in self._mocap_id:
+                d.mocap_pos[self._mocap_id[body.name]] = pos
+            elif body.joint == "slide":
+                adr = m.jnt_qposadr[m.body_jntadr[bid]]
+                d.qpos[adr] = init.slide_q.get(body.name, 0.0)
+        mujoco.mj_forward(m, d)
+
+    def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
+        d = self.data
+        d.ctrl[:7] = arm_cmd
+        d.ctrl[7] = d.ctrl[8] = finger_cmd
+        mujoco.mj_step(self.model, d, nstep=substeps)
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.data.qpos[self._q_idx].copy(), self.data.qvel[self._v_idx].copy()
+
+    def applied_torque(self) -> np.ndarray:
+        return self.data.actuator_force[:9].copy()
+
+    def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        bid = self._body_id[name]
+        return self.data.xpos[bid].copy(), self.data.xquat[bid].copy()
+
+    def body_velocity(self, name: str) -> np.ndarray:
+        vel = np.zeros(6)
+        mujoco.mj_objectVelocity(
+            self.model, self.data, mujoco.mjtObj.mjOBJ_BODY, self._body_id[name], vel, 0
+        )
+        return vel[3:].copy()
+
+    def slide_q(self, name: str) -> float:
+        bid = self._body_id[name]
+        return float(self.data.qpos[self.model.jnt_qposadr[self.model.body_jntadr[bid]]])
+
+    def attach(self, name: str) -> None:
+        m, d = self.model, self.data
+        self.detach()
+        eq = self._eq_id[name]
+        bid = self._body_id[name]
+        p1, q1 = d.xpos[self._link7], d.xquat[self._link7]
+        p2, q2 = d.xpos[bid], d.xquat[bid]
+        rot1 = d.xmat[self._link7].reshape(3, 3)
+        # Weld data: anchor (3), pose of body 2 in body 1 (3 + 4), torque scale.
+        m.eq_data[eq, 0:3] = 0.0
+        m.eq_data[eq, 3:6] = rot1.T @ (p2 - p1)
+        m.eq_data[eq, 6:10] = quat_conj_mul(q1, q2)
+        m.eq_data[eq, 10] = 1.0
+        d.eq_active[eq] = 1
+        self.attached = name
+
+    def detach(self) -> None:
+        if self.attached is not None:
+            self.data.eq_active[self._eq_id[self.attached]] = 0
+            self.attached = None
+
+    def move_body(self, name: str, pos: np.ndarray) -> None:
+        self.data.mocap_pos[self._mocap_id[name]] = pos
+
+    def contact_forces(self) -> dict[tuple[str, str], float]:
+        m, d = self.model, self.data
+        out: dict[tuple[str, str], float] = {}
+        ncon = d.ncon
+        if ncon == 0:
+            return out
+        pairs = self._owner_code[d.contact.geom[:ncon]]  # (ncon, 2)
+        names = self._owner_names
+        buf = self._contact_buf
+        for i in np.nonzero(self._relevant[pairs[:, 0], pairs[:, 1]])[0]:
+            key = pair_key(names[pairs[i, 0]], names[pairs[i, 1]])
+            mujoco.mj_contactForce(m, d, int(i), buf)
+            out[key] = out.get(key, 0.0) + abs(float(buf[0]))
+        return out
+
+    def diverged(self) -> bool:
+        warnings = self.data.warning
+        return any(
+            warnings[int(kind)].number > 0
+            for kind in (
+                mujoco.mjtWarning.mjWARN_BADQPOS,
+                mujoco.mjtWarning.mjWARN_BADQVEL,
+                mujoco.mjtWarning.mjWARN_BADQACC,
+            )
+        )
+
+    def close(self) -> None:
+        self.detach()

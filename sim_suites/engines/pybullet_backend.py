@@ -1,0 +1,388 @@
+"""PyBullet backend: the same Panda URDF, scene and servo law, in a private DIRECT client.
+
+Each backend connects its own client (`BulletClient` in DIRECT mode) and never touches PyBullet's
+global default client, so several environments can live in one process. The arm is torque
+controlled: the default velocity motors are switched off and the PD law of
+`sim_suites.engines.base.pd_torque` runs every 2 ms physics step with the same gains and limits as
+MuJoCo's position actuators. Link inertias come from the URDF (`URDF_USE_INERTIA_FROM_FILE`) and
+PyBullet's default link damping is removed, so both engines integrate the same model.
+
+The initial world is saved once (`saveState`) and restored on every reset, which also restores
+the contact solver's warm-start cache: episodes are deterministic within one client.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pybullet
+from pybullet_utils import bullet_client
+
+from sim_suites.arena import Body, Scene
+from sim_suites.engines.base import (
+    PHYSICS_DT,
+    ROBOT,
+    TABLE,
+    WELD_MAX_FORCE_N,
+    InitialState,
+    PhysicsParams,
+    pair_key,
+    pd_torque,
+    quat_conj_mul,
+    quat_to_matrix,
+)
+from sim_suites.robot import (
+    ARM_DAMPING,
+    ARM_JOINTS,
+    ARM_KP,
+    ARM_KV,
+    FINGER_INERTIA,
+    FINGER_JOINTS,
+    FINGER_KP,
+    FINGER_KV,
+    PandaKinematics,
+    panda_urdf_path,
+)
+
+
+def _wxyz(q_xyzw: tuple[float, ...]) -> np.ndarray:
+    return np.array([q_xyzw[3], q_xyzw[0], q_xyzw[1], q_xyzw[2]])
+
+
+def _xyzw(q_wxyz: np.ndarray) -> list[float]:
+    return [float(q_wxyz[1]), float(q_wxyz[2]), float(q_wxyz[3]), float(q_wxyz[0])]
+
+
+class PybulletBackend:
+    """One PyBullet DIRECT client for one scene. See `PhysicsBackend`."""
+
+    engine = "pybullet"
+
+    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+        self.scene = scene
+        self.kin = kinematics
+        client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
+        self.client = client
+        client.setGravity(0.0, 0.0, -9.81)
+        client.setPhysicsEngineParameter(
+            fixedTimeStep=PHYSICS_DT, numSubSteps=1, deterministicOverlappingPairs=1
+        )
+        self.robot = client.loadURDF(
+            str(panda_urdf_path()),
+            useFixedBase=True,
+            flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
+        )
+        joint_index = {}
+        link_index = {}
+        for j in range(client.getNumJoints(self.robot)):
+            info = client.getJointInfo(self.robot, j)
+            joint_index[info[1].decode()] = j
+            link_index[info[12].decode()] = j
+        self._joints = [joint_index[n] for n in (*ARM_JOINTS, *FINGER_JOINTS)]
+        self._hand = link_index["panda_hand"]
+        for name in ("panda_leftfinger", "panda_rightfinger"):
+            client.changeDynamics(
+                self.robot, link_index[name], localInertiaDiagonal=[FINGER_INERTIA] * 3
+            )
+        self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
+        for link in self._robot_links:
+            client.changeDynamics(
+                self.robot, link, linearDamping=0.0, angularDamping=0.0, lateralFriction=1.0
+            )
+        # Switch off the default velocity motors: torques come from our PD law.
+        client.setJointMotorControlArray(
+            self.robot, self._joints, pybullet.VELOCITY_CONTROL, forces=[0.0] * 9
+        )
+        plane = client.createCollisionShape(pybullet.GEOM_PLANE)
+        self.table = client.createMultiBody(0.0, plane)
+        client.changeDynamics(
+            self.table, -1, lateralFriction=scene.table_friction, linearDamping=0.0
+        )
+        self._ids: dict[str, int] = {}
+        for body in scene.bodies:
+            self._ids[body.name] = self._add_body(body)
+        self._names = {bid: name for name, bid in self._ids.items()}
+        self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role == "object"]
+        self._names[self.robot] = ROBOT
+        self._names[self.table] = TABLE
+        self._nominal_link_mass = {
+            link: client.getDynamicsInfo(self.robot, link)[0] for link in self._robot_links
+        }
+        self._nominal_link_inertia = {
+            link: client.getDynamicsInfo(self.robot, link)[2] for link in self._robot_links
+        }
+        # Nominal inertia of each free body: changeDynamics(mass=...) rescales the *current*
+        # inertia, so resets set both explicitly to keep episodes independent.
+        self._nominal_body_inertia = {
+            b.name: client.getDynamicsInfo(self._ids[b.name], -1)[2]
+            for b in scene.bodies
+            if b.joint == "free"
+        }
+        self._kp = np.concatenate([ARM_KP, [FINGER_KP, FINGER_KP]])
+        self._kv = np.concatenate([ARM_KV, [FINGER_KV, FINGER_KV]])
+        self._limit = np.concatenate(
+            [kinematics.effort, [kinematics.finger_effort, kinematics.finger_effort]]
+        )
+        self._gain = 1.0
+        self._damping = np.zeros(9)
+        self._tau = np.zeros(9)
+        self._constraint: int | None = None
+        self.attached: str | None = None
+        self._state_id = client.saveState()
+
+    # ------------------------------------------------------------------ build
+
+    def _add_body(self, body: Body) -> int:
+        c = self.client
+        shapes, extents, radii, lengths, positions = [], [], [], [], []
+        for geom in body.geoms:
+            if geom.shape == "box":
+                shapes.append(pybullet.GEOM_BOX)
+                extents.append(list(geom.size))
+                radii.append(0.0)
+                lengths.append(0.0)
+            elif geom.shape in ("capsule", "cylinder"):
+                shapes.append(
+                    pybullet.GEOM_CAPSULE if geom.shape == "capsule" else pybullet.GEOM_CYLINDER
+                )
+                extents.append([0.0, 0.0, 0.0])
+                radii.append(geom.size[0])
+                lengths.append(2.0 * geom.size[1])
+            else:
+                shapes.append(pybullet.GEOM_SPHERE)
+                extents.append([0.0, 0.0, 0.0])
+                radii.append(geom.size[0])
+                lengths.append(0.0)
+            positions.append(list(geom.pos))
+        shape = c.createCollisionShapeArray(
+            shapeTypes=shapes,
+            halfExtents=extents,
+            radii=radii,
+            lengths=lengths,
+            collisionFramePositions=positions,
+        )
+        if body.joint == "slide":
+            bid = c.createMultiBody(
+                baseMass=0.0,
+                baseCollisionShapeIndex=-1,
+                basePosition=list(body.pos),
+                linkMasses=[body.mass],
+                linkCollisionShapeIndices=[shape],
+                linkVisualShapeIndices=[-1],
+                linkPositions=[[0.0, 0.0, 0.0]],
+                linkOrientations=[[0.0, 0.0, 0.0, 1.0]],
+                linkInertialFramePositions=[[0.0, 0.0, 0.0]],
+                linkInertialFrameOrientations=[[0.0, 0.0, 0.0, 1.0]],
+                linkParentIndices=[0],
+                linkJointTypes=[pybullet.JOINT_PRISMATIC],
+                linkJointAxis=[list(body.slide_axis)],
+            )
+            c.changeDynamics(
+                bid,
+                0,
+                jointLowerLimit=body.slide_range[0],
+                jointUpperLimit=body.slide_range[1],
+                jointDamping=body.slide_damping,
+                linearDamping=0.0,
+                angularDamping=0.0,
+                lateralFriction=1.0,
+            )
+        else:
+            mass = body.mass if body.joint == "free" else 0.0
+            bid = c.createMultiBody(
+                baseMass=mass, baseCollisionShapeIndex=shape, basePosition=list(body.pos)
+            )
+            c.changeDynamics(
+                bid,
+                -1,
+                linearDamping=0.0,
+                angularDamping=0.0,
+                lateralFriction=body.friction if body.role == "object" else 1.0,
+            )
+        return int(bid)
+
+    # ------------------------------------------------------------------ episode
+
+    def reset(self, init: InitialState, params: PhysicsParams) -> None:
+        c = self.client
+        self.detach()
+        self._flush_contact_cache()
+        c.restoreState(self._state_id)
+        for link in self._robot_links:
+            mass = self._nominal_link_mass[link]
+            if mass <= 0.0:
+                continue
+            scaled = mass * params.link_mass_scale
+            if link == self._hand:
+                scaled += params.payload_kg
+            inertia = [v * params.link_mass_scale for v in self._nominal_link_inertia[link]]
+            c.changeDynamics(self.robot, link, mass=scaled, localInertiaDiagonal=inertia)
+        for body in self.scene.bodies:
+            bid = self._ids[body.name]
+            if body.joint == "free":
+                scale = params.object_mass_scale
+                c.changeDynamics(
+                    bid,
+                    -1,
+                    mass=body.mass * scale,
+                    localInertiaDiagonal=[v * scale for v in self._nominal_body_inertia[body.name]],
+                    lateralFriction=body.friction * params.friction_scale,
+                )
+            elif body.joint == "slide":
+                # Coulomb slide friction as a zero-velocity motor with a force cap.
+                c.setJointMotorControl2(
+                    bid,
+                    0,
+                    pybullet.VELOCITY_CONTROL,
+                    targetVelocity=0.0,
+                    force=body.slide_friction_n * params.friction_scale,
+                )
+        self._gain = params.actuator_gain_scale
+        self._damping = np.zeros(9)
+        self._damping[:7] = ARM_DAMPING * params.joint_damping_scale
+        qs = np.concatenate([init.arm_q, [init.finger_q, init.finger_q]])
+        for j, q in zip(self._joints, qs, strict=True):
+            c.resetJointState(self.robot, j, float(q), 0.0)
+        self._tau = np.zeros(9)
+        for body in self.scene.bodies:
+            bid = self._ids[body.name]
+            pos = np.asarray(init.body_pos.get(body.name, body.pos), dtype=float)
+            if body.joint == "slide":
+                c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
+                c.resetJointState(bid, 0, float(init.slide_q.get(body.name, 0.0)), 0.0)
+            else:
+                c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
+                c.resetBaseVelocity(bid, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+
+    def _flush_contact_cache(self) -> None:
+        """Drop every cached contact manifold so no episode inherits the last one's contacts.
+
+        restoreState resets positions and velocities but the broadphase keeps its overlapping
+        pairs (with warm-started impulses); moving every body apart and running collision
+        detection once removes them, so results do not depend on the previous episode.
+        """
+        c = self.client
+        far = 100.0
+        bodies = [self.robot, *self._ids.values()]
+        for k, bid in enumerate(bodies):
+            c.resetBasePositionAndOrientation(bid, [far * (k + 1), far, far], [0, 0, 0, 1])
+        c.performCollisionDetection()
+
+    def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
+        c = self.client
+        cmd = np.concatenate([arm_cmd, [finger_cmd, finger_cmd]])
+        kp, kv = self._kp * self._gain, self._kv * self._gain
+        for _ in range(substeps):
+            states = c.getJointStates(self.robot, self._joints)
+            q = np.array([s[0] for s in states])
+            qd = np.array([s[1] for s in states])
+            tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
+            self._tau = tau
+            # Passive joint damping acts outside the servo's torque limit, as in MuJoCo.
+            c.setJointMotorControlArray(
+                self.robot,
+                self._joints,
+                pybullet.TORQUE_CONTROL,
+                forces=list(tau - self._damping * qd),
+            )
+            c.stepSimulation()
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        states = self.client.getJointStates(self.robot, self._joints)
+        return np.array([s[0] for s in states]), np.array([s[1] for s in states])
+
+    def applied_torque(self) -> np.ndarray:
+        return self._tau.copy()
+
+    def _body_frame(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        bid = self._ids[name]
+        if self.scene.body(name).joint == "slide":
+            state = self.client.getLinkState(bid, 0, computeForwardKinematics=True)
+            return np.array(state[4]), _wxyz(state[5])
+        pos, quat = self.client.getBasePositionAndOrientation(bid)
+        return np.array(pos), _wxyz(quat)
+
+    def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        return self._body_frame(name)
+
+    def body_velocity(self, name: str) -> np.ndarray:
+        bid = self._ids[name]
+        if self.scene.body(name).joint == "slide":
+            state = self.client.getLinkState(bid, 0, computeLinkVelocity=True)
+            return np.array(state[6])
+        return np.array(self.client.getBaseVelocity(bid)[0])
+
+    def slide_q(self, name: str) -> float:
+        return float(self.client.getJointState(self._ids[name], 0)[0])
+
+    def attach(self, name: str) -> None:
+        c = self.client
+        self.detach()
+        bid = self._ids[name]
+        child_link = 0 if self.scene.body(name).joint == "slide" else -1
+        # Constraint frames are relative to each link's centre-of-mass frame.
+        hand = c.getLinkState(self.robot, self._hand, computeForwardKinematics=True)
+        hand_pos, hand_quat = np.array(hand[0]), _wxyz(hand[1])
+        if child_link == 0:
+            state = c.getLinkState(bid, 0, computeForwardKinematics=True)
+            obj_pos, obj_quat = np.array(state[0]), _wxyz(state[1])
+        else:
+            p, q = c.getBasePositionAndOrientation(bid)
+            obj_pos, obj_quat = np.array(p), _wxyz(q)
+        rel_pos = quat_to_matrix(hand_quat).T @ (obj_pos - hand_pos)
+        rel_quat = quat_conj_mul(hand_quat, obj_quat)
+        cid = c.createConstraint(
+            self.robot,
+            self._hand,
+            bid,
+            child_link,
+            pybullet.JOINT_FIXED,
+            [0.0, 0.0, 0.0],
+            parentFramePosition=list(rel_pos),
+            childFramePosition=[0.0, 0.0, 0.0],
+            parentFrameOrientation=_xyzw(rel_quat),
+            childFrameOrientation=[0.0, 0.0, 0.0, 1.0],
+        )
+        c.changeConstraint(cid, maxForce=WELD_MAX_FORCE_N)
+        self._constraint = cid
+        self.attached = name
+
+    def detach(self) -> None:
+        if self._constraint is not None:
+            self.client.removeConstraint(self._constraint)
+            self._constraint = None
+        self.attached = None
+
+    def move_body(self, name: str, pos: np.ndarray) -> None:
+        self.client.resetBasePositionAndOrientation(
+            self._ids[name], list(map(float, pos)), [0.0, 0.0, 0.0, 1.0]
+        )
+
+    def contact_forces(self) -> dict[tuple[str, str], float]:
+        out: dict[tuple[str, str], float] = {}
+        names = self._names
+        c = self.client
+        # The robot against anything; objects against anything but the table and the robot
+        # (robot contacts are already in the first query).
+        skip = {self.table, self.robot}
+        points = list(c.getContactPoints(bodyA=self.robot))
+        for bid in self._object_ids:
+            points.extend(
+                p for p in c.getContactPoints(bodyA=bid) if p[1] not in skip and p[2] not in skip
+            )
+        for point in points:
+            a, b = names.get(point[1]), names.get(point[2])
+            if a is None or b is None or a == b:
+                continue
+            key = pair_key(a, b)
+            out[key] = out.get(key, 0.0) + abs(float(point[9]))
+        return out
+
+    def diverged(self) -> bool:
+        # PyBullet reports no instability flag; the environment checks state and speeds.
+        return False
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.detach()
+            self.client.disconnect()
+            self.client = None  # type: ignore[assignment]

@@ -1,0 +1,222 @@
+"""`run_episode`: one simulated episode of a manifest row, returned as an `EpisodeOutcome`.
+
+This is the sim engine the harness reaches through `embodied_eval.plugins.SIM_ENGINES`. It is
+deterministic for a given spec: the same spec (and protocol, policy, faults) gives an identical
+`Episode`, `started_at` included (it is a parameter; by default it is derived from the protocol's
+window start, or the Unix epoch without a protocol).
+
+Randomness comes from `spec.seed` only: `SeedSequence(spec.seed)` spawns the environment seed
+(domain randomization, sensor noise, fault timing) and the policy seed.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.canonical import atomic_write_bytes
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import Artifact, Episode, EpisodeOutcome, EpisodeSpec
+from sim_suites.env import ENGINES, PandaTaskEnv
+from sim_suites.faults import FaultRequest
+from sim_suites.policies import Policy, load_policy
+from sim_suites.safety import SafetyLimits
+from sim_suites.tasks import task_spec
+from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
+
+#: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
+#: restore the whole simulator state, so reuse does not change results (tested).
+_ENV_CACHE: dict[tuple[str, str], PandaTaskEnv] = {}
+_ENV_CACHE_MAX = 8
+
+
+def cached_env(task_id: str, engine: str) -> PandaTaskEnv:
+    """A process-local environment for (task, engine), built on first use."""
+    key = (task_id, engine)
+    env = _ENV_CACHE.get(key)
+    if env is None:
+        if len(_ENV_CACHE) >= _ENV_CACHE_MAX:
+            oldest = next(iter(_ENV_CACHE))
+            _ENV_CACHE.pop(oldest).close()
+        env = PandaTaskEnv(task_id, engine)
+        _ENV_CACHE[key] = env
+    return env
+
+
+def episode_seeds(seed: int) -> tuple[int, int]:
+    """(environment seed, policy seed) derived from an episode seed."""
+    env_ss, policy_ss = np.random.SeedSequence(int(seed) % 2**63).spawn(2)
+    return int(env_ss.generate_state(1, np.uint32)[0]), int(
+        policy_ss.generate_state(1, np.uint32)[0]
+    )
+
+
+def run_episode(
+    spec: EpisodeSpec,
+    protocol: Protocol | None = None,
+    *,
+    policy: str | Policy | None = None,
+    faults: Iterable[str | FaultRequest] = (),
+    max_steps: int | None = None,
+    record_dir: str | Path | None = None,
+    reality_gap: RealityGap | None = None,
+    started_at: str | None = None,
+    safety: SafetyLimits | None = None,
+) -> EpisodeOutcome:
+    """Run one simulated episode of a manifest row.
+
+    Args:
+        spec: the manifest row; `spec.engine` is "mujoco" or "pybullet".
+        protocol: supplies DR ranges (`[randomization]`), max_steps, q* and the QC tolerance of
+            the instance, and safety thresholds; None uses the defaults (mild DR, 400 steps,
+            the task's q*).
+        policy: a policy object or import path; None uses `spec.policy`.
+        faults: fault kinds or `FaultRequest`s to inject (none by default).
+        max_steps: overrides the protocol's max_steps (control steps at 50 Hz).
+        record_dir: if given, the per-step trajectory is written there as
+            `<episode_id>.npz` and listed in `Episode.artifacts`.
+        reality_gap: extra physics offsets (the twin robot's "real" world).
+        started_at: ISO-8601 start time to record; None derives it deterministically.
+        safety: monitor limits; None uses the protocol's thresholds over the defaults.
+    Returns:
+        the Episode record plus the SafetyEvents the monitors emitted.
+    """
+    if spec.engine not in ENGINES:
+        raise EvalError(
+            f"engine: {spec.engine!r} is not a sim engine ({', '.join(ENGINES)})", key="engine"
+        )
+    task = task_spec(spec.task_id)
+    if task.family != spec.family:
+        raise EvalError(
+            f"family: task {spec.task_id!r} belongs to {task.family!r}, not {spec.family!r}",
+            key="family",
+        )
+    target_quality = spec.target_quality
+    qc_tolerance = None
+    randomization: dict[str, Any] = dict(DEFAULT_RANDOMIZATION)
+    steps = 400
+    limits = safety or SafetyLimits()
+    if protocol is not None:
+        inst = protocol.instance(spec.task_id)
+        target_quality = inst.target_quality
+        qc_tolerance = inst.qc_tolerance
+        randomization = {k: tuple(v) for k, v in protocol.randomization.items()}
+        steps = protocol.max_steps
+        if safety is None:
+            limits = SafetyLimits.from_thresholds(protocol.safety_thresholds)
+    if max_steps is not None:
+        steps = max_steps
+    if started_at is None:
+        started_at = (
+            f"{protocol.window_start.isoformat()}T00:00:00Z"
+            if protocol is not None
+            else "1970-01-01T00:00:00Z"
+        )
+
+    env = cached_env(spec.task_id, spec.engine)
+    env.configure(
+        randomization=randomization,
+        drift=spec.drift,
+        reality_gap=reality_gap,
+        safety=limits,
+        faults=faults,
+        max_steps=steps,
+        target_quality=target_quality,
+        qc_tolerance_m=qc_tolerance,
+    )
+    agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
+    policy_name = policy if isinstance(policy, str) else getattr(agent, "name", spec.policy)
+    env_seed, policy_seed = episode_seeds(spec.seed)
+    agent.reset(policy_seed)
+    obs, reset_info = env.reset(seed=env_seed)
+    trace: dict[str, list[np.ndarray]] = {"action": [], "tcp": [], "object": [], "q": []}
+    record = record_dir is not None
+    actions = 0
+    while True:
+        action = agent.act(obs)
+        obs, _, terminated, truncated, _ = env.step(action)
+        actions += 1
+        if record:
+            trace["action"].append(np.asarray(action, dtype=np.float64))
+            trace["tcp"].append(obs["tcp_pos"])
+            trace["object"].append(obs["object_pos"])
+            trace["q"].append(obs["joint_pos"])
+        if terminated or truncated:
+            break
+    summary = env.episode_summary()
+    artifacts: tuple[Artifact, ...] = ()
+    if record_dir is not None:
+        artifacts = (_write_trace(Path(record_dir), spec.episode_id, trace),)
+    randomization_record = dict(reset_info["randomization"])
+    if reality_gap is not None:
+        randomization_record["reality_gap"] = reality_gap.to_dict()
+    episode = Episode(
+        episode_id=spec.episode_id,
+        pair_id=spec.pair_id,
+        side=spec.side,
+        family=spec.family,
+        task_id=spec.task_id,
+        seed=spec.seed,
+        policy=str(policy_name),
+        engine=spec.engine,
+        quality=round(summary["quality"], 12),
+        target_quality=target_quality,
+        status=summary["status"],
+        duration_s=round(summary["duration_s"], 9),
+        drift={"name": spec.drift_name, **dict(spec.drift)},
+        randomization=_jsonable(randomization_record),
+        actions=actions,
+        plan_depth=int(getattr(agent, "plan_depth", 0)),
+        faults=summary["faults"],
+        control=_jsonable(summary["control"]),
+        qc=round(summary["qc"], 12),
+        energy_wh=round(summary["energy_wh"], 12),
+        attempt=spec.attempt,
+        started_at=started_at,
+        artifacts=artifacts,
+        status_reason=summary["status_reason"],
+        window=spec.window,
+        protocol_hash=spec.protocol_hash,
+    )
+    return EpisodeOutcome(episode=episode, safety_events=summary["safety_events"])
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.floating, float)):
+        return round(float(value), 12)
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    return value
+
+
+def trace_bytes(trace: dict[str, list[np.ndarray]]) -> bytes:
+    """An .npz archive of the per-step arrays with fixed zip timestamps (byte-reproducible).
+
+    Stored uncompressed: writing must not slow the episode loop down.
+    """
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name in sorted(trace):
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.asarray(trace[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            archive.writestr(info, member.getvalue())
+    return buffer.getvalue()
+
+
+def _write_trace(folder: Path, episode_id: str, trace: dict[str, list[np.ndarray]]) -> Artifact:
+    data = trace_bytes(trace)
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in episode_id)
+    path = folder / f"{safe}.npz"
+    digest = atomic_write_bytes(path, data)
+    return Artifact(path=str(path), sha256=digest, kind="trajectory", size_bytes=len(data))

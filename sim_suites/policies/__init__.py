@@ -1,0 +1,100 @@
+"""Policies: the protocol every policy follows and the factories a protocol names.
+
+A policy has `reset(seed)` and `act(obs) -> action` (a float32 array of the env's action space).
+A protocol names a policy by import path, e.g. `sim_suites.policies:scripted`; the factory is
+called with the task id (and keyword options) and returns a fresh policy:
+
+- `scripted(task_id)`: the family's reference policy with recovery (`scripted.py`).
+- `null(task_id)`: does nothing (holds still with the gripper open).
+- `random(task_id, seed=None)`: uniform random actions from its own generator; `reset(seed)`
+  re-seeds it, so a given episode seed gives the same actions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from embodied_eval.errors import EvalError
+from embodied_eval.plugins import resolve
+from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
+from sim_suites.tasks import family_of
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the episode runner and the twin robot call."""
+
+    name: str
+
+    def reset(self, seed: int | None = None) -> None:
+        """Start a new episode (a seed for policies with randomness)."""
+
+    def act(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Action (4,) float32 in [−1, 1] for an observation."""
+
+
+class NullPolicy:
+    """Does nothing: zero velocity, gripper open. The floor every policy must beat."""
+
+    name = "sim_suites.policies:null"
+
+    def reset(self, seed: int | None = None) -> None:
+        return None
+
+    def act(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return np.array([0.0, 0.0, 0.0, 1.0], dtype=np.float32)
+
+
+class RandomPolicy:
+    """Uniform random actions in [−1, 1]⁴ from an explicit generator."""
+
+    name = "sim_suites.policies:random"
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(self.seed if seed is None else seed)
+
+    def act(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
+        return self.rng.uniform(-1.0, 1.0, size=4).astype(np.float32)
+
+
+def scripted(task_id: str, **_: Any) -> ScriptedPolicy:
+    """The reference policy of the task's family."""
+    return SCRIPTS[family_of(task_id)]()
+
+
+def null(task_id: str | None = None, **_: Any) -> NullPolicy:
+    """The null policy (task-independent)."""
+    return NullPolicy()
+
+
+def random(task_id: str | None = None, seed: int | None = None, **_: Any) -> RandomPolicy:
+    """The random policy with an explicit seed (None: seeded by `reset(seed)`)."""
+    return RandomPolicy(seed)
+
+
+def load_policy(target: str | Policy | Callable[..., Policy], task_id: str) -> Policy:
+    """A policy from an import path `package.module:factory`, a factory, or a policy object."""
+    if isinstance(target, str):
+        target = resolve(target)
+    if isinstance(target, Policy):
+        return target
+    if callable(target):
+        policy = target(task_id)
+        if not isinstance(policy, Policy):
+            raise EvalError(
+                f"policy factory {target!r} returned {type(policy).__name__}, "
+                "which lacks reset(seed) / act(obs)",
+                key="policy",
+            )
+        return policy
+    raise EvalError(f"policy: cannot use {target!r} as a policy", key="policy")
+
+
+__all__ = ["NullPolicy", "Policy", "RandomPolicy", "load_policy", "null", "random", "scripted"]

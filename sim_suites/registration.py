@@ -1,0 +1,85 @@
+"""Gymnasium registration: one versioned ID per (family, engine), and `make_env`.
+
+IDs look like `embodied/PickPlace-MuJoCo-v0`. A released ID never changes behaviour; a change
+to a family's task, scoring or dynamics gets a new version. `gymnasium.make(id, task_id=...)`
+picks the instance (default: the family's first instance).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from sim_suites.env import PandaTaskEnv
+from sim_suites.faults import FaultRequest
+from sim_suites.safety import SafetyLimits
+from sim_suites.variations import RealityGap
+
+NAMESPACE = "embodied"
+VERSION = 0
+FAMILY_NAMES = {
+    "pick_place": "PickPlace",
+    "push": "Push",
+    "drawer_open": "DrawerOpen",
+    "peg_insert": "PegInsert",
+}
+ENGINE_NAMES = {"mujoco": "MuJoCo", "pybullet": "PyBullet"}
+
+
+def env_id(family: str, engine: str) -> str:
+    """The Gymnasium ID of a (family, engine) pair."""
+    return f"{NAMESPACE}/{FAMILY_NAMES[family]}-{ENGINE_NAMES[engine]}-v{VERSION}"
+
+
+def registered_ids() -> list[str]:
+    """Every ID this package registers, in a stable order."""
+    return [env_id(f, e) for f in FAMILY_NAMES for e in ENGINE_NAMES]
+
+
+def register_envs() -> None:
+    """Register all IDs with Gymnasium (idempotent)."""
+    for family in FAMILY_NAMES:
+        for engine in ENGINE_NAMES:
+            name = env_id(family, engine)
+            if name in gym.registry:
+                continue
+            gym.register(
+                id=name,
+                entry_point="sim_suites.env:PandaTaskEnv",
+                kwargs={"family": family, "engine": engine},
+            )
+
+
+def make_env(
+    task_id: str,
+    engine: str = "mujoco",
+    *,
+    reality_gap: RealityGap | None = None,
+    randomization: Mapping[str, Sequence[float]] | None = None,
+    drift: Mapping[str, Any] | None = None,
+    safety: SafetyLimits | None = None,
+    faults: Iterable[str | FaultRequest] = (),
+    max_steps: int = 400,
+    target_quality: float | None = None,
+    qc_tolerance_m: float | None = None,
+) -> PandaTaskEnv:
+    """Build the bare environment (no wrappers) for one task instance, e.g. for the twin robot.
+
+    The returned env steps at a fixed control rate: `env.control_dt` seconds of simulated time per
+    `step` (50 Hz unless the control rate is randomized or drifted). A `reality_gap` adds the
+    twin's deliberate physics offsets. Pass `randomization={}` for no domain randomization.
+    """
+    return PandaTaskEnv(
+        task_id,
+        engine,
+        randomization=randomization,
+        drift=drift,
+        reality_gap=reality_gap,
+        safety=safety,
+        faults=faults,
+        max_steps=max_steps,
+        target_quality=target_quality,
+        qc_tolerance_m=qc_tolerance_m,
+    )

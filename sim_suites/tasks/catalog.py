@@ -1,0 +1,87 @@
+"""The named task instances: five (or more) per family, as the example protocol lists them.
+
+Positions are in the robot base frame (x forward, y left), m. A released instance never changes:
+edit by adding a new task id.
+"""
+
+from __future__ import annotations
+
+from embodied_eval.errors import EvalError
+from sim_suites.tasks.base import Task, TaskSpec
+from sim_suites.tasks.families import FAMILY_CLASSES
+
+
+def _spec(
+    task_id: str, start: tuple[float, float], goal: tuple[float, float], **kw: object
+) -> TaskSpec:
+    defaults = _FAMILY_DEFAULTS[task_id.split("/", 1)[0]]
+    merged = {**defaults, **kw}
+    return TaskSpec(task_id=task_id, start_xy=start, goal_xy=goal, **merged)  # type: ignore[arg-type]
+
+
+#: Per-family defaults: scoring tolerance (m) and QC tracking tolerance (m).
+_FAMILY_DEFAULTS: dict[str, dict[str, object]] = {
+    "pick_place": {"tolerance_m": 0.02, "qc_tolerance_m": 0.02},
+    "push": {"tolerance_m": 0.025, "qc_tolerance_m": 0.03},
+    "drawer_open": {"tolerance_m": 0.015, "qc_tolerance_m": 0.03},
+    "peg_insert": {"tolerance_m": 0.01, "qc_tolerance_m": 0.01},
+}
+
+TASK_SPECS: dict[str, TaskSpec] = {
+    s.task_id: s
+    for s in (
+        _spec("pick_place/cube_center", (0.50, -0.02), (0.50, 0.24)),
+        _spec("pick_place/cube_left", (0.45, 0.20), (0.60, 0.00), human_xy=(0.30, 0.78)),
+        _spec("pick_place/cube_right", (0.45, -0.20), (0.60, 0.05)),
+        _spec("pick_place/cube_far", (0.65, 0.05), (0.45, -0.15)),
+        _spec("pick_place/cube_near", (0.35, -0.05), (0.55, -0.20)),
+        _spec("push/block_forward", (0.40, 0.00), (0.56, 0.00)),
+        _spec("push/block_left", (0.50, -0.08), (0.50, 0.10)),
+        _spec("push/block_right", (0.50, 0.08), (0.50, -0.10), human_xy=(0.35, -0.72)),
+        _spec("push/block_long", (0.38, 0.00), (0.64, 0.00)),
+        _spec("push/block_diagonal", (0.42, -0.10), (0.56, 0.04)),
+        _spec("drawer_open/drawer_center", (0.60, 0.00), (0.60, 0.00), extra={"pull_m": 0.15}),
+        _spec(
+            "drawer_open/drawer_left",
+            (0.60, 0.18),
+            (0.60, 0.18),
+            extra={"pull_m": 0.15},
+            human_xy=(0.45, 0.75),
+        ),
+        _spec("drawer_open/drawer_right", (0.60, -0.18), (0.60, -0.18), extra={"pull_m": 0.15}),
+        _spec("drawer_open/drawer_short_pull", (0.60, 0.05), (0.60, 0.05), extra={"pull_m": 0.08}),
+        _spec("drawer_open/drawer_long_pull", (0.65, -0.05), (0.65, -0.05), extra={"pull_m": 0.22}),
+        _spec("peg_insert/peg_center", (0.42, -0.15), (0.55, 0.10)),
+        _spec("peg_insert/peg_left", (0.40, 0.00), (0.50, 0.25)),
+        _spec("peg_insert/peg_right", (0.45, 0.05), (0.50, -0.22), human_xy=(0.30, -0.72)),
+        _spec("peg_insert/peg_far", (0.40, -0.10), (0.66, 0.05)),
+        _spec("peg_insert/peg_tight", (0.42, -0.15), (0.55, 0.10), extra={"clearance_m": 0.0015}),
+    )
+}
+
+
+def family_of(task_id: str) -> str:
+    """The family of a task id ("pick_place/cube_left" → "pick_place")."""
+    return task_spec(task_id).family
+
+
+def task_spec(task_id: str) -> TaskSpec:
+    """The instance parameters of a task id (EvalError naming the known ids if unknown)."""
+    try:
+        return TASK_SPECS[task_id]
+    except KeyError:
+        raise EvalError(
+            f"task_id: unknown task {task_id!r} (known: {', '.join(sorted(TASK_SPECS))})",
+            key="task_id",
+        ) from None
+
+
+def make_task(task_id: str) -> Task:
+    """The task object (family class bound to its instance) for a task id."""
+    spec = task_spec(task_id)
+    return FAMILY_CLASSES[spec.family](spec)
+
+
+def family_task_ids(family: str) -> list[str]:
+    """Task ids of one family, in catalog order."""
+    return [t for t, s in TASK_SPECS.items() if s.family == family]

@@ -1,0 +1,293 @@
+"""Domain randomization, drift and reality gap as small composable parameter changes.
+
+Three layers change an episode's parameters, always in this order:
+
+1. *Domain randomization* (DR): one `Variation` per knob of `embodied_eval.protocol.DR_KNOBS`,
+   each sampling its value from a [low, high] range with an explicit `numpy.random.Generator`
+   (dm_control style). The sampled values are what the episode records as `randomization`.
+2. *Drift* δ (`DRIFT_KEYS`): the day-indexed changes of the drift calendar, applied on top of DR
+   (payload, friction, lighting, controller gains, latency, control rate, firmware).
+3. *Reality gap* (`RealityGap`): extra offsets the twin robot uses to play "the real robot".
+
+`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` only matters when
+rendering is requested (nothing here renders), so it is recorded and otherwise inert.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import DR_KNOBS, DRIFT_KEYS
+from sim_suites.engines.base import PHYSICS_DT, PhysicsParams
+
+#: Nominal control rate (Hz): max_steps counts control steps at this rate.
+NOMINAL_CONTROL_RATE_HZ = 50.0
+
+#: Knob values when a knob is not randomized.
+NOMINAL: dict[str, Any] = {
+    "friction_scale": 1.0,
+    "object_mass_scale": 1.0,
+    "link_mass_scale": 1.0,
+    "joint_damping_scale": 1.0,
+    "actuator_gain_scale": 1.0,
+    "object_xy_offset_m": [0.0, 0.0],
+    "sensor_noise_std": 0.0,
+    "action_latency_steps": 0,
+    "control_rate_hz": NOMINAL_CONTROL_RATE_HZ,
+    "lighting_scale": 1.0,
+}
+
+#: DR ranges used when no protocol is given: mild, like the example protocol.
+DEFAULT_RANDOMIZATION: dict[str, tuple[float, float]] = {
+    "friction_scale": (0.9, 1.1),
+    "object_mass_scale": (0.9, 1.1),
+    "object_xy_offset_m": (0.0, 0.01),
+    "sensor_noise_std": (0.0, 0.001),
+}
+
+#: A strong DR profile for robustness checks (the reference policy should degrade under it).
+STRONG_RANDOMIZATION: dict[str, tuple[float, float]] = {
+    "friction_scale": (0.3, 1.7),
+    "object_mass_scale": (0.5, 3.0),
+    "link_mass_scale": (0.7, 1.3),
+    "joint_damping_scale": (0.2, 5.0),
+    "actuator_gain_scale": (0.4, 1.6),
+    "object_xy_offset_m": (0.0, 0.05),
+    "sensor_noise_std": (0.0, 0.006),
+    "action_latency_steps": (0.0, 4.0),
+    "control_rate_hz": (25.0, 100.0),
+    "lighting_scale": (0.5, 1.5),
+}
+
+
+class Variation(Protocol):
+    """One randomized knob: draws its value from an explicit generator."""
+
+    @property
+    def knob(self) -> str:
+        """The DR knob this variation sets (a name from DR_KNOBS)."""
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        """A value for the knob (a JSON-friendly number or list)."""
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """A real value uniform on [low, high]."""
+
+    knob: str
+    low: float
+    high: float
+
+    def sample(self, rng: np.random.Generator) -> float:
+        return float(rng.uniform(self.low, self.high))
+
+
+@dataclass(frozen=True)
+class UniformInteger:
+    """A whole number uniform on {⌈low⌉, …, ⌊high⌋} (e.g. steps of action latency)."""
+
+    knob: str
+    low: float
+    high: float
+
+    def sample(self, rng: np.random.Generator) -> int:
+        lo, hi = math.ceil(self.low), math.floor(self.high)
+        return int(rng.integers(lo, max(lo, hi) + 1))
+
+
+@dataclass(frozen=True)
+class PlanarOffset:
+    """A planar displacement [dx, dy] (m): radius uniform on [low, high], direction uniform."""
+
+    knob: str
+    low: float
+    high: float
+
+    def sample(self, rng: np.random.Generator) -> list[float]:
+        radius = float(rng.uniform(self.low, self.high))
+        angle = float(rng.uniform(0.0, 2.0 * math.pi))
+        return [radius * math.cos(angle), radius * math.sin(angle)]
+
+
+def variation_for(knob: str, low: float, high: float) -> Variation:
+    """The variation object of one DR knob with its [low, high] range."""
+    if knob not in DR_KNOBS:
+        raise EvalError(
+            f"randomization.{knob}: unknown knob (known: {', '.join(DR_KNOBS)})",
+            key=f"randomization.{knob}",
+        )
+    if low > high:
+        raise EvalError(
+            f"randomization.{knob}: low {low} is greater than high {high}",
+            key=f"randomization.{knob}",
+        )
+    if knob == "object_xy_offset_m":
+        return PlanarOffset(knob, low, high)
+    if knob == "action_latency_steps":
+        return UniformInteger(knob, low, high)
+    if knob == "control_rate_hz" and low <= 0:
+        raise EvalError("randomization.control_rate_hz: rates must be > 0 Hz", key=knob)
+    return Uniform(knob, low, high)
+
+
+def variations_from_ranges(ranges: Mapping[str, Sequence[float]]) -> tuple[Variation, ...]:
+    """Variation objects for a protocol's `[randomization]` table, in DR_KNOBS order."""
+    for knob in ranges:
+        if knob not in DR_KNOBS:
+            variation_for(knob, 0.0, 0.0)  # raises the unknown-knob error
+    return tuple(
+        variation_for(knob, float(ranges[knob][0]), float(ranges[knob][1]))
+        for knob in DR_KNOBS
+        if knob in ranges
+    )
+
+
+def sample_randomization(
+    variations: Sequence[Variation], rng: np.random.Generator
+) -> dict[str, Any]:
+    """Draw every variation once, in order; the result is the episode's `randomization`."""
+    return {v.knob: v.sample(rng) for v in variations}
+
+
+@dataclass(frozen=True)
+class RealityGap:
+    """Deliberate differences between the twin robot's physics and the nominal simulation.
+
+    Attributes:
+        friction_scale, object_mass_scale, link_mass_scale, actuator_gain_scale,
+            joint_damping_scale: multiplicative offsets on the (randomized) values.
+        actuator_delay_steps: extra control steps of delay before an action takes effect.
+        sensor_noise_std: extra observation noise (m, rad), added in quadrature.
+        payload_kg: unmodelled mass at the hand (kg); the controller's gravity model omits it.
+    """
+
+    friction_scale: float = 1.0
+    object_mass_scale: float = 1.0
+    link_mass_scale: float = 1.0
+    actuator_gain_scale: float = 1.0
+    joint_damping_scale: float = 1.0
+    actuator_delay_steps: int = 0
+    sensor_noise_std: float = 0.0
+    payload_kg: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+                raise EvalError(
+                    f"reality_gap.{f.name}: expected a number ≥ 0, got {value!r}",
+                    key=f"reality_gap.{f.name}",
+                )
+        if int(self.actuator_delay_steps) != self.actuator_delay_steps:
+            raise EvalError(
+                "reality_gap.actuator_delay_steps: expected a whole number of control steps",
+                key="reality_gap.actuator_delay_steps",
+            )
+
+    def to_dict(self) -> dict[str, float]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+@dataclass(frozen=True)
+class EpisodeParams:
+    """Everything that varies per episode, after DR, drift and reality gap are folded in.
+
+    Attributes:
+        physics: what the engine applies on reset.
+        object_xy_offset: (2,) displacement of the task object/fixture from its nominal place, m.
+        sensor_noise_std: std of the Gaussian noise on measured positions (m, rad).
+        action_latency_steps: control steps between an action and its effect.
+        control_rate_hz: requested control rate; `substeps` physics steps make one control period.
+        lighting_scale: recorded; applies only to rendering.
+        firmware: the robot firmware label of the drift setting ("" when nominal).
+    """
+
+    physics: PhysicsParams = field(default_factory=PhysicsParams)
+    object_xy_offset: tuple[float, float] = (0.0, 0.0)
+    sensor_noise_std: float = 0.0
+    action_latency_steps: int = 0
+    control_rate_hz: float = NOMINAL_CONTROL_RATE_HZ
+    lighting_scale: float = 1.0
+    firmware: str = ""
+
+    @property
+    def substeps(self) -> int:
+        """Physics steps per control period: the rate is quantized to the 2 ms physics step."""
+        return max(1, round(1.0 / (self.control_rate_hz * PHYSICS_DT)))
+
+    @property
+    def control_dt(self) -> float:
+        """The control period actually run (s)."""
+        return self.substeps * PHYSICS_DT
+
+
+def check_drift(drift: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a drift setting's parameters (keys from DRIFT_KEYS); returns a plain dict."""
+    out: dict[str, Any] = {}
+    for key, value in drift.items():
+        if key not in DRIFT_KEYS:
+            raise EvalError(
+                f"drift.{key}: unknown drift parameter (known: {', '.join(DRIFT_KEYS)})",
+                key=f"drift.{key}",
+            )
+        if key == "firmware":
+            if not isinstance(value, str):
+                raise EvalError("drift.firmware: expected a text label", key="drift.firmware")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise EvalError(
+                f"drift.{key}: expected a number ≥ 0, got {value!r}", key=f"drift.{key}"
+            )
+        out[key] = value
+    if out.get("control_rate_hz", 1.0) <= 0:
+        raise EvalError("drift.control_rate_hz: must be > 0 Hz", key="drift.control_rate_hz")
+    return out
+
+
+def episode_params(
+    randomization: Mapping[str, Any],
+    drift: Mapping[str, Any] | None = None,
+    reality_gap: RealityGap | None = None,
+) -> EpisodeParams:
+    """Fold sampled DR values, a drift setting and a reality gap into `EpisodeParams`.
+
+    Drift: friction_scale, lighting_scale and controller_gain_scale multiply; latency_steps
+    adds; control_rate_hz replaces; payload_kg adds mass at the hand; firmware is a label.
+
+    Args:
+        randomization: sampled knob values (missing knobs take NOMINAL).
+        drift: the drift setting's parameters (DRIFT_KEYS), or None.
+        reality_gap: the twin robot's offsets, or None.
+    """
+    v = {**NOMINAL, **dict(randomization)}
+    d = check_drift(drift or {})
+    gap = reality_gap or RealityGap()
+    friction = v["friction_scale"] * d.get("friction_scale", 1.0) * gap.friction_scale
+    gain = v["actuator_gain_scale"] * d.get("controller_gain_scale", 1.0) * gap.actuator_gain_scale
+    physics = PhysicsParams(
+        friction_scale=float(friction),
+        object_mass_scale=float(v["object_mass_scale"] * gap.object_mass_scale),
+        link_mass_scale=float(v["link_mass_scale"] * gap.link_mass_scale),
+        joint_damping_scale=float(v["joint_damping_scale"] * gap.joint_damping_scale),
+        actuator_gain_scale=float(gain),
+        payload_kg=float(d.get("payload_kg", 0.0) + gap.payload_kg),
+    )
+    offset = v["object_xy_offset_m"]
+    return EpisodeParams(
+        physics=physics,
+        object_xy_offset=(float(offset[0]), float(offset[1])),
+        sensor_noise_std=float(math.hypot(v["sensor_noise_std"], gap.sensor_noise_std)),
+        action_latency_steps=int(
+            v["action_latency_steps"] + int(d.get("latency_steps", 0)) + gap.actuator_delay_steps
+        ),
+        control_rate_hz=float(d.get("control_rate_hz", v["control_rate_hz"])),
+        lighting_scale=float(v["lighting_scale"] * d.get("lighting_scale", 1.0)),
+        firmware=str(d.get("firmware", "")),
+    )
