@@ -1,0 +1,251 @@
+"""CLI groups of the real side: `embodied-eval twin ...` and `embodied-eval trial ...`.
+
+Registered through `embodied_eval.plugins.CLI_GROUPS`. This module must stay importable without
+ROS: rclpy is imported only inside the commands that talk ROS.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from embodied_eval.errors import EvalError
+
+twin_app = typer.Typer(
+    help="The twin robot: a ROS 2 process with its own physics and a reality gap, standing in "
+    "for the physical robot.",
+    no_args_is_help=True,
+)
+trial_app = typer.Typer(
+    help="Real-robot trials entered by a technician.",
+    no_args_is_help=True,
+)
+
+
+def _twin_settings(**opts: Any) -> Any:
+    from real_bridge.bridge_config import BridgeConfig, load_bridge_config
+    from real_bridge.twin.settings import Monitors, RealityGap, TwinSettings
+
+    bridge = load_bridge_config(opts["config"]) if opts["config"] else BridgeConfig()
+    changes: dict[str, Any] = {"discovery": opts["discovery"]}
+    if opts["domain_id"] is not None:
+        changes["domain_id"] = opts["domain_id"]
+    if opts["robot_id"]:
+        changes["robot_id"] = opts["robot_id"]
+    bridge = bridge.replace(**changes)
+    if opts["no_gap"]:
+        gap = RealityGap.none()
+    else:
+        gap = RealityGap(
+            friction_scale=opts["friction_scale"],
+            link_mass_scale=opts["link_mass_scale"],
+            object_mass_scale=opts["object_mass_scale"],
+            payload_kg=opts["payload_kg"],
+            actuator_delay_s=opts["actuator_delay_s"],
+            sensor_noise_std=opts["sensor_noise_std"],
+        )
+    monitors = Monitors(
+        force_limit_n=opts["force_limit_n"],
+        speed_limit_mps=opts["speed_limit_mps"],
+        stop_at_s=opts["stop_at_s"],
+    )
+    return TwinSettings(
+        bridge=bridge,
+        gap=gap,
+        monitors=monitors,
+        state_rate_hz=opts["rate_hz"],
+        time_scale=opts["time_scale"],
+        seed=opts["seed"],
+        engine=opts["engine"],
+        hang_after_s=opts["hang_after_s"],
+        faults=tuple(f.strip() for f in (opts["faults"] or "").split(",") if f.strip()),
+    )
+
+
+def twin_run(
+    domain_id: int = typer.Option(
+        None, "--domain-id", help="ROS_DOMAIN_ID 0–101 (default: config)."
+    ),
+    discovery: str = typer.Option(
+        "loopback", "--discovery", help="'loopback', 'system' or a Fast DDS XML profile path."
+    ),
+    config: Path = typer.Option(None, "--config", help="Bridge config TOML (names, QoS)."),
+    robot_id: str = typer.Option("", "--robot-id", help="Robot id in diagnostics."),
+    rate_hz: float = typer.Option(500.0, "--rate-hz", help="Joint-state publishing rate, Hz."),
+    time_scale: float = typer.Option(1.0, "--time-scale", help="Sim seconds per wall second."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the twin's own noise."),
+    engine: str = typer.Option("mujoco", "--engine", help="mujoco or pybullet."),
+    friction_scale: float = typer.Option(0.85, "--friction-scale", help="Friction × this."),
+    link_mass_scale: float = typer.Option(1.05, "--link-mass-scale", help="Link masses × this."),
+    object_mass_scale: float = typer.Option(
+        1.10, "--object-mass-scale", help="Object masses × this."
+    ),
+    payload_kg: float = typer.Option(0.05, "--payload-kg", help="Unmodelled payload, kg."),
+    actuator_delay_s: float = typer.Option(0.02, "--actuator-delay-s", help="Actuator delay, s."),
+    sensor_noise_std: float = typer.Option(
+        0.0005, "--sensor-noise-std", help="Joint-position noise, rad."
+    ),
+    no_gap: bool = typer.Option(False, "--no-gap", help="No reality gap at all."),
+    force_limit_n: float = typer.Option(
+        150.0, "--force-limit-n", help="Protective stop above this contact force, N."
+    ),
+    speed_limit_mps: float = typer.Option(
+        0.0, "--speed-limit-mps", help="Protective stop above this TCP speed, m/s (0: off)."
+    ),
+    stop_at_s: float = typer.Option(
+        0.0, "--stop-at-s", help="Protective-stop drill this long into each episode, s (0: off)."
+    ),
+    hang_after_s: float = typer.Option(
+        0.0, "--hang-after-s", help="Freeze (stop answering) this long into an episode (0: off)."
+    ),
+    faults: str = typer.Option(
+        "", "--faults", help="Faults to inject, comma-separated (e.g. grasp_slip,actuator_stall)."
+    ),
+) -> None:
+    """Run the twin robot in the foreground until Ctrl-C / SIGTERM."""
+    settings = _twin_settings(**locals())
+    from real_bridge.twin.main import run_twin
+
+    raise typer.Exit(run_twin(settings))
+
+
+twin_app.command("run")(twin_run)
+
+
+@twin_app.command("profile")
+def twin_profile() -> None:
+    """Print the path of the loopback-only Fast DDS profile (for FASTDDS_DEFAULT_PROFILES_FILE)."""
+    from real_bridge.discovery import LOOPBACK_PROFILE
+
+    typer.echo(str(LOOPBACK_PROFILE))
+
+
+def twin_main(argv: list[str]) -> int:
+    """Entry of `python -m real_bridge.twin`: the `twin run` command on its own."""
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    app.command()(twin_run)
+    try:
+        app(args=argv, prog_name="python -m real_bridge.twin", standalone_mode=True)
+    except SystemExit as exc:  # standalone mode exits with the command's status
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    except EvalError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return 2
+    return 0
+
+
+# --------------------------------------------------------------------------- trial record
+
+
+def _flag(parse: Any, value: str | None, name: str) -> Any:
+    if value is None:
+        return None
+    try:
+        return parse(value)
+    except EvalError as exc:
+        raise EvalError(f"{name}: {exc}", key=name) from None
+
+
+@trial_app.command("record")
+def trial_record(
+    db: Path = typer.Option(
+        None, "--db", help="SQLite store (default: $EMBODIED_EVAL_DB or ./embodied-eval.db)."
+    ),
+    manifest: Path = typer.Option(None, "--manifest", help="Manifest file (default: escrowed)."),
+    manifest_hash: str = typer.Option(None, "--manifest-hash", help="Escrowed manifest hash."),
+    episode_id: str = typer.Option(
+        None, "--episode-id", help="Real episode to enter (default: the next one not recorded)."
+    ),
+    protocol_path: Path = typer.Option(
+        None, "--protocol", help="Protocol TOML (lets the incident log classify incidents now)."
+    ),
+    technician: str = typer.Option(None, "--technician", help="Who enters the episode."),
+    status: str = typer.Option(None, "--status", help="ok, safety_stop, out_of_bounds or aborted."),
+    quality: str = typer.Option(None, "--quality", help="Task quality q in [0, 1] (or 0–100%)."),
+    audited: str = typer.Option(
+        None, "--succeeded", help="Did the task succeed in the technician's judgment (yes/no)."
+    ),
+    duration: str = typer.Option(None, "--duration", help="Duration: 95s, 1.5min, 2m30s."),
+    started_at: str = typer.Option(None, "--started-at", help="Start time, ISO-8601 UTC."),
+    interventions: str = typer.Option(None, "--interventions", help="Human interventions."),
+    actions: str = typer.Option(None, "--actions", help="Uninterrupted actions, if counted."),
+    fault: list[str] = typer.Option(
+        None, "--fault", help="KIND:RECOVERED[:REPAIR_MIN][:DETAIL]; repeat for several."
+    ),
+    no_faults: bool = typer.Option(False, "--no-faults", help="There were no faults."),
+    incident: list[str] = typer.Option(
+        None, "--incident", help="KIND[,field=value...] as a SafetyEvent; repeat for several."
+    ),
+    no_incidents: bool = typer.Option(False, "--no-incidents", help="There were no incidents."),
+    notes: str = typer.Option(None, "--notes", help="Free-text notes."),
+    record_dir: Path = typer.Option(
+        None, "--record-dir", help="Folder for the entry's JSON artifact (default: none)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the stored episode as JSON."),
+) -> None:
+    """Enter a real episode of the manifest by hand (prompts for whatever flags do not give)."""
+    import json
+
+    from embodied_eval.protocol import load_protocol
+    from embodied_eval.store import Store, default_db_path
+    from real_bridge import entry
+    from real_bridge.manual import (
+        check_started_at,
+        choose_spec,
+        describe_spec,
+        episode_from_answers,
+        load_manifest_specs,
+        store_entry,
+        write_entry_artifact,
+    )
+
+    if fault and no_faults:
+        raise EvalError("--fault and --no-faults contradict each other", key="fault")
+    if incident and no_incidents:
+        raise EvalError("--incident and --no-incidents contradict each other", key="incident")
+    given: dict[str, Any] = {
+        "technician": technician.strip() if technician and technician.strip() else None,
+        "status": _flag(entry.parse_status, status, "--status"),
+        "quality": _flag(entry.parse_quality, quality, "--quality"),
+        "audited_success": _flag(entry.parse_yes_no, audited, "--succeeded"),
+        "duration_s": _flag(entry.parse_duration, duration, "--duration"),
+        "started_at": _flag(check_started_at, started_at, "--started-at"),
+        "interventions": _flag(entry.parse_count, interventions, "--interventions"),
+        "actions": _flag(entry.parse_count, actions, "--actions"),
+        "notes": notes,
+        "faults": (
+            tuple(_flag(entry.parse_fault, f, "--fault") for f in fault)
+            if fault
+            else (() if no_faults else None)
+        ),
+        "incidents": (
+            tuple(_flag(entry.parse_incident, i, "--incident") for i in incident)
+            if incident
+            else (() if no_incidents else None)
+        ),
+    }
+    protocol = load_protocol(protocol_path) if protocol_path is not None else None
+    db_path = db if db is not None else default_db_path()
+    with Store(db_path) as store:
+        header, specs = load_manifest_specs(store, manifest, manifest_hash)
+        spec = choose_spec(store, header, specs, episode_id)
+    prompter = entry.Prompter(read=input, write=typer.echo)
+    for line in describe_spec(spec):
+        prompter.say(line)
+    answers = entry.collect_answers(prompter, given, target_quality=spec.target_quality)
+    artifacts = () if record_dir is None else (write_entry_artifact(record_dir, spec, answers),)
+    outcome = episode_from_answers(spec, answers, protocol=protocol, artifacts=artifacts)
+    result = store_entry(db_path, outcome, protocol)
+    ep = result.outcome.episode
+    if as_json:
+        typer.echo(json.dumps({"stored": result.stored, "episode": ep.to_dict()}, sort_keys=True))
+    else:
+        state = "stored" if result.stored else "already stored (identical), nothing changed"
+        typer.echo(
+            f"{ep.episode_id}: {ep.status}, q = {ep.quality:g}, success z = {int(ep.success)}, "
+            f"{len(ep.faults)} fault(s), {len(outcome.safety_events)} incident(s) — {state}"
+        )
+    if result.incident_note:
+        typer.echo(result.incident_note)

@@ -1,0 +1,320 @@
+"""Manual (technician) entry of real episodes: `embodied-eval trial record` and `ManualBackend`.
+
+A technician runs the robot by hand (or watches it) and reports the outcome: status and quality,
+human interventions, faults (recovered autonomously or not, repair minutes), safety incidents and
+the duration. The entry becomes an ordinary real-side `Episode` (engine "manual") stored with
+`Store.write_episode` (idempotent by episode id); incidents become `SafetyEvent`s stored with it,
+which the incident log ingests and classifies like any other safety event. The answers themselves
+are kept as a checksummed JSON artifact (who entered what, when).
+
+`ManualBackend` ("manual" in `embodied_eval.plugins.ROBOT_BACKENDS`) asks the same questions
+inside `embodied-eval run`, timing the episode between "started" and "finished".
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from embodied_eval.canonical import atomic_write_text, canonical_json, sha256_hex
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import (
+    Artifact,
+    Episode,
+    EpisodeOutcome,
+    EpisodeSpec,
+    parse_utc,
+    utc_now_iso,
+)
+from embodied_eval.store import Store
+from real_bridge.entry import ManualAnswers, Prompter, collect_answers
+
+ENGINE = "manual"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def episode_from_answers(
+    spec: EpisodeSpec,
+    answers: ManualAnswers,
+    *,
+    protocol: Protocol | None = None,
+    artifacts: tuple[Artifact, ...] = (),
+) -> EpisodeOutcome:
+    """The real-side episode (and its safety events) a technician's answers describe.
+
+    The episode keeps the manifest row's engine (so it fills that row for the runner's resume
+    logic) and says in `control.entry` that it was entered by hand. `started_at` defaults to
+    "now minus the duration" (the entry is made right after the run).
+    """
+    started_at = answers.started_at or _iso(
+        datetime.now(UTC) - timedelta(seconds=answers.duration_s)
+    )
+    faults = tuple(f.replace(episode_id=spec.episode_id) for f in answers.faults)
+    reason = ""
+    if answers.status != "ok":
+        reason = f"reported by {answers.technician}" + (
+            f": {answers.notes}" if answers.notes else ""
+        )
+    episode = Episode(
+        episode_id=spec.episode_id,
+        pair_id=spec.pair_id,
+        side="real",
+        family=spec.family,
+        task_id=spec.task_id,
+        seed=spec.seed,
+        policy=spec.policy,
+        engine=spec.engine,
+        quality=answers.quality,
+        target_quality=spec.target_quality,
+        status=answers.status,
+        duration_s=answers.duration_s,
+        drift=dict(spec.drift),
+        actions=answers.actions,
+        interventions=answers.interventions,
+        faults=faults,
+        control={"entry": "manual", "entered_by": answers.technician, "notes": answers.notes},
+        attempt=spec.attempt,
+        started_at=started_at,
+        artifacts=artifacts,
+        status_reason=reason,
+        audited_success=answers.audited_success,
+        window=spec.window or (protocol.window_id if protocol is not None else ""),
+        protocol_hash=spec.protocol_hash or (protocol.protocol_hash if protocol else ""),
+    )
+    return EpisodeOutcome(episode=episode, safety_events=answers.incidents)
+
+
+def write_entry_artifact(
+    record_dir: str | Path, spec: EpisodeSpec, answers: ManualAnswers
+) -> Artifact:
+    """Keep the technician's answers as `<dir>/manual-entry-<sha12>.json` (atomic, checksummed)."""
+    body = canonical_json(
+        {"episode_id": spec.episode_id, "entered_at": utc_now_iso(), "answers": answers.to_dict()}
+    )
+    digest = sha256_hex(body)
+    path = Path(record_dir) / f"manual-entry-{digest[:12]}.json"
+    atomic_write_text(path, body)
+    return Artifact(
+        path=str(path.resolve()),
+        sha256=digest,
+        kind="manual_entry",
+        size_bytes=len(body.encode("utf-8")),
+    )
+
+
+@dataclass(frozen=True)
+class StoredEntry:
+    """What `store_entry` did: the outcome, whether it was new, and the incident-log note."""
+
+    outcome: EpisodeOutcome
+    stored: bool
+    incident_note: str
+
+
+def store_entry(
+    db_path: str | Path, outcome: EpisodeOutcome, protocol: Protocol | None
+) -> StoredEntry:
+    """Store the episode with its safety events (one transaction), then let the incident log
+    classify them (when it is installed and the protocol is known)."""
+    episode = outcome.episode
+    with Store(db_path) as store:
+        stored = store.write_episode(episode, [ev.to_dict() for ev in outcome.safety_events])
+    note = ""
+    if outcome.safety_events:
+        note = ingest_incidents(db_path, protocol)
+    return StoredEntry(outcome, stored, note)
+
+
+def ingest_incidents(db_path: str | Path, protocol: Protocol | None) -> str:
+    """Hand stored safety events to the incident log; returns a one-line note."""
+    from embodied_eval.plugins import INCIDENT_LOG, resolve
+
+    if protocol is None:
+        return "safety events stored with the episode; ingest them with the protocol later"
+    try:
+        ingest = resolve(INCIDENT_LOG["ingest_safety_events"])
+    except EvalError:
+        return "safety events stored with the episode (incident log not installed)"
+    new = ingest(db_path, protocol)
+    return f"incident log: {new} new incident(s) classified"
+
+
+# --------------------------------------------------------------------------- choosing the episode
+
+
+def load_manifest_specs(
+    store: Store, manifest_path: str | Path | None, manifest_hash: str | None
+) -> tuple[dict[str, Any], tuple[EpisodeSpec, ...]]:
+    """The manifest (header, specs) from a file, or from the store by hash (prefix) or as the
+    only/latest one escrowed there."""
+    from embodied_eval.runner.plan import verify_manifest_file
+
+    if manifest_path is not None:
+        manifest = verify_manifest_file(manifest_path)
+        return dict(manifest.header), manifest.specs
+    known = store.manifests()
+    if manifest_hash:
+        known = [m for m in known if str(m["manifest_hash"]).startswith(manifest_hash)]
+        if len(known) != 1:
+            raise EvalError(
+                f"manifest hash {manifest_hash!r} matches {len(known)} escrowed manifests "
+                "(give more digits, or --manifest FILE)",
+                key="manifest",
+            )
+    if not known:
+        raise EvalError(
+            "no manifest escrowed in the store: plan one with `embodied-eval run --dry-run` or "
+            "pass --manifest FILE",
+            key="manifest",
+        )
+    data = store.manifest(str(known[-1]["manifest_hash"]))
+    if not isinstance(data, dict):
+        raise EvalError("the escrowed manifest is unreadable", key="manifest")
+    episodes = data.pop("episodes", [])
+    return data, tuple(EpisodeSpec.from_dict(e) for e in episodes)
+
+
+def choose_spec(
+    store: Store,
+    header: Mapping[str, Any],
+    specs: tuple[EpisodeSpec, ...],
+    episode_id: str | None,
+    *,
+    max_retries: int = 1,
+) -> EpisodeSpec:
+    """The real spec to enter: the one named by `episode_id` (a later attempt id is accepted),
+    else the next real row of the manifest that is not settled, in run order."""
+    from embodied_eval.runner.plan import Manifest, spec_for_attempt, spec_slot
+    from embodied_eval.runner.summary import settle, stored_attempts
+
+    real = [s for s in specs if s.side == "real"]
+    if not real:
+        raise EvalError("the manifest has no real-side episodes", key="manifest")
+    if episode_id:
+        for spec in real:
+            if spec.episode_id == episode_id:
+                return spec
+            prefix = f"{spec.pair_id}-real-{spec.engine}-a"
+            if episode_id.startswith(prefix) and episode_id[len(prefix) :].isdigit():
+                return spec_for_attempt(spec, int(episode_id[len(prefix) :]))
+        raise EvalError(
+            f"episode {episode_id!r} is not a real-side episode of this manifest", key="episode_id"
+        )
+    attempts = stored_attempts(store, Manifest(header=header, specs=specs))
+    for spec in real:
+        final, attempt = settle(attempts.get(spec_slot(spec), []), max_retries)
+        if final is None and attempt is not None:
+            return spec if attempt == spec.attempt else spec_for_attempt(spec, attempt)
+    raise EvalError("every real-side episode of this manifest is already recorded", key="manifest")
+
+
+def describe_spec(spec: EpisodeSpec) -> list[str]:
+    """Lines telling the technician which episode to run."""
+    drift = ", ".join(f"{k}={v}" for k, v in sorted(spec.drift.items())) or "none"
+    return [
+        f"Episode {spec.episode_id} (attempt {spec.attempt})",
+        f"  task {spec.task_id} ({spec.family}), seed {spec.seed}, drift {spec.drift_name} "
+        f"[{drift}]",
+        f"  policy {spec.policy}; success means q ≥ {spec.target_quality:g}",
+    ]
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class ManualBackend:
+    """Real side by hand: the technician runs each episode and answers the entry questions.
+
+    Args:
+        protocol: the frozen protocol (window, hash, ingest thresholds).
+        prompter: the console session (default: stdin/stdout).
+        technician: name to record (asked once when not given).
+        timed: ask the technician to press Enter at start and end, and offer the measured
+            duration as the default answer.
+    """
+
+    engine = ENGINE
+
+    def __init__(
+        self,
+        protocol: Protocol | None = None,
+        *,
+        prompter: Prompter | None = None,
+        technician: str | None = None,
+        timed: bool = True,
+    ) -> None:
+        self.protocol = protocol
+        self.prompter = prompter or Prompter()
+        self.technician = technician
+        self.timed = timed
+        self._connected = False
+
+    @property
+    def is_connected(self) -> bool:
+        return self._connected
+
+    def connect(self) -> None:
+        if not self._connected and self.technician is None:
+            self.technician = self.prompter.ask("Technician", _non_empty)
+        self._connected = True
+
+    def disconnect(self) -> None:
+        self._connected = False
+
+    def __enter__(self) -> ManualBackend:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.disconnect()
+
+    def run_episode(
+        self, spec: EpisodeSpec, protocol: Protocol | None, record_dir: str | Path | None
+    ) -> EpisodeOutcome:
+        """Walk the technician through one real episode; returns its record."""
+        if spec.side != "real":
+            raise EvalError(f"episode {spec.episode_id}: the manual backend runs side 'real' only")
+        self.connect()
+        p = self.prompter
+        for line in describe_spec(spec):
+            p.say(line)
+        measured = None
+        started_at = ""
+        if self.timed:
+            p.ask("Press Enter when the robot starts the episode", str, "")
+            started_at = utc_now_iso()
+            t0 = time.monotonic()
+            p.ask("Press Enter when the episode has ended", str, "")
+            measured = time.monotonic() - t0
+        answers = collect_answers(
+            p,
+            {"technician": self.technician, "started_at": started_at or None},
+            target_quality=spec.target_quality,
+            measured_duration_s=measured,
+        )
+        artifacts: tuple[Artifact, ...] = ()
+        if record_dir is not None:
+            artifacts = (write_entry_artifact(record_dir, spec, answers),)
+        return episode_from_answers(
+            spec, answers, protocol=protocol or self.protocol, artifacts=artifacts
+        )
+
+
+def _non_empty(text: str) -> str:
+    if not text.strip():
+        raise EvalError("must not be empty")
+    return text.strip()
+
+
+def check_started_at(text: str) -> str:
+    """Validate a --started-at value (ISO-8601)."""
+    moment = parse_utc(text, key="started_at")
+    return _iso(moment)

@@ -1,0 +1,121 @@
+"""MCAP recording of real episodes: raw CDR messages exactly as received, with ros2msg schemas.
+
+The file is a plain MCAP with profile "ros2", CDR message encoding and rosbag2-style ros2msg
+schemas, so `ros2 bag`, the `mcap` CLI, Foxglove and `rosbags` can read it. It is written under a
+temporary name beside its destination; `close()` finishes the summary, fsyncs, computes the
+SHA-256 and renames it into place, so a finished recording is never half-written. When the episode
+is aborted the recording is still closed and kept: nothing already received is lost.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import cache
+from pathlib import Path
+from typing import IO
+
+from embodied_eval.canonical import file_sha256
+from embodied_eval.errors import EvalError
+from embodied_eval.records import Artifact
+
+PARTIAL_SUFFIX = ".partial"
+
+
+@cache
+def ros2msg_definition(msgtype: str) -> str:
+    """The rosbag2 (ros2msg) definition text of `msgtype`, dependencies appended.
+
+    Args:
+        msgtype: e.g. "sensor_msgs/msg/JointState".
+    """
+    from rosbags.typesys import Stores, get_typestore
+
+    store = get_typestore(Stores.ROS2_KILTED)
+    try:
+        text, _ = store.generate_msgdef(msgtype, ros_version=2)
+    except Exception as exc:  # rosbags raises its own TypesysError for unknown names
+        raise EvalError(f"recording: unknown message type {msgtype!r} ({exc})") from None
+    return text
+
+
+class McapRecorder:
+    """Writes one episode's streams to `path` (thread-safe; callbacks write from the executor).
+
+    Args:
+        path: destination `.mcap` file; the directory is created if needed.
+        metadata: key/value pairs stored as an MCAP metadata record named "episode".
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], metadata: dict[str, str] | None = None
+    ) -> None:
+        from mcap.writer import CompressionType, Writer
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.partial = self.path.with_name(self.path.name + PARTIAL_SUFFIX)
+        self._lock = threading.Lock()
+        self._file: IO[bytes] = open(self.partial, "wb")  # noqa: SIM115 - closed in close()
+        self._writer = Writer(self._file, compression=CompressionType.ZSTD)
+        self._writer.start(profile="ros2", library="embodied-eval real_bridge")
+        self._schemas: dict[str, int] = {}
+        self._channels: dict[str, int] = {}
+        self._sequence: dict[str, int] = {}
+        self.counts: dict[str, int] = {}
+        self._closed = False
+        if metadata:
+            self._writer.add_metadata("episode", {k: str(v) for k, v in metadata.items()})
+
+    def add_stream(self, topic: str, msgtype: str) -> None:
+        """Register a topic with its message type (e.g. "sensor_msgs/msg/JointState")."""
+        with self._lock:
+            if topic in self._channels:
+                return
+            schema_id = self._schemas.get(msgtype)
+            if schema_id is None:
+                # rosbag2 names schemas "pkg/msg/Type"; keep that spelling for tools that match it.
+                schema_id = self._writer.register_schema(
+                    name=msgtype,
+                    encoding="ros2msg",
+                    data=ros2msg_definition(msgtype).encode("utf-8"),
+                )
+                self._schemas[msgtype] = schema_id
+            self._channels[topic] = self._writer.register_channel(
+                topic=topic, message_encoding="cdr", schema_id=schema_id
+            )
+            self._sequence[topic] = 0
+            self.counts[topic] = 0
+
+    def write(self, topic: str, data: bytes, log_time_ns: int, publish_time_ns: int = 0) -> None:
+        """Append one serialized (CDR) message; silently ignored after `close()`."""
+        with self._lock:
+            if self._closed:
+                return
+            channel = self._channels.get(topic)
+            if channel is None:
+                raise EvalError(f"recording: topic {topic!r} was not registered", key="topic")
+            self._sequence[topic] += 1
+            self.counts[topic] += 1
+            self._writer.add_message(
+                channel_id=channel,
+                log_time=log_time_ns,
+                data=data,
+                publish_time=publish_time_ns or log_time_ns,
+                sequence=self._sequence[topic],
+            )
+
+    def close(self) -> Artifact:
+        """Finish the file, fsync, checksum, rename into place; returns the Artifact."""
+        with self._lock:
+            if self._closed:
+                raise EvalError("recording: already closed")
+            self._closed = True
+            self._writer.finish()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+        digest = file_sha256(self.partial)
+        size = self.partial.stat().st_size
+        os.replace(self.partial, self.path)
+        return Artifact(path=str(self.path), sha256=digest, kind="mcap", size_bytes=size)
