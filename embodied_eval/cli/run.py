@@ -1,0 +1,172 @@
+"""`embodied-eval run PROTOCOL.toml`: run (or resume) a protocol's paired trials.
+
+Re-running the same command continues where the last run stopped: finished episodes are kept,
+episodes in flight when it stopped are run again from their seeds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import load_protocol
+from embodied_eval.runner.progress import summary_table
+from embodied_eval.runner.summary import RunSummary
+from embodied_eval.runner.trials import RunOptions, run_trials
+from embodied_eval.runner.work import GymSource
+from embodied_eval.store import default_db_path
+
+
+class SideChoice(StrEnum):
+    sim = "sim"
+    real = "real"
+    both = "both"
+
+
+class ExecutorChoice(StrEnum):
+    sequential = "sequential"
+    local = "local"
+    ray = "ray"
+
+
+def parse_options(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs to a dict; VALUE is read as JSON when it parses (numbers, true, lists)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise EvalError(f"--robot-option {item!r}: expected KEY=VALUE", key="robot_option")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def default_out_dir(window_id: str) -> Path:
+    """`runs/<window id>` (made filesystem-safe)."""
+    return Path("runs") / (re.sub(r"[^A-Za-z0-9._-]+", "_", window_id) or "window")
+
+
+def print_summary(summary: RunSummary) -> None:
+    """The end-of-run table and the lines that say what happened."""
+    console.print(summary_table(summary.rows))
+    console.print(f"manifest {summary.manifest_hash[:12]}… escrowed at {summary.manifest_path}")
+    if summary.stopping is not None:
+        decision, reason = summary.stopping["decision"], summary.stopping["reason"]
+        if decision == "continue":
+            console.print(f"anytime stopping: not decided yet ({reason})")
+        else:
+            console.print(f"anytime stopping: {decision}: {reason}")
+    if summary.real_stopped:
+        console.print(f"real side stopped: {summary.real_stopped}")
+    if summary.incident_log:
+        console.print(f"safety events: {summary.incident_log}")
+    if summary.dry_run:
+        console.print("dry run: nothing was run")
+    elif summary.interrupted:
+        console.print("[yellow]interrupted[/]: re-run the same command to continue")
+    elif summary.complete:
+        console.print(f"done: {summary.written} episode(s) recorded in this run")
+
+
+def run_command(
+    protocol_file: Path = typer.Argument(..., help="Protocol TOML file."),
+    side: SideChoice = typer.Option(SideChoice.both, "--side", help="Which side to run now."),
+    engine: list[str] | None = typer.Option(
+        None, "--engine", help="Sim engine, repeatable: mujoco, pybullet (default: the protocol's)."
+    ),
+    policy: str | None = typer.Option(
+        None, "--policy", help="Policy 'module:factory' for both sides (default: the protocol's)."
+    ),
+    executor: ExecutorChoice = typer.Option(
+        ExecutorChoice.local, "--executor", help="How sim episodes fan out."
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Worker processes / Ray CPUs (default: all cores)."
+    ),
+    db: Path | None = DbOption,
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Output folder for manifest, summary, artifacts (default: runs/<window>).",
+    ),
+    robot_backend: str | None = typer.Option(
+        None,
+        "--robot-backend",
+        help="Robot backend name or 'module:factory' (default: [real] backend).",
+    ),
+    robot_option: list[str] = typer.Option(
+        [], "--robot-option", help="KEY=VALUE passed to the robot backend (repeatable)."
+    ),
+    gym_id: str | None = typer.Option(
+        None, "--gym-id", help="Run the sim side on this registered Gymnasium environment."
+    ),
+    quality: str | None = typer.Option(
+        None,
+        "--quality",
+        help="'module:function' scoring a Gymnasium rollout (else info['is_success']).",
+    ),
+    max_retries: int = typer.Option(
+        1, "--max-retries", help="Retries after an error/aborted attempt."
+    ),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="Wall-clock limit per sim episode, seconds (local/ray executors)."
+    ),
+    record: bool = typer.Option(False, "--record", help="Let sim engines write recordings."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster to join."),
+    ray_working_dir: str | None = typer.Option(
+        None, "--ray-working-dir", help="Code folder shipped to a remote Ray cluster."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Plan and escrow the manifest only."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Run a protocol's paired sim/real trials; re-run the same command to resume."""
+    protocol = load_protocol(protocol_file)
+    if quality and not gym_id:
+        raise EvalError("--quality needs --gym-id", key="quality")
+    options = RunOptions(
+        sides=("sim", "real") if side is SideChoice.both else (side.value,),
+        engines=tuple(engine) if engine else None,
+        policy=policy,
+        executor=executor.value,
+        workers=workers,
+        max_retries=max_retries,
+        timeout_s=timeout,
+        robot_backend=robot_backend,
+        robot_options=parse_options(robot_option),
+        gym=GymSource(gym_id=gym_id, quality=quality or "") if gym_id else None,
+        record=record,
+        ray_address=ray_address,
+        ray_working_dir=ray_working_dir,
+        dry_run=dry_run,
+    )
+    summary = run_trials(
+        protocol,
+        options,
+        db_path=db if db is not None else default_db_path(),
+        out_dir=out if out is not None else default_out_dir(protocol.window_id),
+        console=console,
+        show_progress=not (no_progress or as_json),
+    )
+    if as_json:
+        print_json(summary.to_json())
+    else:
+        print_summary(summary)
+    if summary.real_error:
+        raise EvalError(f"the real side could not run: {summary.real_error}", key="robot_backend")
+    if summary.interrupted:
+        raise typer.Exit(130)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `run` to the CLI."""
+    app.command("run")(run_command)

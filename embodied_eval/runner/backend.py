@@ -1,0 +1,91 @@
+"""What the runner needs from a robot on the real side: a small `RobotBackend` interface.
+
+A backend is registered by name in `embodied_eval.plugins.ROBOT_BACKENDS` as "module:factory",
+where `factory(protocol, **options) -> RobotBackend`. The ROS 2 bridge implements it; a lab can
+register its own. The runner uses a backend as a context manager (connect on enter, disconnect on
+exit, also after Ctrl-C) and runs real episodes through it one at a time.
+
+A backend never raises for something that happened *on the robot*: if the robot stops, loses its
+connection or is e-stopped mid-episode, `run_episode` returns an `aborted` (or `safety_stop`)
+episode with the reason in `status_reason`. An exception out of `run_episode` is a bug or a lost
+bridge; the runner records it as an `error` episode with the traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from embodied_eval.errors import EvalError
+from embodied_eval.plugins import ROBOT_BACKENDS, resolve
+from embodied_eval.protocol import Protocol as EvalProtocol
+from embodied_eval.records import EpisodeOutcome, EpisodeSpec
+
+
+@runtime_checkable
+class RobotBackend(Protocol):
+    """A physical (or twin) robot the runner can run real episodes on."""
+
+    def connect(self) -> None:
+        """Open the connection to the robot (idempotent); raise EvalError if it is unreachable."""
+
+    def disconnect(self) -> None:
+        """Close the connection and leave the robot safe (idempotent)."""
+
+    def __enter__(self) -> RobotBackend: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def run_episode(
+        self, spec: EpisodeSpec, protocol: EvalProtocol, record_dir: Path | None
+    ) -> EpisodeOutcome:
+        """Run one real episode of `spec` and return its record and safety events.
+
+        Args:
+            spec: the manifest row (side "real"); the returned episode carries its episode_id,
+                pair_id, seed and attempt.
+            protocol: the protocol the spec came from (targets, safety thresholds, price card).
+            record_dir: where to write recordings (MCAP, logs); each becomes an `Artifact` with
+                its SHA-256. None: do not record.
+
+        Returns:
+            The outcome; `aborted` with `status_reason` when the robot could not finish.
+        """
+        ...
+
+
+class BackendFactory(Protocol):
+    """`factory(protocol, **options) -> RobotBackend`, as registered in ROBOT_BACKENDS."""
+
+    def __call__(self, protocol: EvalProtocol, **options: Any) -> RobotBackend: ...
+
+
+def backend_target(name: str) -> str:
+    """The "module:factory" of a backend given by registered name or as "module:factory"."""
+    if name in ROBOT_BACKENDS:
+        return ROBOT_BACKENDS[name]
+    if ":" in name:
+        return name
+    raise EvalError(
+        f"robot backend {name!r} is not registered (known: {', '.join(sorted(ROBOT_BACKENDS))}); "
+        "pass a registered name or 'package.module:factory'",
+        key="robot_backend",
+    )
+
+
+def open_backend(
+    name: str, protocol: EvalProtocol, options: Mapping[str, Any] | None = None
+) -> RobotBackend:
+    """Build the backend `name` for `protocol` (not yet connected)."""
+    factory = resolve(backend_target(name))
+    if not callable(factory):
+        raise EvalError(f"robot backend {name!r} is not callable", key="robot_backend")
+    backend = factory(protocol, **dict(options or {}))
+    missing = [m for m in ("connect", "disconnect", "run_episode") if not hasattr(backend, m)]
+    if missing:
+        raise EvalError(
+            f"robot backend {name!r} lacks {', '.join(missing)} (see RobotBackend)",
+            key="robot_backend",
+        )
+    return backend

@@ -1,0 +1,276 @@
+"""The manifest (seed escrow): which (task t, seed s, drift δ) each episode runs, fixed ex ante.
+
+The plan is a factorial draw from μ (seed §3 battery, item v): every task instance × every drift
+used by `[sampling]` × `seeds_per_instance` seeds. Each such triple is a *pair*: one sim episode per
+engine and, for a reproducibly chosen `real_fraction` of pairs in each family, one real episode.
+All randomness is derived from the protocol's base seed with SHA-256, so the same protocol always
+gives the same manifest, and a retry (a new attempt number) replays the same seed.
+
+Seed rule: seed(t, k) = first 4 bytes (big-endian) of SHA-256("<base_seed>:<task_id>:s<k>"). The
+seed does not depend on the drift, side, engine, policy or attempt: the sim and real episodes of a
+pair share it, drifted and nominal runs of an instance use common random numbers, and two policies
+evaluated under one protocol see the same draws.
+
+The run order is a seeded permutation of the pairs. For the real side this matters: anytime
+stopping looks at results in run order, and an order sorted by family would bias it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.canonical import atomic_write_text, canonical_hash, canonical_json, sha256_hex
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import EpisodeSpec
+
+MANIFEST_FORMAT = "embodied-eval/manifest-v1"
+
+#: How `derive_seed` works, written into every manifest so a reader can check the seeds.
+SEED_RULE = "seed = int(SHA-256('<base_seed>:<key>')[:4 bytes], big-endian); key = '<task_id>:s<k>'"
+
+
+def derive_seed(base_seed: int, key: str) -> int:
+    """A 32-bit seed derived from the protocol's base seed and a key, by SHA-256.
+
+    Args:
+        base_seed: the protocol's `base_seed`.
+        key: what the seed is for, e.g. "pick_place/cube_center:s0" or "run-order".
+
+    Returns:
+        An int in [0, 2**32): the first four bytes of SHA-256("<base_seed>:<key>"), big-endian.
+        32 bits keeps the seed usable by every simulator and RNG API.
+    """
+    digest = bytes.fromhex(sha256_hex(f"{base_seed}:{key}"))
+    return int.from_bytes(digest[:4], "big")
+
+
+def run_key(protocol_hash: str, sim_policy: str, real_policy: str, sim_source: str = "") -> str:
+    """Eight hex digits naming what is evaluated: the protocol, both policies and the sim source.
+
+    Pair and episode ids start with it, so runs of two policies under one protocol can share a
+    store without their ids colliding, while re-running the same command finds its own episodes.
+    """
+    return canonical_hash(
+        {
+            "protocol_hash": protocol_hash,
+            "sim_policy": sim_policy,
+            "real_policy": real_policy,
+            "sim_source": sim_source,
+        }
+    )[:8]
+
+
+def pair_id_for(key: str, task_id: str, drift_name: str, seed_index: int) -> str:
+    """The pair id: "<run key>:<task id>:<drift>:s<k>"."""
+    return f"{key}:{task_id}:{drift_name}:s{seed_index}"
+
+
+def episode_id_for(pair_id: str, side: str, engine: str, attempt: int) -> str:
+    """The episode id: "<pair id>-<side>-<engine>-a<attempt>" (a retry is a new attempt)."""
+    return f"{pair_id}-{side}-{engine}-a{attempt}"
+
+
+def spec_for_attempt(spec: EpisodeSpec, attempt: int) -> EpisodeSpec:
+    """`spec` as attempt number `attempt`: same pair, side, engine and seed; its own episode id."""
+    return spec.replace(
+        attempt=attempt, episode_id=episode_id_for(spec.pair_id, spec.side, spec.engine, attempt)
+    )
+
+
+def next_attempt(spec: EpisodeSpec) -> EpisodeSpec:
+    """The retry of `spec`: attempt + 1, a new episode id, the same seed."""
+    return spec_for_attempt(spec, spec.attempt + 1)
+
+
+def spec_slot(spec: EpisodeSpec) -> tuple[str, str, str]:
+    """What a spec fills in the plan regardless of attempt: (pair id, side, engine)."""
+    return (spec.pair_id, spec.side, spec.engine)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """The planned episodes (attempt 1 of each) in run order, with a header saying how.
+
+    Attributes:
+        header: protocol name/hash, window, base seed, run key, policies, engines, the seed rule,
+            drift weights and the real-side selection.
+        specs: one `EpisodeSpec` per planned episode, in run order (pair by pair: sim engines,
+            then real when the pair has a real episode).
+    """
+
+    header: Mapping[str, Any]
+    specs: tuple[EpisodeSpec, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dict(self.header), "episodes": [s.to_dict() for s in self.specs]}
+
+    @property
+    def manifest_hash(self) -> str:
+        """SHA-256 of the canonical JSON of `to_dict()` (what the manifest file carries)."""
+        return canonical_hash(self.to_dict())
+
+    def side(self, side: str, engines: Iterable[str] | None = None) -> list[EpisodeSpec]:
+        """The specs of one side (optionally only some engines), in run order."""
+        wanted = None if engines is None else set(engines)
+        return [s for s in self.specs if s.side == side and (wanted is None or s.engine in wanted)]
+
+
+def plan_manifest(
+    protocol: Protocol,
+    *,
+    engines: Sequence[str] | None = None,
+    sim_policy: str | None = None,
+    real_policy: str | None = None,
+    real_engine: str | None = None,
+    sim_source: str = "",
+) -> Manifest:
+    """Draw the manifest from μ with the protocol's base seed (factorial over t × δ × s).
+
+    Args:
+        protocol: the validated protocol.
+        engines: sim engines (default: the protocol's `[sim] engines`).
+        sim_policy / real_policy: "module:factory" overrides of the protocol's policies.
+        real_engine: the engine name written on real specs (default: the protocol's backend).
+        sim_source: "" for the built-in engines; "gym:<id>|quality:<fn>" for an external
+            Gymnasium environment (part of the run key, so its ids differ from built-in runs).
+
+    Returns:
+        The `Manifest`: n_pairs = instances × drifts × seeds_per_instance pairs, each with one
+        sim spec per engine; per family, round(real_fraction · n_family_pairs) pairs (half up)
+        also get a real spec.
+    """
+    engine_list = list(engines) if engines else list(protocol.engines)
+    if len(set(engine_list)) != len(engine_list):
+        raise EvalError(f"engines: {engine_list} names an engine twice", key="engine")
+    sim_pol = sim_policy or protocol.sim_policy
+    real_pol = real_policy or protocol.real_policy
+    real_eng = real_engine or protocol.real_backend
+    key = run_key(protocol.protocol_hash, sim_pol, real_pol, sim_source)
+
+    triples = [
+        (inst, drift, k)
+        for inst in protocol.instances
+        for drift in protocol.drifts
+        for k in range(protocol.seeds_per_instance)
+    ]
+    real_selected = _select_real_pairs(protocol, [t[0].family for t in triples])
+    order = np.random.default_rng(derive_seed(protocol.base_seed, "run-order")).permutation(
+        len(triples)
+    )
+
+    specs: list[EpisodeSpec] = []
+    for index in order:
+        inst, drift, k = triples[int(index)]
+        pair = pair_id_for(key, inst.task_id, drift.name, k)
+        common: dict[str, Any] = {
+            "pair_id": pair,
+            "family": inst.family,
+            "task_id": inst.task_id,
+            "seed": derive_seed(protocol.base_seed, f"{inst.task_id}:s{k}"),
+            "drift_name": drift.name,
+            "drift": dict(drift.params),
+            "window": protocol.window_id,
+            "protocol_hash": protocol.protocol_hash,
+            "target_quality": inst.target_quality,
+            "attempt": 1,
+        }
+        for engine in engine_list:
+            specs.append(
+                EpisodeSpec(
+                    episode_id=episode_id_for(pair, "sim", engine, 1),
+                    side="sim",
+                    engine=engine,
+                    policy=sim_pol,
+                    **common,
+                )
+            )
+        if real_selected[int(index)]:
+            specs.append(
+                EpisodeSpec(
+                    episode_id=episode_id_for(pair, "real", real_eng, 1),
+                    side="real",
+                    engine=real_eng,
+                    policy=real_pol,
+                    **common,
+                )
+            )
+
+    header = {
+        "format": MANIFEST_FORMAT,
+        "protocol": protocol.name,
+        "protocol_version": protocol.version,
+        "protocol_hash": protocol.protocol_hash,
+        "window": protocol.window_id,
+        "base_seed": protocol.base_seed,
+        "run_key": key,
+        "sim_policy": sim_pol,
+        "real_policy": real_pol,
+        "sim_engines": engine_list,
+        "real_engine": real_eng,
+        "sim_source": sim_source,
+        "seed_rule": SEED_RULE,
+        "design": "factorial: instances x drifts x seeds_per_instance, seeded run order",
+        "seeds_per_instance": protocol.seeds_per_instance,
+        "drift_weights": {d.name: d.weight for d in protocol.drifts},
+        "real_fraction": protocol.real_fraction,
+        "pairs": len(triples),
+        "real_pairs": int(sum(real_selected)),
+    }
+    return Manifest(header=header, specs=tuple(specs))
+
+
+def _select_real_pairs(protocol: Protocol, families: Sequence[str]) -> list[bool]:
+    """Mark round(real_fraction · n_f) pairs of each family for the real side, reproducibly.
+
+    Stratified by family so that every family gets real pairs (S2R gates are per family).
+    """
+    rng = np.random.default_rng(derive_seed(protocol.base_seed, "real-selection"))
+    chosen = [False] * len(families)
+    for family in sorted(set(families)):
+        members = [i for i, f in enumerate(families) if f == family]
+        count = math.floor(protocol.real_fraction * len(members) + 0.5)
+        for pick in rng.choice(len(members), size=count, replace=False):
+            chosen[members[int(pick)]] = True
+    return chosen
+
+
+def manifest_file_name(manifest: Manifest) -> str:
+    return f"manifest-{manifest.manifest_hash[:12]}.json"
+
+
+def write_manifest_file(manifest: Manifest, out_dir: str | Path) -> Path:
+    """Write the manifest atomically as `<out_dir>/manifest-<hash12>.json`; returns the path.
+
+    The file holds the manifest plus its `manifest_hash` (SHA-256 of the canonical JSON of
+    everything else in the file); `verify_manifest_file` checks it.
+    """
+    path = Path(out_dir) / manifest_file_name(manifest)
+    body = {**manifest.to_dict(), "manifest_hash": manifest.manifest_hash}
+    atomic_write_text(path, canonical_json(body) + "\n")
+    return path
+
+
+def verify_manifest_file(path: str | Path) -> Manifest:
+    """Read a manifest file and check its hash; raises EvalError when it does not match."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalError(f"manifest {str(path)!r} cannot be read: {exc}", key="manifest") from None
+    claimed = data.pop("manifest_hash", None)
+    episodes = data.pop("episodes", [])
+    manifest = Manifest(header=data, specs=tuple(EpisodeSpec.from_dict(e) for e in episodes))
+    if claimed != manifest.manifest_hash:
+        raise EvalError(
+            f"manifest {str(path)!r}: hash mismatch (file says {claimed}, contents hash to "
+            f"{manifest.manifest_hash}); the escrowed manifest was altered",
+            key="manifest",
+        )
+    return manifest

@@ -1,0 +1,142 @@
+"""The real side: episodes one at a time through the robot backend, with anytime stopping.
+
+`RealSide.run` connects the backend, runs the due real specs in manifest order (retrying
+error/aborted attempts), feeds each scored outcome to the sequential test and stops when it
+decides, or when the robot aborts MAX_CONSECUTIVE_ABORTS episodes in a row. It runs in its own
+thread when the sim side runs at the same time, so the robot never waits for sims.
+
+`Recorder` writes outcomes from both sides as they arrive (one transaction each, idempotent by
+episode id) and advances the progress bars.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import EpisodeOutcome, EpisodeSpec
+from embodied_eval.runner.backend import RobotBackend, open_backend
+from embodied_eval.runner.executors import SequentialExecutor
+from embodied_eval.runner.options import RunOptions, RunSettings
+from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
+from embodied_eval.runner.progress import RunProgress
+from embodied_eval.runner.stopping import RealSideStopping, StopDecision
+from embodied_eval.runner.summary import RETRY_ON
+from embodied_eval.store import Store
+
+#: The real side stops after this many aborted episodes in a row: the robot needs a person.
+MAX_CONSECUTIVE_ABORTS = 3
+
+
+class Recorder:
+    """Writes outcomes as they arrive and keeps the counts; shared by the sim and real loops."""
+
+    def __init__(self, max_retries: int, progress: RunProgress) -> None:
+        self.max_retries = max_retries
+        self.progress = progress
+        self.lock = threading.Lock()
+        self.written = 0
+
+    def record(self, store: Store, outcome: EpisodeOutcome) -> bool:
+        """Store one outcome; returns True when it settles its manifest row."""
+        ep = outcome.episode
+        store.write_episode(ep, [ev.to_dict() for ev in outcome.safety_events])
+        settles = ep.scored or ep.status not in RETRY_ON or ep.attempt > self.max_retries
+        with self.lock:
+            self.written += 1
+        if settles:
+            self.progress.advance(ep)
+        return settles
+
+
+def real_episode(
+    backend: RobotBackend, protocol: Protocol, out_dir: Path, spec: EpisodeSpec
+) -> EpisodeOutcome:
+    """One real episode through the backend; an exception becomes an `error` outcome."""
+    watch = Stopwatch()
+    record_dir = artifact_dir(out_dir, spec.episode_id)
+    try:
+        record_dir.mkdir(parents=True, exist_ok=True)
+        return checked_outcome(spec, backend.run_episode(spec, protocol, record_dir))
+    except Exception as exc:
+        return error_outcome(
+            spec,
+            f"{type(exc).__name__}: {exc}",
+            traceback_text=traceback.format_exc(),
+            out_dir=out_dir,
+            started_at=watch.started_at,
+            duration_s=watch.elapsed_s,
+        )
+
+
+class RealSide:
+    """The real side's loop: one episode at a time, anytime stopping, abort streaks."""
+
+    def __init__(
+        self,
+        protocol: Protocol,
+        settings: RunSettings,
+        options: RunOptions,
+        specs: Sequence[EpisodeSpec],
+        stopper: RealSideStopping | None,
+        db_path: Path,
+        out_dir: Path,
+        recorder: Recorder,
+        stop: threading.Event,
+    ) -> None:
+        self.protocol = protocol
+        self.settings = settings
+        self.options = options
+        self.specs = specs
+        self.stopper = stopper
+        self.db_path = db_path
+        self.out_dir = out_dir
+        self.recorder = recorder
+        self.stop = stop
+        self.decision: StopDecision | None = None
+        self.stopped_because = ""
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # reported by the main thread
+            self.error = exc
+
+    def _run(self) -> None:
+        backend = open_backend(
+            self.settings.real_backend, self.protocol, self.options.robot_options
+        )
+        backend.connect()
+        try:
+            fn = functools.partial(real_episode, backend, self.protocol, self.out_dir)
+            aborts = 0
+            with Store(self.db_path) as store:
+                for outcome in SequentialExecutor().map_episodes(
+                    fn, self.specs, self.options.max_retries, retry_on=RETRY_ON, stop=self.stop
+                ):
+                    self.recorder.record(store, outcome)
+                    ep = outcome.episode
+                    aborts = aborts + 1 if ep.status == "aborted" else 0
+                    if aborts >= MAX_CONSECUTIVE_ABORTS:
+                        self._halt(
+                            f"the robot aborted {aborts} episodes in a row (last: "
+                            f"{ep.status_reason or 'no reason given'}); check the robot, then "
+                            "re-run the same command to continue"
+                        )
+                    if self.stopper is not None and ep.scored:
+                        self.decision = self.stopper.observe(ep.success)
+                        if self.decision.decision != "continue":
+                            self._halt(f"anytime stopping: {self.decision.reason}")
+        finally:
+            backend.disconnect()
+
+    def _halt(self, reason: str) -> None:
+        self.stopped_because = reason
+        self.recorder.progress.stop_side("real", self.settings.real_engine, "stopped")
+        self.recorder.progress.log(f"[bold]real side stopped[/]: {reason}")
+        self.stop.set()

@@ -1,0 +1,111 @@
+"""The function an executor runs for one sim episode, in whichever process it lands.
+
+`run_sim_episode(context, spec)` never raises for a failure inside the episode: it returns an
+`error` outcome with the traceback as an artifact. `functools.partial(run_sim_episode, context)`
+pickles, so the same function runs in the sequential, local-pool and Ray executors.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from embodied_eval.plugins import resolve
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import EpisodeOutcome, EpisodeSpec
+from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
+
+#: Engine name of sim episodes run on an external Gymnasium environment.
+GYM_ENGINE = "gymnasium"
+
+
+@dataclass(frozen=True)
+class GymSource:
+    """An external Gymnasium environment used as the sim side.
+
+    Attributes:
+        gym_id: a registered environment id, e.g. "CartPole-v1".
+        quality: "module:function" mapping a `GymRollout` to q in [0, 1]; empty: read success
+            from `info["is_success"]` at the last step (the gymnasium-robotics convention).
+        make_kwargs: keyword arguments for `gymnasium.make`.
+    """
+
+    gym_id: str
+    quality: str = ""
+    make_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """What the run key records about this source."""
+        return f"gym:{self.gym_id}|quality:{self.quality or 'is_success'}"
+
+
+@dataclass(frozen=True)
+class SimContext:
+    """Everything a worker needs besides the spec (pickled once per task).
+
+    Attributes:
+        protocol: the protocol the manifest came from.
+        engine_targets: engine name -> "module:function" running one episode, resolved from
+            `embodied_eval.plugins.SIM_ENGINES` in the parent so workers see the same choice.
+        out_dir: the run's output folder (artifacts go under `<out_dir>/artifacts/`).
+        record: pass a record_dir to the engine (recordings become artifacts).
+        max_steps: the step limit per episode (the protocol's `[sim] max_steps`).
+        gym: the external Gymnasium source, when the sim side is one.
+    """
+
+    protocol: Protocol
+    engine_targets: Mapping[str, str]
+    out_dir: str
+    record: bool = False
+    max_steps: int | None = None
+    gym: GymSource | None = None
+
+
+def run_sim_episode(context: SimContext, spec: EpisodeSpec) -> EpisodeOutcome:
+    """Run one sim episode; any exception becomes an `error` outcome with its traceback.
+
+    Args:
+        context: the run's `SimContext`.
+        spec: the manifest row (side "sim").
+
+    Returns:
+        The engine's outcome, checked against the spec (`checked_outcome`).
+    """
+    watch = Stopwatch()
+    record_dir = artifact_dir(context.out_dir, spec.episode_id) if context.record else None
+    try:
+        if spec.engine == GYM_ENGINE:
+            if context.gym is None:
+                raise ValueError("a gymnasium spec needs a GymSource (pass --gym-id)")
+            from embodied_eval.runner.gym_side import run_gym_episode
+
+            outcome: object = run_gym_episode(
+                spec,
+                context.gym,
+                max_steps=context.max_steps or context.protocol.max_steps,
+                started_at=watch.started_at,
+            )
+        else:
+            engine = resolve(context.engine_targets[spec.engine])
+            if record_dir is not None:
+                Path(record_dir).mkdir(parents=True, exist_ok=True)
+            outcome = engine(
+                spec,
+                context.protocol,
+                max_steps=context.max_steps or context.protocol.max_steps,
+                record_dir=record_dir,
+            )
+        return checked_outcome(spec, outcome)
+    except Exception as exc:
+        return error_outcome(
+            spec,
+            f"{type(exc).__name__}: {exc}",
+            traceback_text=traceback.format_exc(),
+            out_dir=context.out_dir,
+            started_at=watch.started_at,
+            duration_s=watch.elapsed_s,
+        )
