@@ -18,7 +18,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
 from embodied_eval.errors import EvalError
@@ -36,7 +36,7 @@ T = TypeVar("T", bound="Record")
 
 def utc_now_iso() -> str:
     """Current UTC time as an ISO-8601 string with a `Z` suffix (seconds resolution)."""
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def parse_utc(value: str, *, key: str) -> datetime:
@@ -48,7 +48,7 @@ def parse_utc(value: str, *, key: str) -> datetime:
             f"{key}: {value!r} is not an ISO-8601 time (e.g. 2026-11-22T14:05:00Z)", key=key
         ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return parsed
 
 
@@ -172,6 +172,56 @@ class Record:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)  # type: ignore[type-var]
 
+    def _plain(self) -> None:
+        """Accept what callers naturally pass: numpy scalars become Python numbers and bools
+        (also inside dict fields), and a list given for a tuple field becomes a tuple. Called
+        first in `__post_init__`, before validation."""
+        spec = _PLAIN_SPECS.get(type(self))
+        if spec is None:
+            spec = tuple(
+                (f.name, str(f.type).startswith("tuple"))
+                for f in dataclasses.fields(self)  # type: ignore[arg-type]
+            )
+            _PLAIN_SPECS[type(self)] = spec
+        values = self.__dict__
+        for name, is_tuple in spec:
+            value = values[name]
+            kind = type(value)
+            if value is None or kind in _PLAIN_TYPES:
+                continue
+            if kind is list and is_tuple:
+                object.__setattr__(self, name, tuple(_plain_value(v) for v in value))
+            elif isinstance(value, Mapping):
+                if _holds_numpy(value):
+                    object.__setattr__(self, name, _plain_value(value))
+            elif kind.__module__ == "numpy":
+                object.__setattr__(self, name, _plain_value(value))
+
+
+#: Field layout per record class for `Record._plain` (computed once per class).
+_PLAIN_SPECS: dict[type, tuple[tuple[str, bool], ...]] = {}
+_PLAIN_TYPES = (str, int, float, bool, tuple)
+
+
+def _holds_numpy(value: Any) -> bool:
+    """True when a (nested) dict/list holds a numpy scalar."""
+    if isinstance(value, Mapping):
+        return any(_holds_numpy(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_numpy(v) for v in value)
+    return type(value).__module__ == "numpy"
+
+
+def _plain_value(value: Any) -> Any:
+    """A numpy scalar as the Python scalar it holds; dicts and lists converted element-wise."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return value.item()
+    if isinstance(value, Mapping):
+        return {k: _plain_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_value(v) for v in value]
+    return value
+
 
 # --------------------------------------------------------------------------- records
 
@@ -186,6 +236,7 @@ class Artifact(Record):
     size_bytes: int | None = None
 
     def __post_init__(self) -> None:
+        self._plain()
         _check_str("path", self.path)
         _check_sha256("sha256", self.sha256)
         _check_str("kind", self.kind, allow_empty=True)
@@ -208,6 +259,7 @@ class Fault(Record):
     detail: str = ""
 
     def __post_init__(self) -> None:
+        self._plain()
         _check_str("kind", self.kind)
         if not isinstance(self.recovered_autonomously, bool):
             raise EvalError(
@@ -262,6 +314,7 @@ class Episode(Record):
     protocol_hash: str = ""
 
     def __post_init__(self) -> None:
+        self._plain()
         for name in ("episode_id", "pair_id", "family", "task_id", "policy"):
             _check_str(name, getattr(self, name))
         _check_enum("side", self.side, SIDES)
@@ -356,6 +409,7 @@ class Incident(Record):
     window: str = ""
 
     def __post_init__(self) -> None:
+        self._plain()
         _check_str("incident_id", self.incident_id)
         parse_utc(self.occurred_at, key="occurred_at")
         _check_enum("severity", self.severity, SEVERITIES)
@@ -390,6 +444,7 @@ class ExposureEntry(Record):
     note: str = ""
 
     def __post_init__(self) -> None:
+        self._plain()
         for name in ("entry_id", "window", "how_measured"):
             _check_str(name, getattr(self, name))
         start = parse_utc(self.start, key="start")
@@ -408,13 +463,15 @@ class ExposureEntry(Record):
 
 
 def first_attempts(episodes: Iterable[Episode]) -> list[Episode]:
-    """Keep, per (pair_id, side), only the episode with the lowest attempt number.
+    """Keep, per manifest entry (pair_id, side, engine), only the lowest attempt number.
 
-    Retries replay the same manifest entry; counting them would let retries inflate AR.
+    Retries replay the same manifest entry; counting them would let retries inflate AR. A pair's
+    sim side may run on several engines (MuJoCo and PyBullet): each engine's episode is its own
+    entry. Filter to scored episodes first to get the first *scored* attempt.
     """
-    best: dict[tuple[str, str], Episode] = {}
+    best: dict[tuple[str, str, str], Episode] = {}
     for ep in episodes:
-        key = (ep.pair_id, ep.side)
+        key = (ep.pair_id, ep.side, ep.engine)
         if key not in best or ep.attempt < best[key].attempt:
             best[key] = ep
     return list(best.values())
@@ -477,6 +534,7 @@ class SafetyEvent(Record):
     source_rule: str = ""
 
     def __post_init__(self) -> None:
+        self._plain()
         _check_enum("kind", self.kind, SAFETY_EVENT_KINDS)
         _check_number("t_s", self.t_s, low=0.0)
         if self.step is not None:
@@ -523,6 +581,7 @@ class EpisodeSpec(Record):
     target_quality: float = 0.8
 
     def __post_init__(self) -> None:
+        self._plain()
         for name in ("episode_id", "pair_id", "family", "task_id", "drift_name", "policy"):
             _check_str(name, getattr(self, name))
         _check_enum("side", self.side, SIDES)

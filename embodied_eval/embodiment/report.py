@@ -85,6 +85,8 @@ class EmbodimentReport:
     ar_with_retries: Estimate
     transfer: TransferResult
     transfer_by_family: dict[str, TransferResult]
+    transfer_by_engine: dict[str, TransferResult]
+    sim_engine: str | None
     safety: SafetySummary
     recovery: RecoveryResult
     qc: ControlQuality
@@ -127,6 +129,8 @@ class EmbodimentReport:
             "AR_with_retries": self.ar_with_retries.to_json(),
             "S2R": self.transfer.to_json(),
             "S2R_by_family": {f: t.to_json() for f, t in self.transfer_by_family.items()},
+            "S2R_by_engine": {k: t.to_json() for k, t in self.transfer_by_engine.items()},
+            "sim_engine": self.sim_engine,
             "SS": s.ss.to_json(),
             "rates_per_100h": {sev: s.rates[sev].to_json() for sev in SEVERITIES},
             "incidents": s.to_json(),
@@ -240,6 +244,17 @@ def compute_embodiment(
     ar_retries = actuation_reliability_with_retries(sets, level)
     transfer = transfer_overall(sets, level)
     by_family = transfer_by_family(sets, level)
+    by_engine = {sets.sim_engine: transfer} if sets.sim_engine is not None else {}
+    for other in sets.sim_engines:
+        if other != sets.sim_engine:
+            by_engine[other] = transfer_overall(
+                select_episodes(episodes, protocol, sets.policy, sim_engine=other), level
+            )
+    if len(sets.sim_engines) > 1:
+        notes.append(
+            f"S2R pairs the real side with sim engine {sets.sim_engine}; other engines in "
+            "S2R_by_engine"
+        )
     if transfer.note:
         notes.append(f"S2R: {transfer.note}")
     ar_sim = _ar_sim(sets, transfer, g_sim, r, level)
@@ -300,6 +315,8 @@ def compute_embodiment(
         ar_with_retries=ar_retries,
         transfer=transfer,
         transfer_by_family=by_family,
+        transfer_by_engine=by_engine,
+        sim_engine=sets.sim_engine,
         safety=safety,
         recovery=recovery,
         qc=qc,

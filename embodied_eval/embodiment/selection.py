@@ -10,6 +10,10 @@ Rules (the report states them):
   after a scored failure therefore cannot lift AR; retries are reported as `AR_with_retries`.
 * A **pair** is the first scored real attempt and the first scored sim attempt with the same
   `pair_id`. Sim and real episodes of a pair must be on the same task instance and seed.
+* The **sim engine** paired with the real side is one engine: the protocol's first `sim.engines`
+  entry that has sim episodes (else the engine with the most). A pair run on MuJoCo *and*
+  PyBullet has two sim episodes; mixing them would make AR_sim depend on which one came first.
+  Other engines' S2R is reported separately (`S2R_by_engine`).
 * **Clusters** for the bootstrap are task instances (`task_id`): seeds and drifts of one instance
   share the instance's difficulty, so they are resampled together.
 * **Strata** for reweighting sim to the real context distribution are (task instance, drift).
@@ -109,6 +113,8 @@ class EpisodeSets:
         retries_real: real episodes of the evaluated policy that are not the counted attempt.
         first_scored: every policy's first scored attempts (both sides), by policy name.
         arrays: outcomes of `real` and `pairs` as arrays.
+        sim_engine: the sim engine paired with the real side (None without sim episodes).
+        sim_engines: every engine the evaluated policy's sim episodes ran on.
     """
 
     policy: str | None
@@ -123,6 +129,8 @@ class EpisodeSets:
     retries_real: int
     first_scored: dict[str, list[Episode]]
     arrays: OutcomeArrays
+    sim_engine: str | None = None
+    sim_engines: tuple[str, ...] = ()
 
     @property
     def unpaired_real(self) -> int:
@@ -206,8 +214,36 @@ def group_by_policy(episodes: Sequence[Episode]) -> dict[str, list[Episode]]:
     return dict(out)
 
 
+def choose_sim_engine(
+    sim_episodes: Sequence[Episode], protocol: Protocol, engine: str | None = None
+) -> str | None:
+    """The sim engine paired with the real side (see the module docstring).
+
+    Raises:
+        EvalError: an explicit engine has no sim episodes.
+    """
+    counts: dict[str, int] = defaultdict(int)
+    for e in sim_episodes:
+        counts[e.engine] += 1
+    if engine is not None:
+        if engine not in counts:
+            raise EvalError(
+                f"sim_engine: no sim episodes ran on {engine!r} (engines: "
+                f"{', '.join(sorted(counts)) or 'none'})",
+                key="sim_engine",
+            )
+        return engine
+    for name in protocol.engines:
+        if name in counts:
+            return name
+    return max(sorted(counts), key=lambda n: counts[n]) if counts else None
+
+
 def select_episodes(
-    episodes: Sequence[Episode], protocol: Protocol, policy: str | None = None
+    episodes: Sequence[Episode],
+    protocol: Protocol,
+    policy: str | None = None,
+    sim_engine: str | None = None,
 ) -> EpisodeSets:
     """Split the window's episodes into the sets every metric uses.
 
@@ -215,6 +251,7 @@ def select_episodes(
         episodes: every episode of the window (both sides, every policy, every attempt).
         protocol: the window's protocol.
         policy: the evaluated policy, or None to choose it (see `choose_policy`).
+        sim_engine: the sim engine to pair with the real side, or None to choose it.
 
     Returns:
         EpisodeSets.
@@ -249,11 +286,11 @@ def select_episodes(
             for e in g
             if e.side == "sim" and (e.policy in sim_names or e.pair_id in real_pairs)
         ]
-    sim_all = mine_sim + sim_other
-    if sim_other:
-        sim = first_attempts([e for e in sim_all if e.scored])
-    else:
-        sim = [e for e in first_scored.get(chosen, []) if e.side == "sim"] if chosen else []
+    sim_every_engine = mine_sim + sim_other
+    engines = tuple(sorted({e.engine for e in sim_every_engine}))
+    engine = choose_sim_engine(sim_every_engine, protocol, sim_engine)
+    sim_all = [e for e in sim_every_engine if e.engine == engine]
+    sim = first_attempts([e for e in sim_all if e.scored])
     sim_by_pair: Mapping[str, Episode] = {e.pair_id: e for e in sim}
     pairs: list[tuple[Episode, Episode]] = []
     for r in real:
@@ -283,4 +320,6 @@ def select_episodes(
         retries_real=scored_real - len(real),
         first_scored=first_scored,
         arrays=outcome_arrays(real, pairs),
+        sim_engine=engine,
+        sim_engines=engines,
     )
