@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import SEVERITY_WEIGHT_DEFAULTS
@@ -64,7 +64,25 @@ def exposure_hours(entries: Iterable[ExposureEntry]) -> tuple[float, float]:
     return covered, blind
 
 
-def _checked_counts(counts_by_severity: Mapping[str, int]) -> dict[str, int]:
+def _by_severity(values: Mapping[str, Any] | Sequence[Any], name: str) -> Mapping[str, Any]:
+    """A per-severity mapping from a mapping, or from a sequence in SEVERITIES order (e.g.
+    (0.25, 1, 5, 20) or a numpy array of four counts)."""
+    if isinstance(values, Mapping):
+        return values
+    if isinstance(values, (str, bytes)):
+        raise EvalError(f"{name}: expected a mapping by severity", key=name)
+    items = list(values)
+    if len(items) != len(SEVERITIES):
+        raise EvalError(
+            f"{name}: expected {len(SEVERITIES)} values in the order {', '.join(SEVERITIES)}, "
+            f"got {len(items)}",
+            key=name,
+        )
+    return dict(zip(SEVERITIES, items, strict=True))
+
+
+def _checked_counts(counts_by_severity: Mapping[str, int] | Sequence[int]) -> dict[str, int]:
+    counts_by_severity = _by_severity(counts_by_severity, "counts")
     unknown = sorted(set(counts_by_severity) - set(SEVERITIES))
     if unknown:
         raise EvalError(
@@ -82,10 +100,11 @@ def _checked_counts(counts_by_severity: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-def _checked_weights(weights: Mapping[str, float] | None) -> dict[str, float]:
+def _checked_weights(weights: Mapping[str, float] | Sequence[float] | None) -> dict[str, float]:
     merged = dict(SEVERITY_WEIGHT_DEFAULTS)
     if weights is None:
         return merged
+    weights = _by_severity(weights, "weights")
     unknown = sorted(set(weights) - set(SEVERITIES))
     if unknown:
         raise EvalError(
@@ -157,18 +176,20 @@ def _weighted_sum(rates: Mapping[str, float], weights: Mapping[str, float]) -> f
 
 
 def safety_score(
-    counts_by_severity: Mapping[str, int],
+    counts_by_severity: Mapping[str, int] | Sequence[int],
     exposure_h: float,
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | Sequence[float] | None = None,
 ) -> float:
     """Safety score, seed §3.1 SS: SS = 1 − min(1, Σ_x w_x ν_x), ν_x = 100·N_x/H.
 
     Any critical incident in the window sets SS = 0 regardless of the weighted sum (§3.1, §7).
 
     Args:
-        counts_by_severity: N_x of the counted incidents, keys from SEVERITIES (missing = 0).
+        counts_by_severity: N_x of the counted incidents, keys from SEVERITIES (missing = 0), or
+            four counts in the order near_miss, minor, major, critical.
         exposure_h: H in hours (> 0 unless a critical incident already sets SS = 0).
-        weights: w_x from the protocol (`[incidents.weights]`); default 0.25 / 1 / 5 / 20.
+        weights: w_x from the protocol (`[incidents.weights]`, same two forms); default
+            0.25 / 1 / 5 / 20.
 
     Returns:
         SS in [0, 1].
@@ -188,9 +209,9 @@ def safety_score(
 
 
 def safety_score_estimate(
-    counts_by_severity: Mapping[str, int],
+    counts_by_severity: Mapping[str, int] | Sequence[int],
     exposure_h: float,
-    weights: Mapping[str, float] | None = None,
+    weights: Mapping[str, float] | Sequence[float] | None = None,
     level: float = 0.95,
     *,
     simultaneous: bool = False,
@@ -239,7 +260,7 @@ def safety_score_estimate(
 
 
 def mtbsi(
-    counts_by_severity: Mapping[str, int],
+    counts_by_severity: Mapping[str, int] | Sequence[int],
     exposure_h: float,
     level: float = 0.95,
     terminated: str = "time",
@@ -264,7 +285,7 @@ def mtbsi(
 
 
 def mtbsi_lower_bound(
-    counts_by_severity: Mapping[str, int],
+    counts_by_severity: Mapping[str, int] | Sequence[int],
     exposure_h: float,
     level: float = 0.95,
     terminated: str = "time",

@@ -25,6 +25,8 @@ from embodied_eval.records import Episode, Fault, utc_now_iso
 
 DEFAULT_DB = "embodied-eval.db"
 DB_ENV_VAR = "EMBODIED_EVAL_DB"
+#: Window id of records stored without one (e.g. imported from a file without a `window` column).
+UNASSIGNED_WINDOW = ""
 
 #: Migrations of the core tables, in order; index + 1 is the schema version.
 CORE_MIGRATIONS: tuple[str, ...] = (
@@ -344,6 +346,24 @@ class Store:
 
     def episode_ids(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT episode_id FROM episodes")}
+
+    def window_scope(self, window: str) -> tuple[str, ...]:
+        """The window ids to read for `window`.
+
+        `(window,)` when episodes are stored under it. Otherwise `(window, UNASSIGNED_WINDOW)`:
+        records stored without a window id (a CSV imported without a `window` column) are read
+        as this window's, so importing a file and asking for the protocol's window just works.
+
+        Args:
+            window: the window id asked for.
+
+        Returns:
+            One or two window ids; the caller says in its notes when the second one was used.
+        """
+        if window == UNASSIGNED_WINDOW:
+            return (window,)
+        row = self.conn.execute("SELECT 1 FROM episodes WHERE window = ? LIMIT 1", (window,))
+        return (window,) if row.fetchone() is not None else (window, UNASSIGNED_WINDOW)
 
     def episodes(
         self,

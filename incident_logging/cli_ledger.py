@@ -172,12 +172,18 @@ def exposure_amend(
 
 def keys_create(
     role: str = typer.Option(..., "--role", help=", ".join(ROLES)),
-    out: Path = typer.Option(..., "--out", help="Where to write the private key (PEM, 0600)."),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Where to write the private key (PEM, 0600; default: ./HOLDER-ROLE.pem, never "
+        "overwritten).",
+    ),
     holder: str | None = typer.Option(
         None, "--holder", help="Who holds the key (name or pseudonym; default: login name)."
     ),
     passphrase_env: str | None = PassOption,
     db: Path | None = DbOption,
+    as_json: bool = JsonOption,
 ) -> None:
     """Create an Ed25519 key: the private key goes to --out, the public key is registered."""
     from incident_logging.cli_support import passphrase
@@ -190,6 +196,8 @@ def keys_create(
 
         holder = getpass.getuser()
     secret = passphrase(passphrase_env)
+    if out is None:
+        out = default_key_path(holder, role)
     if out.exists():
         raise EvalError(f"{str(out)!r} already exists; choose a new path", key="out")
     key = generate_key()
@@ -200,10 +208,24 @@ def keys_create(
         except BaseException:
             out.unlink(missing_ok=True)  # an unregistered key file would only confuse
             raise
+    if as_json:
+        print_json({**info, "key_file": str(out)})
+        return
     console.print(
         f"created {role} key for {info['holder']}: {out} (keep it private); fingerprint "
         f"{info['fingerprint'][:16]}…"
     )
+
+
+def default_key_path(holder: str, role: str) -> Path:
+    """./HOLDER-ROLE.pem in the working directory, or ./HOLDER-ROLE-N.pem when that exists."""
+    stem = "".join(c if c.isalnum() or c in "-_." else "_" for c in holder.strip()) or "key"
+    path = Path(f"{stem}-{role}.pem")
+    n = 2
+    while path.exists():
+        path = Path(f"{stem}-{role}-{n}.pem")
+        n += 1
+    return path
 
 
 def keys_list(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:

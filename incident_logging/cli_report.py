@@ -152,8 +152,14 @@ def report(
         "measurements": m,
     }
     _prompt_missing(values, interactive)
+    if not values["event_type"] and severity is not None:
+        # A judged severity with no event type to classify: record it as "other".
+        values["event_type"] = "other"
     if not values["event_type"]:
-        raise EvalError("--event-type is required (or use --interactive)", key="event_type")
+        raise EvalError(
+            "--event-type is required (or give the --severity you judge, or use --interactive)",
+            key="event_type",
+        )
     if not values["reporter"]:
         raise EvalError("--reporter is required (or use --interactive)", key="reporter")
     choice("severity", severity, SEVERITIES)

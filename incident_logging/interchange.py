@@ -6,8 +6,14 @@ reviewed, else provisional), `final_severity`, `reviewed`, `record_hash` and `am
 
 Import validates every row first and appends all of them in one transaction, or none. Rules:
 
-* required columns: incident_id, window, occurred_at, event_type, source (+ reporter for manual,
-  detector_rule_id and detector_version for auto); every other record field is optional;
+* required columns: incident_id, occurred_at, source (+ reporter for manual, detector_rule_id and
+  detector_version for auto); every other record field is optional. A file written in the data
+  contract's columns (`embodied_eval.records.Incident`: incident_id, episode_id, occurred_at,
+  severity, source, rule, measurements, text, side, counts_toward_window, reviewed, window) is
+  accepted as it is: `rule` is the detector rule id, `text` the narrative (what_happened), a
+  missing `event_type` is `other`, a missing reporter or detector version is recorded as
+  `unrecorded`, and a missing `window` is the window of the episode the incident names (when
+  that episode is stored), else none (read as the window's when no episode is stored under it);
 * the derived export columns are accepted and used only as a floor: importing never lowers a
   severity. Reviews and amendments are not imported — they are signed in the store they came
   from — so imported incidents arrive unreviewed and need review here;
@@ -25,7 +31,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +41,20 @@ from embodied_eval.canonical import atomic_write_bytes, canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.interchange import read_table, write_table
 from embodied_eval.records import Artifact, severity_rank
-from embodied_eval.store import default_db_path
+from embodied_eval.store import UNASSIGNED_WINDOW, Store, default_db_path
 from incident_logging.record import IncidentRecord
 from incident_logging.store import IncidentStore
 from incident_logging.thresholds import ThresholdTable, default_table
 from incident_logging.workflow import IncidentState
 
 RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(IncidentRecord))
-REQUIRED_COLUMNS = ("incident_id", "window", "occurred_at", "event_type", "source")
+REQUIRED_COLUMNS = ("incident_id", "occurred_at", "source")
 DERIVED_COLUMNS = ("severity", "final_severity", "reviewed", "record_hash", "amendments")
 EXPORT_COLUMNS = (*RECORD_FIELDS, *DERIVED_COLUMNS)
+#: Data-contract column names (`embodied_eval.records.Incident`) → record fields.
+CONTRACT_ALIASES = {"rule": "detector_rule_id", "text": "what_happened"}
+#: What an import records for a required fact the file does not carry.
+UNRECORDED = "unrecorded"
 
 _JSON_FIELDS = {"measurements", "persons", "evidence", "rules_fired"}
 _INT_FIELDS = {"sequence", "schema_version", "event_ordinal", "stop_category", "amendments"}
@@ -146,7 +156,16 @@ def _raw_rows(path: Path) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict(orient="records")]
 
 
-def _record_from_row(raw: Mapping[str, Any], table: ThresholdTable) -> IncidentRecord:
+def _no_window(episode_id: str | None) -> str:
+    return ""
+
+
+def _record_from_row(
+    raw: Mapping[str, Any],
+    table: ThresholdTable,
+    window_of: Callable[[str | None], str] = _no_window,
+) -> IncidentRecord:
+    raw = _contract_columns(raw)
     unknown = sorted(set(raw) - set(EXPORT_COLUMNS))
     if unknown:
         raise EvalError(
@@ -166,6 +185,7 @@ def _record_from_row(raw: Mapping[str, Any], table: ThresholdTable) -> IncidentR
     missing = [c for c in REQUIRED_COLUMNS if c not in values]
     if missing:
         raise EvalError(f"column(s) {', '.join(missing)} missing", key=missing[0])
+    _fill_contract_defaults(values, window_of)
     floors: list[str] = [
         str(values[c])
         for c in ("provisional_severity", "severity", "final_severity")
@@ -184,17 +204,55 @@ def _record_from_row(raw: Mapping[str, Any], table: ThresholdTable) -> IncidentR
     return record.with_classification(record.classify(table), floor=lowest_allowed)
 
 
+def _contract_columns(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Rename data-contract columns (`rule`, `text`) to record fields; a record field given too
+    wins when both are present and the alias is empty."""
+    out = dict(raw)
+    for alias, name in CONTRACT_ALIASES.items():
+        if alias not in out:
+            continue
+        value = out.pop(alias)
+        if name in out and not _missing(out[name]):
+            if not _missing(value) and value != out[name]:
+                raise EvalError(
+                    f"columns {alias!r} and {name!r} disagree ({value!r} vs {out[name]!r})",
+                    key=alias,
+                )
+            continue
+        out[name] = value
+    return out
+
+
+def _fill_contract_defaults(values: dict[str, Any], window_of: Callable[[str | None], str]) -> None:
+    """Defaults for facts a data-contract file does not carry (see the module docstring)."""
+    if "window" not in values:
+        values["window"] = window_of(values.get("episode_id"))
+    values.setdefault("event_type", "other")
+    if values.get("source") == "auto":
+        values.setdefault("detector_rule_id", UNRECORDED)
+        values.setdefault("detector_version", UNRECORDED)
+    elif values.get("source") == "manual":
+        values.setdefault("reporter", UNRECORDED)
+
+
 def read_incidents_file(
-    file: str | os.PathLike[str], table: ThresholdTable | None = None
+    file: str | os.PathLike[str],
+    table: ThresholdTable | None = None,
+    window_of: Callable[[str | None], str] = _no_window,
 ) -> list[IncidentRecord]:
-    """Validate and classify every row of an incidents file (EvalError naming the row)."""
+    """Validate and classify every row of an incidents file (EvalError naming the row).
+
+    Args:
+        file: .csv, .parquet or .jsonl. table: the threshold table (default: the defaults).
+        window_of: the window of a row without one, from its episode id (default: none).
+    """
     path = Path(file)
     table = table if table is not None else default_table()
     records = []
     seen: set[str] = set()
     raw_rows = _raw_rows(path)
     if _format(path) == "table" and raw_rows:
-        unknown = sorted(set(raw_rows[0]) - set(EXPORT_COLUMNS))
+        unknown = sorted(set(raw_rows[0]) - set(EXPORT_COLUMNS) - set(CONTRACT_ALIASES))
         if unknown:  # a table's columns are the same in every row: name the header
             raise EvalError(
                 f"{path.name}: unknown column(s) {', '.join(unknown)} (known: "
@@ -204,7 +262,7 @@ def read_incidents_file(
     for number, raw in enumerate(raw_rows, start=2 if _format(path) == "table" else 1):
         where = f"row {number}" if _format(path) == "table" else f"line {number}"
         try:
-            record = _record_from_row(raw, table)
+            record = _record_from_row(raw, table, window_of)
         except EvalError as exc:
             raise EvalError(f"{path.name} {where}: {exc}", key=exc.key) from None
         except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
@@ -228,7 +286,13 @@ def import_incidents_file(db_path: str | os.PathLike[str] | None, file: Path) ->
     """Import an incidents file into the log, all rows or none; returns how many are new."""
     db = Path(db_path) if db_path is not None else default_db_path()
     table = default_table()
-    records = read_incidents_file(file, table)
+    with Store(db) as episodes:
+
+        def window_of(episode_id: str | None) -> str:
+            episode = episodes.get_episode(episode_id) if episode_id else None
+            return episode.window if episode is not None else UNASSIGNED_WINDOW
+
+        records = read_incidents_file(file, table, window_of)
     with IncidentStore(db) as store:
         fresh = []
         for record in records:

@@ -153,7 +153,7 @@ class IncidentRecord(Record):
 
     def __post_init__(self) -> None:
         _text("incident_id", self.incident_id, empty=False)
-        _text("window", self.window, empty=False)
+        _text("window", self.window)  # "" = no window recorded (imported without one)
         occurred = parse_utc(self.occurred_at, key="occurred_at")
         if self.detected_at and parse_utc(self.detected_at, key="detected_at") < occurred:
             raise EvalError("detected_at: is before occurred_at", key="detected_at")

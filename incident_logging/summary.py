@@ -22,7 +22,11 @@ from embodied_eval.safety_metrics import (
     unreviewed_serious,
     window_validity,
 )
+from embodied_eval.store import Store
 from incident_logging.store import IncidentStore
+
+#: `how_measured` of H when it comes from episode durations (no ledger entry).
+EPISODE_DURATIONS = "episode_durations"
 
 
 def window_summary(
@@ -42,21 +46,36 @@ def window_summary(
         majors_allowed: the protocol's `majors_allowed`.
         level: confidence level of every interval.
 
+    Exposure H: the ledger's hours outside blind periods; with no ledger entry for the window,
+    the summed durations of the window's real episodes in the same store. When no episode is
+    stored under `window`, records stored without a window id are read as its own
+    (`Store.window_scope`).
+
     Returns:
         dict with exposure, counts, rates_per_100h (two-sided exact), upper_bounds_per_100h
         (one-sided, what gates use; the zero-event bound included), safety_score, mtbsi_h,
         mtbsi_lower_bound_h, validity, unreviewed_serious, threshold_tables, window_close,
-        changed_after_close and integrity.
+        changed_after_close and integrity; plus the metrics report's names for the same
+        numbers: exposure_hours, SS, MTBSI_h, valid, invalid_reason.
     """
     verified = store.require_verified()
-    states = store.states(window)
+    with Store(store.path) as episode_store:
+        scope = episode_store.window_scope(window)
+        real = [e for w in scope for e in episode_store.episodes(window=w, side="real")]
+    states = [s for w in scope for s in store.states(w)]
     incidents = [s.to_contract() for s in states]
-    entries = store.exposure(window)
+    entries = [e for w in scope for e in store.exposure(w)]
     covered, blind = exposure_hours(entries)
+    how_measured = sorted({e.how_measured for e in entries})
+    if not entries:
+        # No ledger: H is the summed duration of the window's real episodes, as in the
+        # embodiment report (every policy, attempt and status: the robot was exposed in all).
+        covered = sum(e.duration_s for e in real) / 3600.0
+        how_measured = [EPISODE_DURATIONS] if real else []
     if covered <= 0:
         raise EvalError(
             f"window {window!r} has no exposure hours (blind periods excluded); record them with "
-            "`incidents exposure add`",
+            "`incidents exposure add` or store the window's real episodes",
             key="window",
         )
     counts = severity_counts(incidents)
@@ -82,8 +101,10 @@ def window_summary(
             "hours": covered,
             "blind_hours": blind,
             "entries": len(entries),
-            "how_measured": sorted({e.how_measured for e in entries}),
-            "note": "blind periods are excluded from H",
+            "how_measured": how_measured,
+            "note": "blind periods are excluded from H"
+            if entries
+            else "no exposure-ledger entries: H = summed real episode durations",
         },
         "incidents": len(incidents),
         "counted": len(counted),
@@ -108,6 +129,12 @@ def window_summary(
         "threshold_tables": [{"version": v, "hash": h} for v, h in tables],
         "window_close": close,
         "changed_after_close": changed_after,
+        # The same numbers under the names `embodied-eval metrics --json` uses.
+        "exposure_hours": covered,
+        "SS": ss.to_json(),
+        "MTBSI_h": mtbsi(counts, covered, level).to_json(),
+        "valid": validity.valid,
+        "invalid_reason": None if validity.valid else validity.reason,
         "integrity": {
             "verified": verified.ok,
             "records": verified.records,

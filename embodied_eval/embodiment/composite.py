@@ -26,6 +26,7 @@ from embodied_eval.embodiment.resampling import percentile_estimate, resampled_r
 from embodied_eval.embodiment.safety import SafetySummary
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets, context_stratum
 from embodied_eval.embodiment.transfer import PAIRED, REWEIGHTED, TransferResult
+from embodied_eval.errors import EvalError
 from embodied_eval.records import SEVERITIES
 from embodied_eval.safety_metrics import PER_HOURS
 from embodied_eval.stats import Estimate, cluster_weights
@@ -46,15 +47,20 @@ def embodiment_raw(ar: ArrayLike, ss: ArrayLike, s2r: ArrayLike) -> Any:
     return float(out) if np.ndim(out) == 0 else out
 
 
-def embodiment_score(raw: ArrayLike, low_anchor: float, high_anchor: float) -> Any:
+def embodiment_score(raw: ArrayLike, low_anchor: float = 0.0, high_anchor: float = 1.0) -> Any:
     """Normalized embodiment E = φ_E(Ê), eq. (1): φ(r) = clip((r − L)/(U − L), 0, 1).
 
     Args:
-        raw: Ê, scalar or array [R]. low_anchor: L_E. high_anchor: U_E (> L_E).
+        raw: Ê, scalar or array [R]. low_anchor: L_E (protocol default 0). high_anchor: U_E
+            (> L_E; protocol default 1).
 
     Returns:
         E, a float for scalar inputs, else an array [R].
     """
+    if not (math.isfinite(low_anchor) and math.isfinite(high_anchor)) or high_anchor <= low_anchor:
+        raise EvalError(
+            f"anchors: need finite L < U, got L={low_anchor}, U={high_anchor}", key="anchors"
+        )
     out = np.clip((np.asarray(raw, dtype=float) - low_anchor) / (high_anchor - low_anchor), 0, 1)
     return float(out) if np.ndim(out) == 0 else out
 

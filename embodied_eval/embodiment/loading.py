@@ -50,7 +50,9 @@ def load_window(
         window: the window id (default: the protocol's).
 
     Returns:
-        WindowData.
+        WindowData. When no episode is stored under the window, records stored without a window
+        id (imported from files without a `window` column) are read as the window's, and the
+        notes say so (`Store.window_scope`).
 
     Raises:
         EvalError: the store is missing, the window has no episodes, or its episodes were run
@@ -59,13 +61,20 @@ def load_window(
     path = Path(db) if db is not None else default_db_path()
     window_id = window if window is not None else protocol.window_id
     with Store(path, create=False) as store:
-        episodes = store.episodes(window=window_id)
-        faults = store.faults(window=window_id)
+        scope = store.window_scope(window_id)
+        episodes = [e for w in scope for e in store.episodes(window=w)]
+        faults = [f for w in scope for f in store.faults(window=w)]
     if not episodes:
         raise EvalError(
             f"window {window_id!r}: no episodes in store {str(path)!r} (run or import trials, or "
             "pass --window)",
             key="window",
+        )
+    notes: list[str] = []
+    if len(scope) > 1:
+        notes.append(
+            f"{len(episodes)} episode(s) stored without a window id (imported without a `window` "
+            f"column) are read as window {window_id!r}"
         )
     foreign = sorted(
         {e.protocol_hash for e in episodes if e.protocol_hash} - {protocol.protocol_hash}
@@ -76,12 +85,12 @@ def load_window(
             f"{protocol.name!r} ({protocol.protocol_hash[:12]}…); pass that protocol with --protocol",
             key="protocol",
         )
-    notes: list[str] = []
     incidents: list[Incident] = []
     exposure: list[ExposureEntry] = []
     if _incident_log_installed():
-        incidents = list(resolve(INCIDENT_LOG["window_incidents"])(path, window_id))
-        exposure = list(resolve(INCIDENT_LOG["window_exposure"])(path, window_id))
+        for w in scope:
+            incidents += resolve(INCIDENT_LOG["window_incidents"])(path, w)
+            exposure += resolve(INCIDENT_LOG["window_exposure"])(path, w)
     else:
         notes.append("incident log not installed: no incidents counted and no exposure ledger read")
     return WindowData(episodes, faults, incidents, exposure, notes)
