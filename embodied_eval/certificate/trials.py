@@ -106,7 +106,7 @@ def trials_section(inputs: WindowInputs, results: Results) -> dict[str, Any]:
             }
         )
     engines: dict[str, list[Episode]] = defaultdict(list)
-    for e in sets.sim_all:
+    for e in sets.sim_every_engine:
         if e.scored:
             engines[e.engine].append(e)
     return {

@@ -27,6 +27,9 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     S2R                 estimate + "mode" ("paired" | "reweighted" | "none"), "gap" (estimate of
                         AR_sim − AR_real), "lower_bound" (one-sided estimate), "table" {a,b,c,d}
     S2R_by_family       {family: same shape as S2R}
+    S2R_by_engine       {sim engine: same shape as S2R}; S2R pairs the real side with
+                        `sim_engine`, the protocol's first sim engine that ran
+    sim_engine          the sim engine paired with the real side
     SS                  estimate (SS at the per-severity Garwood bounds)
     rates_per_100h      {near_miss, minor, major, critical: estimate (Garwood exact)}
     incidents           {"counts", "upper_bounds_per_100h", "sim": {"hours", "counts",

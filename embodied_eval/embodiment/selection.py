@@ -115,6 +115,7 @@ class EpisodeSets:
         arrays: outcomes of `real` and `pairs` as arrays.
         sim_engine: the sim engine paired with the real side (None without sim episodes).
         sim_engines: every engine the evaluated policy's sim episodes ran on.
+        sim_every_engine: every sim episode of the evaluated policy, on any engine.
     """
 
     policy: str | None
@@ -131,6 +132,7 @@ class EpisodeSets:
     arrays: OutcomeArrays
     sim_engine: str | None = None
     sim_engines: tuple[str, ...] = ()
+    sim_every_engine: tuple[Episode, ...] = ()
 
     @property
     def unpaired_real(self) -> int:
@@ -322,4 +324,5 @@ def select_episodes(
         arrays=outcome_arrays(real, pairs),
         sim_engine=engine,
         sim_engines=engines,
+        sim_every_engine=tuple(sim_every_engine),
     )
