@@ -13,6 +13,9 @@ the contact solver's warm-start cache: episodes are deterministic within one cli
 
 from __future__ import annotations
 
+import atexit
+import weakref
+
 import numpy as np
 import pybullet
 from pybullet_utils import bullet_client
@@ -52,6 +55,20 @@ def _xyzw(q_wxyz: np.ndarray) -> list[float]:
     return [float(q_wxyz[1]), float(q_wxyz[2]), float(q_wxyz[3]), float(q_wxyz[0])]
 
 
+_LIVE_BACKENDS: weakref.WeakSet[PybulletBackend] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_backends() -> None:
+    """Disconnect clients still open at exit, while `pybullet` is still importable.
+
+    Without this, `BulletClient.__del__` runs during interpreter teardown and prints a spurious
+    "Exception ignored" traceback for every env a process cached.
+    """
+    for backend in list(_LIVE_BACKENDS):
+        backend.close()
+
+
 class PybulletBackend:
     """One PyBullet DIRECT client for one scene. See `PhysicsBackend`."""
 
@@ -62,6 +79,7 @@ class PybulletBackend:
         self.kin = kinematics
         client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         self.client = client
+        _LIVE_BACKENDS.add(self)
         client.setGravity(0.0, 0.0, -9.81)
         client.setPhysicsEngineParameter(
             fixedTimeStep=PHYSICS_DT, numSubSteps=1, deterministicOverlappingPairs=1
