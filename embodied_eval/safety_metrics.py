@@ -119,7 +119,8 @@ def _checked_weights(weights: Mapping[str, float] | Sequence[float] | None) -> d
     return merged
 
 
-def _checked_hours(exposure_h: float) -> float:
+def checked_hours(exposure_h: float) -> float:
+    """Exposure hours as a float after checking they are finite and >= 0 (EvalError if not)."""
     hours = float(exposure_h)
     if not math.isfinite(hours) or hours < 0:
         raise EvalError(
@@ -145,7 +146,7 @@ def incident_rates(
         {severity: Estimate(value=ν_x, low, high, n=N_x)} for all four severities; a zero count
         carries the note "0 observed" — print it beside its upper bound, never as a bare 0.
     """
-    hours = _checked_hours(exposure_h)
+    hours = checked_hours(exposure_h)
     counts = severity_counts(incidents)
     return {
         sev: poisson_rate_interval(k, hours, level=level, per=PER_HOURS)
@@ -164,7 +165,7 @@ def incident_rate_upper_bounds(
     Returns:
         {severity: Estimate(value=ν_x, low=0, high=upper bound, sided="upper", n=N_x)}.
     """
-    hours = _checked_hours(exposure_h)
+    hours = checked_hours(exposure_h)
     counts = severity_counts(incidents)
     return {
         sev: poisson_rate_upper(k, hours, level=level, per=PER_HOURS) for sev, k in counts.items()
@@ -196,7 +197,7 @@ def safety_score(
     """
     counts = _checked_counts(counts_by_severity)
     w = _checked_weights(weights)
-    hours = _checked_hours(exposure_h)
+    hours = checked_hours(exposure_h)
     if counts["critical"] > 0:
         return 0.0
     if hours == 0.0:
@@ -239,7 +240,7 @@ def safety_score_estimate(
     """
     counts = _checked_counts(counts_by_severity)
     w = _checked_weights(weights)
-    hours = _checked_hours(exposure_h)
+    hours = checked_hours(exposure_h)
     total = sum(counts.values())
     method = "SS at per-severity Garwood bounds" + (" (Bonferroni)" if simultaneous else "")
     value = safety_score(counts, hours, w)
@@ -281,7 +282,7 @@ def mtbsi(
         Estimate(value=MTBSI in hours, low, high, n=total incidents).
     """
     counts = _checked_counts(counts_by_severity)
-    return mtbf_interval(sum(counts.values()), _checked_hours(exposure_h), level, terminated)
+    return mtbf_interval(sum(counts.values()), checked_hours(exposure_h), level, terminated)
 
 
 def mtbsi_lower_bound(
@@ -292,7 +293,7 @@ def mtbsi_lower_bound(
 ) -> Estimate:
     """One-sided lower bound of MTBSI (what "MTBSI ≥ 50 h" is decided on), seed §7 AAI-3."""
     counts = _checked_counts(counts_by_severity)
-    return mtbf_lower_bound(sum(counts.values()), _checked_hours(exposure_h), level, terminated)
+    return mtbf_lower_bound(sum(counts.values()), checked_hours(exposure_h), level, terminated)
 
 
 class WindowValidity(NamedTuple):
@@ -356,3 +357,27 @@ def window_validity(incidents: Sequence[Incident], majors_allowed: bool) -> Wind
             major_fail,
         )
     return WindowValidity(True, "no major or critical incidents", False)
+
+
+def split_by_episode(
+    incidents: Sequence[Incident], episode_ids: set[str]
+) -> tuple[list[Incident], list[Incident]]:
+    """(incidents naming one of `episode_ids`, the others)."""
+    tied = [i for i in incidents if i.episode_id in episode_ids]
+    return tied, [i for i in incidents if i.episode_id not in episode_ids]
+
+
+def unassigned_incident_notes(tied: int, untied: int, window: str) -> list[str]:
+    """What the report says about incidents stored without a window id."""
+    notes = []
+    if tied:
+        notes.append(
+            f"{tied} incident(s) stored without a window id name episodes of window {window!r}: "
+            "counted in it"
+        )
+    if untied:
+        notes.append(
+            f"{untied} incident(s) stored without a window id name no episode of window "
+            f"{window!r}: not counted (give them a window)"
+        )
+    return notes

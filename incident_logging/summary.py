@@ -19,10 +19,11 @@ from embodied_eval.safety_metrics import (
     mtbsi_lower_bound,
     safety_score_estimate,
     severity_counts,
+    unassigned_incident_notes,
     unreviewed_serious,
     window_validity,
 )
-from embodied_eval.store import Store
+from embodied_eval.store import UNASSIGNED_WINDOW, Store
 from incident_logging.store import IncidentStore
 
 #: `how_measured` of H when it comes from episode durations (no ledger entry).
@@ -61,8 +62,17 @@ def window_summary(
     verified = store.require_verified()
     with Store(store.path) as episode_store:
         scope = episode_store.window_scope(window)
-        real = [e for w in scope for e in episode_store.episodes(window=w, side="real")]
+        window_episodes = [e for w in scope for e in episode_store.episodes(window=w)]
+    real = [e for e in window_episodes if e.side == "real"]
     states = [s for w in scope for s in store.states(w)]
+    loose_notes: list[str] = []
+    if UNASSIGNED_WINDOW not in scope:
+        # Incidents stored without a window id belong here when they name one of its episodes.
+        ids = {e.episode_id for e in window_episodes}
+        loose = store.states(UNASSIGNED_WINDOW)
+        tied = [s for s in loose if s.current.episode_id in ids]
+        states += tied
+        loose_notes = unassigned_incident_notes(len(tied), len(loose) - len(tied), window)
     incidents = [s.to_contract() for s in states]
     entries = [e for w in scope for e in store.exposure(w)]
     covered, blind = exposure_hours(entries)
@@ -106,6 +116,7 @@ def window_summary(
             if entries
             else "no exposure-ledger entries: H = summed real episode durations",
         },
+        "notes": loose_notes,
         "incidents": len(incidents),
         "counted": len(counted),
         "not_counted": len(incidents) - len(counted),

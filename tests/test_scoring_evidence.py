@@ -205,3 +205,16 @@ def test_console_script_exit_code(tmp_path):
 def test_api_rejects_unknown_profile():
     with pytest.raises(EvalError, match="profile"):
         score_evidence(MINIMAL, "marine")
+
+
+def test_minimal_evidence_reports_a_partial_index_but_no_certified_index(tmp_path):
+    """A = 0.8 and G = φ(0.5; 0.2, 0.9) = 0.3/0.7 = 0.428571 with equal weights:
+    partial index = sqrt(0.8 × 0.428571) = sqrt(0.342857) = 0.585540."""
+    from embodied_eval.scoring import score_evidence
+
+    ev = {"axes": {"A": {"value": 0.8}, "G": {"raw": 0.5, "L": 0.2, "U": 0.9}}}
+    out = score_evidence(ev, "default", None).to_json()
+    assert out["index"] is None
+    assert out["index_partial"] == pytest.approx(0.585540, abs=1e-6)
+    assert out["axes"]["G"]["raw"] == 0.5
+    assert out["axes"]["G"]["value"] == pytest.approx(0.428571, abs=1e-6)

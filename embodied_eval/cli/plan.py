@@ -58,7 +58,9 @@ def plan_rate(
 
 @plan_app.command("mtbsi")
 def plan_mtbsi(
-    min_hours: float = typer.Option(..., "--min-hours", help="Gate: minimum MTBSI in hours."),
+    min_hours: float = typer.Option(
+        ..., "--min-hours", "--min-mtbsi", "--min-mtbsi-h", help="Gate: minimum MTBSI in hours."
+    ),
     observed: int = typer.Option(0, "--observed", help="Safety incidents observed so far."),
     hours: float = typer.Option(0.0, "--hours", help="Exposure hours so far."),
     level: float = LevelOption,
@@ -74,7 +76,9 @@ def plan_mtbsi(
 
 @plan_app.command("success")
 def plan_success(
-    threshold: float = typer.Option(..., "--threshold", help="Gate: minimum success rate."),
+    threshold: float = typer.Option(
+        ..., "--threshold", "--min-rate", help="Gate: minimum success rate."
+    ),
     successes: int = typer.Option(0, "--successes", help="Successful trials so far."),
     trials: int = typer.Option(0, "--trials", help="Scored trials so far."),
     level: float = LevelOption,

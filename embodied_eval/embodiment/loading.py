@@ -17,7 +17,8 @@ from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
-from embodied_eval.store import Store, default_db_path
+from embodied_eval.safety_metrics import split_by_episode, unassigned_incident_notes
+from embodied_eval.store import UNASSIGNED_WINDOW, Store, default_db_path
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ def load_window(
     Returns:
         WindowData. When no episode is stored under the window, records stored without a window
         id (imported from files without a `window` column) are read as the window's, and the
-        notes say so (`Store.window_scope`).
+        notes say so (`Store.window_scope`). Otherwise incidents stored without a window id
+        count when they name one of the window's episodes; the notes say how many do not.
 
     Raises:
         EvalError: the store is missing, the window has no episodes, or its episodes were run
@@ -91,6 +93,11 @@ def load_window(
         for w in scope:
             incidents += resolve(INCIDENT_LOG["window_incidents"])(path, w)
             exposure += resolve(INCIDENT_LOG["window_exposure"])(path, w)
+        if UNASSIGNED_WINDOW not in scope:
+            loose = resolve(INCIDENT_LOG["window_incidents"])(path, UNASSIGNED_WINDOW)
+            tied, untied = split_by_episode(loose, {e.episode_id for e in episodes})
+            incidents += tied
+            notes += unassigned_incident_notes(len(tied), len(untied), window_id)
     else:
         notes.append("incident log not installed: no incidents counted and no exposure ledger read")
     return WindowData(episodes, faults, incidents, exposure, notes)

@@ -12,8 +12,10 @@ E by the joint bootstrap.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,7 +58,12 @@ from embodied_eval.embodiment.transfer import (
     transfer_overall,
 )
 from embodied_eval.gates import GateResult
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol import (
+    Protocol,
+    example_protocol_path,
+    load_protocol,
+    protocol_from_mapping,
+)
 from embodied_eval.records import SEVERITIES, Episode, ExposureEntry, Fault, Incident
 from embodied_eval.stats import Estimate
 
@@ -195,12 +202,25 @@ def _mtbf_hours(sets: EpisodeSets, safety: SafetySummary) -> tuple[float, str]:
     return sum(e.duration_h for e in sets.real_all), "the evaluated policy's episode durations"
 
 
+def as_protocol(
+    protocol: Protocol | Mapping[str, Any] | str | os.PathLike[str] | None,
+) -> Protocol:
+    """A `Protocol` from itself, a TOML file path, a parsed mapping, or None (the example)."""
+    if isinstance(protocol, Protocol):
+        return protocol
+    if protocol is None:
+        return load_protocol(example_protocol_path())
+    if isinstance(protocol, Mapping):
+        return protocol_from_mapping(protocol)
+    return load_protocol(Path(protocol))
+
+
 def compute_embodiment(
     episodes: Sequence[Episode],
     faults: Sequence[Fault],
     incidents: Sequence[Incident],
-    exposure: Sequence[ExposureEntry] | None,
-    protocol: Protocol,
+    exposure: Sequence[ExposureEntry] | float | None,
+    protocol: Protocol | Mapping[str, Any] | str | os.PathLike[str] | None,
     *,
     rng: np.random.Generator | None = None,
     evidence: Mapping[str, Any] | None = None,
@@ -216,9 +236,11 @@ def compute_embodiment(
         faults: extra fault records naming their episode (faults stored in the episodes are
             used too; a fault present in both is counted once).
         incidents: the window's incidents (both sides; only counted ones enter SS).
-        exposure: the window's exposure ledger, or None to use real episode durations.
+        exposure: the window's exposure ledger, H in hours as a number, or None to use real
+            episode durations.
         protocol: the frozen protocol (confidence, resamples, weights, anchors, price card,
-            majors_allowed, baselines).
+            majors_allowed, baselines): a `Protocol`, a protocol file path, its parsed mapping,
+            or None for the packaged example protocol.
         rng: generator for every bootstrap; default seeded from the protocol (`default_rng`).
         evidence: scoring-core evidence for the gates (see `embodiment.gates.EVIDENCE_KEYS`).
         policy: the evaluated policy (default: see `selection.choose_policy`).
@@ -229,6 +251,7 @@ def compute_embodiment(
     Returns:
         EmbodimentReport.
     """
+    protocol = as_protocol(protocol)
     level = protocol.confidence
     r = int(resamples if resamples is not None else protocol.bootstrap_resamples)
     gen = rng if rng is not None else default_rng(protocol)

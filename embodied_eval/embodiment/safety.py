@@ -6,6 +6,7 @@ Exposure H (the report's `exposure_source` says which):
   (blind hours are reported beside H and never counted: nobody was watching for incidents).
 * `episode_durations`: otherwise H = the summed durations of every real episode in the window
   (every policy, attempt and status: the robot was exposed during all of them).
+* `given`: H passed as a number of hours by the caller.
 
 Only real-side incidents flagged `counts_toward_window` count (`safety_metrics`). Sim-side
 incidents are reported as rates over the sim episode hours: they predict, they do not count.
@@ -19,11 +20,12 @@ from typing import Any
 
 from embodied_eval import safety_metrics
 from embodied_eval.embodiment.selection import EpisodeSets
+from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import SEVERITIES, ExposureEntry, Incident
 from embodied_eval.stats import Estimate, poisson_rate_interval
 
-LEDGER, DURATIONS = "exposure_ledger", "episode_durations"
+LEDGER, DURATIONS, GIVEN = "exposure_ledger", "episode_durations", "given"
 
 
 @dataclass(frozen=True)
@@ -81,17 +83,24 @@ class SafetySummary:
 
 
 def window_exposure(
-    sets: EpisodeSets, exposure: Sequence[ExposureEntry] | None
+    sets: EpisodeSets, exposure: Sequence[ExposureEntry] | float | None
 ) -> tuple[float, str, float]:
     """H, its source and the blind hours (see the module docstring).
 
     Args:
         sets: the selected episodes (uses every real episode of the window).
-        exposure: ledger entries, or None / empty to use episode durations.
+        exposure: ledger entries, H in hours as a number (source `given`), or None / empty to
+            use episode durations.
 
     Returns:
         (H in hours, source, blind hours).
     """
+    if isinstance(exposure, (int, float)):
+        if isinstance(exposure, bool):
+            raise EvalError(
+                "exposure: expected ledger entries or hours, got a bool", key="exposure"
+            )
+        return safety_metrics.checked_hours(exposure), GIVEN, 0.0
     if exposure:
         hours, blind = safety_metrics.exposure_hours(exposure)
         return hours, LEDGER, blind
@@ -121,7 +130,7 @@ def _sim_rates(
 def summarize_safety(
     sets: EpisodeSets,
     incidents: Sequence[Incident],
-    exposure: Sequence[ExposureEntry] | None,
+    exposure: Sequence[ExposureEntry] | float | None,
     protocol: Protocol,
 ) -> SafetySummary:
     """Counts, rates per 100 h, SS, MTBSI and validity for the window (seed §3.1 SS, §7).

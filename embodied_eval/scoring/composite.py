@@ -70,6 +70,20 @@ def included_axes(weights: Mapping[str, float]) -> list[str]:
     return out
 
 
+def resolve_weights(
+    values: Mapping[str, float], weights: Mapping[str, float] | str | None
+) -> dict[str, float]:
+    """Weights given as a mapping, or as a profile name (None = "default"). Under the named
+    `default` profile E is optional (Table 1): without an E value it gets weight 0."""
+    if weights is None or isinstance(weights, str):
+        name = weights or "default"
+        resolved = profile_weights(name)
+        if name == "default" and "E" not in values:
+            resolved["E"] = 0.0
+        return resolved
+    return dict(weights)
+
+
 def _vector(values: Mapping[str, float], axes: list[str]) -> NDArray[np.float64]:
     missing = [x for x in axes if x not in values]
     if missing:
@@ -83,15 +97,19 @@ def _vector(values: Mapping[str, float], axes: list[str]) -> NDArray[np.float64]
     return v
 
 
-def aai_index(values: Mapping[str, float], weights: Mapping[str, float]) -> float:
+def aai_index(
+    values: Mapping[str, float], weights: Mapping[str, float] | str | None = None
+) -> float:
     """AAI-Index C = (Π_x x^{w_x})^{1/W} = exp((1/W) Σ_x w_x log x), W = Σ_x w_x, eq. (12).
 
     Args:
         values: normalized axis values x ∈ [0, 1] by symbol.
-        weights: w_x ≥ 0 by symbol; axes with w_x = 0 are left out.
+        weights: w_x ≥ 0 by symbol (axes with w_x = 0 are left out), or a profile name
+            ("default", "software", "robotics"; None = "default", see `resolve_weights`).
     Returns:
         C ∈ [0, 1]; 0 when any included axis is 0 (no compensation, property (ii)).
     """
+    weights = resolve_weights(values, weights)
     axes = included_axes(weights)
     v = _vector(values, axes)
     w = np.array([weights[x] for x in axes])
@@ -107,12 +125,17 @@ def _index_rows(v: NDArray[np.float64], w: NDArray[np.float64]) -> NDArray[np.fl
     return out
 
 
-def index_gradient(values: Mapping[str, float], weights: Mapping[str, float]) -> dict[str, float]:
+def index_gradient(
+    values: Mapping[str, float], weights: Mapping[str, float] | str | None = None
+) -> dict[str, float]:
     """Marginal returns ∂C/∂x = (w_x / (W x)) C, property (iv) of eq. (12).
 
+    Args:
+        values: normalized axis values. weights: as for `aai_index`.
     Returns:
         {axis: ∂C/∂x} over the included axes; +inf at a zero axis (C is not differentiable there).
     """
+    weights = resolve_weights(values, weights)
     axes = included_axes(weights)
     c = aai_index(values, weights)
     total = sum(weights[x] for x in axes)
@@ -244,13 +267,18 @@ def index_resampled(
     return est, reps
 
 
-def uniformity(values: Mapping[str, float], weights: Mapping[str, float]) -> float:
+def uniformity(
+    values: Mapping[str, float], weights: Mapping[str, float] | str | None = None
+) -> float:
     """Uniformity U = min_i s_i / median_i s_i over the included axes, eq. (35).
 
+    Args:
+        values: normalized axis values. weights: as for `aai_index` (which axes are included).
     Returns:
         U ∈ [0, 1]; 0 when the median is 0 (then the minimum is 0 too and the profile is as
         uneven as it can be).
     """
+    weights = resolve_weights(values, weights)
     axes = included_axes(weights)
     v = _vector(values, axes)
     med = float(np.median(v))

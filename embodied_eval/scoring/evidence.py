@@ -44,7 +44,10 @@ TOP_KEYS = (
     "schema", "subject", "profile", "anchors", "axes", "kappa", "closures", "chc", "tools",
     "revision", "memory", "robotics", "aai5", "policy",
 )  # fmt: skip
-AXIS_KEYS = ("value", "raw", "L", "U", "replicates", "details")
+#: Interval keys an axis entry may also give flat, beside its `value` or `raw` number, in the
+#: `Estimate` JSON form: {"value": 0.8, "low": 0.7, "high": 0.9}.
+AXIS_INTERVAL_KEYS = ("low", "high", "level", "method", "n", "sided", "note")
+AXIS_KEYS = ("value", "raw", "L", "U", "replicates", "details", *AXIS_INTERVAL_KEYS)
 #: Axes whose raw statistic is a fraction in [0, 1] by definition; without published anchors φ is
 #: the identity clip for them. $ (tasks per currency unit) always needs anchors.
 UNIT_INTERVAL_AXES = ("A", "G", "P", "M", "T", "R", "S", "E", "W")
@@ -91,12 +94,33 @@ def _anchors(
     )
 
 
+def _flat_interval(entry: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The `value`/`raw` quantity with interval keys given flat beside it (AXIS_INTERVAL_KEYS)
+    merged into one quantity object; unchanged when there are none."""
+    name = "raw" if "raw" in entry else "value"
+    flat = {k: entry[k] for k in AXIS_INTERVAL_KEYS if k in entry}
+    if not flat:
+        return dict(entry)
+    if isinstance(entry[name], Mapping):
+        first = next(iter(flat))
+        raise EvalError(
+            f"{key}.{first}: the interval is given twice (flat and inside {key}.{name})",
+            key=f"{key}.{first}",
+        )
+    out = {k: v for k, v in entry.items() if k not in flat}
+    out[name] = {"value": entry[name], **flat}
+    return out
+
+
 def axis_entry(axis: str, obj: Any, key: str, published: Mapping[str, Any]) -> AxisScore:
-    """One axis: {"value": x} (normalized) or {"raw": x̂, "L", "U"} (calibrated by eq. (1))."""
+    """One axis: {"value": x} (normalized) or {"raw": x̂, "L", "U"} (calibrated by eq. (1)); the
+    number may carry its interval as an object ({"value": {"value", "low", "high"}}) or flat
+    ({"value": x, "low": l, "high": h})."""
     entry = mapping(obj, key, AXIS_KEYS)
     has_raw, has_value = "raw" in entry, "value" in entry
     if has_raw == has_value:
         raise EvalError(f"{key}: give exactly one of raw (with anchors L, U) or value", key=key)
+    entry = _flat_interval(entry, key)
     details = dict(mapping(entry.get("details", {}), f"{key}.details"))
     reps = None
     if "replicates" in entry:

@@ -71,6 +71,8 @@ class ScoreReport:
         weights: effective weights (E is 0 when optional and not supplied).
         axes: AxisScore per supplied axis.
         missing_axes: included axes without evidence (the index is then undefined).
+        index_partial: eq. (12) over the supplied included axes only, when some are missing
+            (a progress figure; gates never read it).
         index: AAI-Index (eq. (12)) with the resampling interval when an rng was given, else the
             delta-method interval; None when an axis is missing.
         index_delta, index_resampled: both intervals.
@@ -104,6 +106,7 @@ class ScoreReport:
     policy: LevelPolicy
     notes: tuple[str, ...] = field(default=())
     subject: dict[str, Any] = field(default_factory=dict)
+    index_partial: float | None = None
 
     @property
     def level(self) -> int:
@@ -129,6 +132,7 @@ class ScoreReport:
             "axes": axes,
             "missing_axes": list(self.missing_axes),
             "index": None if self.index is None else _finite(self.index.value),
+            "index_partial": self.index_partial,
             "index_interval": {
                 "resampling": None
                 if self.index_resampled is None
@@ -279,8 +283,18 @@ def score_evidence(
     index = delta = resampled = None
     u = jagged = None
     gradient: dict[str, float | None] = {}
+    partial: float | None = None
     if missing:
         notes.append(f"index undefined: no evidence for {' '.join(missing)}")
+        supplied = {x: axes[x].x for x in inc if x in axes}
+        if supplied:
+            # eq. (12) over the supplied axes only (weights renormalized): a progress figure
+            # for the reader, never used by a gate.
+            partial = aai_index(supplied, {x: weights[x] for x in supplied})
+            notes.append(
+                f"index_partial = {partial:.4f}: eq. (12) over {' '.join(supplied)} only; "
+                "not a certified index"
+            )
     else:
         values = {x: axes[x].x for x in inc}
         c = aai_index(values, weights)
@@ -377,4 +391,5 @@ def score_evidence(
         policy=policy,
         notes=tuple(notes),
         subject=dict(mapping(ev.get("subject", {}), "subject")),
+        index_partial=partial,
     )

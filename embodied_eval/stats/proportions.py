@@ -112,20 +112,20 @@ def trials_to_demonstrate_rate(
     11/11 → 0.7616).
 
     Args:
-        threshold: the gate's minimum success rate, 0 < threshold < 1.
+        threshold: the gate's minimum success rate in [0, 1] (EvalError outside).
         successes, n: results so far.
         level: one-sided confidence level.
         max_extra: search cap.
 
     Returns:
         0 when the bound already clears the threshold; None when no number up to `max_extra`
-        does (e.g. threshold >= 1).
+        does (e.g. threshold = 1, which no finite run demonstrates).
     """
     s, n = _check_table(successes, n)
     level = check_level(level)
     max_extra = check_count(max_extra, "max_extra")
     threshold = float(threshold)
-    if math.isnan(threshold) or threshold < 0.0:
+    if math.isnan(threshold) or not 0.0 <= threshold <= 1.0:
         raise EvalError(f"threshold: {threshold} must be a rate between 0 and 1", key="threshold")
     if threshold >= 1.0:
         return None
