@@ -170,6 +170,7 @@ def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, se
         protocol,
         rng=g_embodiment,
         evidence=gate_evidence(pre),
+        notes=inputs.notes,
     )
     merged = dict(supplied)
     merged["robotics"] = embodiment_evidence(

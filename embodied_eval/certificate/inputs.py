@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_hash
+from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import Protocol
@@ -40,6 +41,7 @@ class WindowInputs:
             (one line), signatures_checked, key_fingerprints, window_close (signed, or None),
             signer_registration ({"holder", "role"} of the signer's key, or None).
         threshold_tables: (version, hash) of the classification threshold tables used.
+        notes: what the window selection had to say (e.g. episodes imported without a window).
     """
 
     protocol: Protocol
@@ -53,6 +55,7 @@ class WindowInputs:
     reviews: tuple[dict[str, Any], ...]
     chain: dict[str, Any]
     threshold_tables: tuple[tuple[str, str], ...]
+    notes: tuple[str, ...] = ()
 
     def episodes_digest(self) -> str:
         """SHA-256 of the canonical JSON of the episodes (sorted by id): what was certified."""
@@ -117,16 +120,6 @@ def gather_inputs(
     """
     db_path = Path(db) if db is not None else default_db_path()
     with Store(db_path, create=False) as store:
-        episodes = store.episodes(window=protocol.window_id, protocol_hash=protocol.protocol_hash)
-        if not episodes:
-            raise EvalError(
-                f"the store {str(db_path)!r} holds no episode of window {protocol.window_id!r} "
-                f"under protocol hash {protocol.protocol_hash[:12]}… (run the trial or import "
-                "its episodes first)",
-                key="protocol",
-            )
-        ids = {ep.episode_id for ep in episodes}
-        faults = [f for f in store.faults(window=protocol.window_id) if f.episode_id in ids]
         manifests = []
         for row in store.manifests(protocol_hash=protocol.protocol_hash):
             if row["window"] != protocol.window_id:
@@ -139,8 +132,9 @@ def gather_inputs(
                 }
             )
     chain, states = _incident_log_state(db_path, protocol.window_id, signer_fingerprint)
-    incidents = resolve(INCIDENT_LOG["window_incidents"])(db_path, protocol.window_id)
-    exposure = resolve(INCIDENT_LOG["window_exposure"])(db_path, protocol.window_id)
+    # The same window selection as `embodied-eval metrics` (one place decides which episodes,
+    # faults, incidents and exposure belong to a window); the log was verified just above.
+    window = load_window(db_path, protocol)
     amendments = [{"incident_id": s.incident_id, **dict(a)} for s in states for a in s.amendments]
     reviews = [{"incident_id": s.incident_id, **dict(r)} for s in states for r in s.reviews]
     tables = sorted(
@@ -149,13 +143,14 @@ def gather_inputs(
     return WindowInputs(
         protocol=protocol,
         db_path=db_path,
-        episodes=tuple(episodes),
-        faults=tuple(faults),
-        incidents=tuple(incidents),
-        exposure=tuple(exposure),
+        episodes=tuple(window.episodes),
+        faults=tuple(window.faults),
+        incidents=tuple(window.incidents),
+        exposure=tuple(window.exposure),
         manifests=tuple(manifests),
         amendments=tuple(amendments),
         reviews=tuple(reviews),
         chain=chain,
         threshold_tables=tuple(tables),
+        notes=tuple(window.notes),
     )
