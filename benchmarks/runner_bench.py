@@ -26,8 +26,9 @@ import time
 from pathlib import Path
 
 from embodied_eval.protocol import protocol_from_mapping
-from embodied_eval.records import Episode, EpisodeOutcome, EpisodeSpec
+from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.executors import LocalPoolExecutor, SequentialExecutor
+from embodied_eval.runner.outcomes import spec_episode
 from embodied_eval.runner.plan import plan_manifest
 
 # `embodied_eval.runner.trials` (store, pandas) is imported inside `time_runner` only: pool
@@ -49,22 +50,7 @@ def busy(iterations: int) -> int:
 def synthetic_episode(iterations: int, spec: EpisodeSpec) -> EpisodeOutcome:
     """A CPU-bound stand-in episode (`iterations` of `busy`), deterministic per spec."""
     value = busy(iterations + spec.seed % 7)
-    episode = Episode(
-        episode_id=spec.episode_id,
-        pair_id=spec.pair_id,
-        side=spec.side,
-        family=spec.family,
-        task_id=spec.task_id,
-        seed=spec.seed,
-        policy=spec.policy,
-        engine=spec.engine,
-        quality=(value % 1000) / 999,
-        target_quality=spec.target_quality,
-        attempt=spec.attempt,
-        window=spec.window,
-        protocol_hash=spec.protocol_hash,
-    )
-    return EpisodeOutcome(episode=episode)
+    return EpisodeOutcome(episode=spec_episode(spec, (value % 1000) / 999))
 
 
 def calibrate(target_s: float) -> int:

@@ -8,6 +8,7 @@ otherwise; **evidence_missing** when there is nothing to decide on. Missing evid
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -97,27 +98,7 @@ def check_at_least(
     detail: str = "",
 ) -> GateCheck:
     """Check "quantity ≥ threshold" on the lower confidence bound of `estimate`."""
-    if estimate is None or estimate.value is None:
-        return GateCheck(
-            name, Verdict.EVIDENCE_MISSING, threshold, ">=", detail=detail or "no data"
-        )
-    bound = estimate.low
-    if bound is not None and bound >= threshold:
-        verdict = Verdict.PASS
-    elif estimate.value >= threshold:
-        verdict = Verdict.INCONCLUSIVE
-    else:
-        verdict = Verdict.FAIL
-    return GateCheck(
-        name,
-        verdict,
-        threshold,
-        ">=",
-        value=estimate.value,
-        bound=bound,
-        detail=detail,
-        remaining=dict(remaining or {}) if verdict is Verdict.INCONCLUSIVE else {},
-    )
+    return _check_bound(name, estimate, threshold, ">=", remaining=remaining, detail=detail)
 
 
 def check_at_most(
@@ -129,14 +110,35 @@ def check_at_most(
     detail: str = "",
 ) -> GateCheck:
     """Check "quantity ≤ threshold" on the upper confidence bound of `estimate`."""
+    return _check_bound(name, estimate, threshold, "<=", remaining=remaining, detail=detail)
+
+
+def _check_bound(
+    name: str,
+    estimate: Estimate | None,
+    threshold: float,
+    comparison: str,
+    *,
+    remaining: dict[str, float] | None,
+    detail: str,
+) -> GateCheck:
+    """The one decision rule behind `check_at_least` (">=") and `check_at_most` ("<=").
+
+    pass: the bound on the threshold's side (low for ">=", high for "<=") clears the threshold;
+    inconclusive: only the point estimate clears it (`remaining` is kept); fail: neither does;
+    evidence_missing: no estimate or no value.
+    """
     if estimate is None or estimate.value is None:
         return GateCheck(
-            name, Verdict.EVIDENCE_MISSING, threshold, "<=", detail=detail or "no data"
+            name, Verdict.EVIDENCE_MISSING, threshold, comparison, detail=detail or "no data"
         )
-    bound = estimate.high
-    if bound is not None and bound <= threshold:
+    if comparison == ">=":
+        bound, clears = estimate.low, operator.ge
+    else:
+        bound, clears = estimate.high, operator.le
+    if bound is not None and clears(bound, threshold):
         verdict = Verdict.PASS
-    elif estimate.value <= threshold:
+    elif clears(estimate.value, threshold):
         verdict = Verdict.INCONCLUSIVE
     else:
         verdict = Verdict.FAIL
@@ -144,7 +146,7 @@ def check_at_most(
         name,
         verdict,
         threshold,
-        "<=",
+        comparison,
         value=estimate.value,
         bound=bound,
         detail=detail,

@@ -173,53 +173,21 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
                 "obstacle": _box(4, -POS_BOUND_M, POS_BOUND_M),
             }
         )
-        self.config = self._make_config(
-            randomization,
-            drift,
-            reality_gap,
-            safety,
-            faults,
-            max_steps,
-            target_quality,
-            qc_tolerance_m,
+        self.configure(
+            randomization=randomization,
+            drift=drift,
+            reality_gap=reality_gap,
+            safety=safety,
+            faults=faults,
+            max_steps=max_steps,
+            target_quality=target_quality,
+            qc_tolerance_m=qc_tolerance_m,
         )
         self.params = EpisodeParams()
         self.sampled: dict[str, Any] = {}
         self._episode_ready = False
 
     # ------------------------------------------------------------------ configuration
-
-    def _make_config(
-        self,
-        randomization: Mapping[str, Sequence[float]] | None,
-        drift: Mapping[str, Any] | None,
-        reality_gap: RealityGap | None,
-        safety: SafetyLimits | None,
-        faults: Iterable[str | FaultRequest],
-        max_steps: int,
-        target_quality: float | None,
-        qc_tolerance_m: float | None,
-    ) -> EnvConfig:
-        ranges = DEFAULT_RANDOMIZATION if randomization is None else dict(randomization)
-        variations_from_ranges(ranges)  # validates
-        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
-            raise EvalError(f"max_steps: expected a whole number ≥ 1, got {max_steps!r}")
-        q_star = self.task.spec.target_quality if target_quality is None else target_quality
-        if not 0.0 <= q_star <= 1.0:
-            raise EvalError("target_quality: must be in [0, 1]", key="target_quality")
-        tol = self.task.spec.qc_tolerance_m if qc_tolerance_m is None else qc_tolerance_m
-        if tol <= 0:
-            raise EvalError("qc_tolerance: must be > 0", key="qc_tolerance")
-        return EnvConfig(
-            randomization=ranges,
-            drift=check_drift(drift or {}),
-            reality_gap=reality_gap,
-            safety=safety or SafetyLimits(),
-            faults=fault_requests(faults, self.task.faults, self.task.family),
-            max_steps=max_steps,
-            target_quality=float(q_star),
-            qc_tolerance_m=float(tol),
-        )
 
     def configure(
         self,
@@ -234,15 +202,25 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         qc_tolerance_m: float | None = None,
     ) -> None:
         """Set the configuration used from the next `reset` (same meaning as the constructor)."""
-        self.config = self._make_config(
-            randomization,
-            drift,
-            reality_gap,
-            safety,
-            faults,
-            max_steps,
-            target_quality,
-            qc_tolerance_m,
+        ranges = DEFAULT_RANDOMIZATION if randomization is None else dict(randomization)
+        variations_from_ranges(ranges)  # validates
+        if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
+            raise EvalError(f"max_steps: expected a whole number ≥ 1, got {max_steps!r}")
+        q_star = self.task.spec.target_quality if target_quality is None else target_quality
+        if not 0.0 <= q_star <= 1.0:
+            raise EvalError("target_quality: must be in [0, 1]", key="target_quality")
+        tol = self.task.spec.qc_tolerance_m if qc_tolerance_m is None else qc_tolerance_m
+        if tol <= 0:
+            raise EvalError("qc_tolerance: must be > 0", key="qc_tolerance")
+        self.config = EnvConfig(
+            randomization=ranges,
+            drift=check_drift(drift or {}),
+            reality_gap=reality_gap,
+            safety=safety or SafetyLimits(),
+            faults=fault_requests(faults, self.task.faults, self.task.family),
+            max_steps=max_steps,
+            target_quality=float(q_star),
+            qc_tolerance_m=float(tol),
         )
 
     @property

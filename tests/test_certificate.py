@@ -37,7 +37,8 @@ from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import example_protocol_path, load_protocol
-from embodied_eval.records import Episode, ExposureEntry
+from embodied_eval.records import ExposureEntry
+from embodied_eval.runner.outcomes import spec_episode
 from embodied_eval.runner.plan import plan_manifest
 from embodied_eval.store import Store
 
@@ -100,24 +101,10 @@ def build_window(tmp_path: Path, *, near_miss: bool = True) -> tuple[Path, Path]
     episodes = []
     for i, spec in enumerate(manifest.specs):
         quality = 0.5 if spec.pair_id in fails[spec.side] else 0.9
+        # The manifest's rows are first attempts carrying the protocol's window and hash.
         episodes.append(
-            Episode(
-                episode_id=spec.episode_id,
-                pair_id=spec.pair_id,
-                side=spec.side,
-                family=spec.family,
-                task_id=spec.task_id,
-                seed=spec.seed,
-                policy=spec.policy,
-                engine=spec.engine,
-                quality=quality,
-                target_quality=spec.target_quality,
-                duration_s=30.0,
-                drift=dict(spec.drift),
-                attempt=1,
-                started_at=f"2026-11-02T10:{i % 60:02d}:00Z",
-                window=protocol.window_id,
-                protocol_hash=protocol.protocol_hash,
+            spec_episode(
+                spec, quality, duration_s=30.0, started_at=f"2026-11-02T10:{i % 60:02d}:00Z"
             )
         )
     with Store(db) as store:

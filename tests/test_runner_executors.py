@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from embodied_eval.records import EpisodeSpec
-from embodied_eval.runner.executors import LocalPoolExecutor, SequentialExecutor
+from embodied_eval.runner.executors import LocalPoolExecutor, SequentialExecutor, batch_size
 from embodied_eval.runner.plan import plan_manifest
 from tests.test_runner_support import (
     SLEEP_ENV,
@@ -107,17 +107,19 @@ def test_stop_abandons_episodes_in_flight_and_leaves_no_workers(monkeypatch: pyt
 
 
 def test_batch_size_targets_a_quarter_second_per_task():
-    ex = LocalPoolExecutor(2, batch_target_s=0.25, max_batch=32)
+    def size(durations: list[float], remaining: int) -> int:
+        return batch_size(durations, remaining, 2, 0.25, 32)
+
     # No timings yet: one episode per task.
-    assert ex._batch_size([], 100) == 1
+    assert size([], 100) == 1
     # 10 ms episodes: 0.25 / 0.01 = 25 per task; fair share ceil(100 / (2 * 2)) = 25.
-    assert ex._batch_size([0.01] * 5, 100) == 25
+    assert size([0.01] * 5, 100) == 25
     # Only 10 left: ceil(10 / 4) = 3 per task keeps both workers busy to the end.
-    assert ex._batch_size([0.01] * 5, 10) == 3
+    assert size([0.01] * 5, 10) == 3
     # 0.5 s episodes: int(0.25 / 0.5) = 0 -> at least 1.
-    assert ex._batch_size([0.5], 100) == 1
-    # 1 ms episodes: 250 by time, capped by max_batch = 32 (fair share 25 is lower still).
-    assert ex._batch_size([0.001], 1000) == 32
+    assert size([0.5], 100) == 1
+    # 1 ms episodes: 250 by time and a fair share of ceil(1000 / 4) = 250, capped by max_batch.
+    assert size([0.001], 1000) == 32
 
 
 def test_ray_executor_matches_sequential():

@@ -17,6 +17,7 @@ import numpy as np
 
 from embodied_eval.protocol import Protocol, protocol_from_mapping
 from embodied_eval.records import Episode, EpisodeOutcome, EpisodeSpec, SafetyEvent, utc_now_iso
+from embodied_eval.runner.outcomes import spec_episode
 
 HERE = "tests.test_runner_support"
 #: Seconds each fake sim episode sleeps (set by the kill/resume tests).
@@ -60,25 +61,7 @@ def fake_policy(*_args: Any, **_kwargs: Any) -> Any:
 
 
 def _episode(spec: EpisodeSpec, quality: float, status: str = "ok", **extra: Any) -> Episode:
-    return Episode(
-        episode_id=spec.episode_id,
-        pair_id=spec.pair_id,
-        side=spec.side,
-        family=spec.family,
-        task_id=spec.task_id,
-        seed=spec.seed,
-        policy=spec.policy,
-        engine=spec.engine,
-        quality=quality,
-        target_quality=spec.target_quality,
-        status=status,
-        drift=dict(spec.drift),
-        attempt=spec.attempt,
-        started_at=utc_now_iso(),
-        window=spec.window,
-        protocol_hash=spec.protocol_hash,
-        **extra,
-    )
+    return spec_episode(spec, quality, status=status, started_at=utc_now_iso(), **extra)
 
 
 def fake_quality(spec: EpisodeSpec) -> float:

@@ -91,6 +91,30 @@ def retry_spec(
     return None
 
 
+def batch_size(
+    durations: Sequence[float], remaining: int, workers: int, target_s: float, max_batch: int
+) -> int:
+    """Episodes per task for a process or Ray pool: about `target_s` seconds of work each.
+
+    Args:
+        durations: wall seconds of the episodes finished so far (the last 64 are used).
+        remaining: episodes still waiting to be submitted.
+        workers: tasks that run at once.
+        target_s: wall seconds of episodes one task should carry.
+        max_batch: most episodes per task.
+
+    Returns:
+        The batch size, at least 1 (exactly 1 before any episode has finished).
+    """
+    if not durations:
+        return 1
+    typical = statistics.median(durations[-64:])
+    by_time = int(target_s / max(typical, 1e-6))
+    # Keep at least two batches per worker so the last ones do not leave a core idle.
+    fair = math.ceil(remaining / (2 * workers))
+    return max(1, min(max_batch, by_time, fair))
+
+
 def _call_safely(fn: EpisodeFn, spec: EpisodeSpec) -> EpisodeOutcome:
     """`fn(spec)`, with an exception escaping `fn` turned into an `error` outcome."""
     try:
@@ -272,15 +296,6 @@ class LocalPoolExecutor:
         self.max_batch = max(1, max_batch)
         self.poll_s = poll_s
 
-    def _batch_size(self, durations: Sequence[float], remaining: int) -> int:
-        if not durations:
-            return 1
-        typical = statistics.median(durations[-64:])
-        by_time = int(self.batch_target_s / max(typical, 1e-6))
-        # Keep at least two batches per worker so the last ones do not leave a core idle.
-        fair = math.ceil(remaining / (2 * self.workers))
-        return max(1, min(self.max_batch, by_time, fair))
-
     def _new_pool(self, marker_dir: Path) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
             max_workers=self.workers,
@@ -319,7 +334,9 @@ class LocalPoolExecutor:
                     return
                 broken = False
                 while pending and len(in_flight) < 2 * self.workers:
-                    size = self._batch_size(durations, len(pending))
+                    size = batch_size(
+                        durations, len(pending), self.workers, self.batch_target_s, self.max_batch
+                    )
                     batch = [pending.popleft() for _ in range(min(size, len(pending)))]
                     try:
                         in_flight[pool.submit(_run_batch, fn, batch)] = batch

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
-from embodied_eval.records import Episode, EpisodeOutcome, EpisodeSpec
+from embodied_eval.records import EpisodeOutcome, EpisodeSpec
+from embodied_eval.runner.outcomes import spec_episode
 
 if TYPE_CHECKING:
     from embodied_eval.runner.work import GymSource
@@ -126,20 +127,11 @@ def run_gym_episode(
         final_info=dict(info),
     )
     quality = rollout_quality(rollout, quality_fn)
-    episode = Episode(
-        episode_id=spec.episode_id,
-        pair_id=spec.pair_id,
-        side=spec.side,
-        family=spec.family,
-        task_id=spec.task_id,
-        seed=spec.seed,
-        policy=spec.policy,
-        engine=spec.engine,
-        quality=quality,
-        target_quality=spec.target_quality,
+    episode = spec_episode(
+        spec,
+        quality,
         status="ok",
         duration_s=time.monotonic() - t0,
-        drift=dict(spec.drift),
         actions=steps,
         control={
             "total_reward": total,
@@ -147,9 +139,6 @@ def run_gym_episode(
             "terminated": bool(terminated),
             "truncated": bool(truncated),
         },
-        attempt=spec.attempt,
         started_at=started_at,
-        window=spec.window,
-        protocol_hash=spec.protocol_hash,
     )
     return EpisodeOutcome(episode=episode)

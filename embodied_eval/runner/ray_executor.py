@@ -16,7 +16,6 @@ its time limit is cancelled with `ray.cancel(force=True)`.
 from __future__ import annotations
 
 import contextlib
-import statistics
 import threading
 import time
 from collections import deque
@@ -25,7 +24,13 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from embodied_eval.runner.executors import THREAD_ENV, EpisodeFn, _call_safely, retry_spec
+from embodied_eval.runner.executors import (
+    THREAD_ENV,
+    EpisodeFn,
+    _call_safely,
+    batch_size,
+    retry_spec,
+)
 from embodied_eval.runner.outcomes import error_outcome
 
 
@@ -103,14 +108,6 @@ class RayExecutor:
         ray.init(**kwargs)
         return True
 
-    def _batch_size(self, durations: Sequence[float], remaining: int) -> int:
-        if not durations:
-            return 1
-        typical = statistics.median(durations[-64:])
-        by_time = int(self.batch_target_s / max(typical, 1e-6))
-        fair = -(-remaining // (2 * self.workers))
-        return max(1, min(self.max_batch, by_time, fair))
-
     def map_episodes(
         self,
         fn: EpisodeFn,
@@ -140,7 +137,13 @@ class RayExecutor:
                     if pending[0].episode_id in solo:
                         batch = [pending.popleft()]
                     else:
-                        size = self._batch_size(durations, len(pending))
+                        size = batch_size(
+                            durations,
+                            len(pending),
+                            self.workers,
+                            self.batch_target_s,
+                            self.max_batch,
+                        )
                         batch = []
                         while pending and len(batch) < size and pending[0].episode_id not in solo:
                             batch.append(pending.popleft())

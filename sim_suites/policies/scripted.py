@@ -29,6 +29,8 @@ PEG_FILTER = 0.2
 STALL_LAG_M = 0.035
 #: Longest wait for a lagging arm to catch up before retrying anyway (control steps).
 STALL_WAIT_STEPS = 40
+#: Height the grasping scripts retreat to after releasing (m).
+RETREAT_Z = 0.25
 OPEN, CLOSED = 1.0, -1.0
 
 Obs = Mapping[str, np.ndarray]
@@ -99,6 +101,42 @@ class ScriptedPolicy:
     def near(tcp: np.ndarray, target: np.ndarray, tol: float) -> bool:
         return float(np.linalg.norm(target - tcp)) < tol
 
+    # Phases shared by the grasping scripts (approach -> descend -> close -> ... -> release ->
+    # retreat); each returns the TCP velocity (3,) and moves to the next phase when done.
+
+    def approach_phase(
+        self, obs: Obs, point: np.ndarray, hover: float, xy_tol: float
+    ) -> np.ndarray:
+        """Open the gripper and go `hover` m above `point`; descend once open and within `xy_tol`."""
+        tcp = obs["tcp_pos"]
+        self.gripper = OPEN
+        above = point + np.array([0.0, 0.0, hover])
+        if obs["gripper_width"][0] > 0.07 and self.near(tcp[:2], above[:2], xy_tol):
+            self.goto("descend")
+        return toward(tcp, above)
+
+    def close_phase(self, obs: Obs, point: np.ndarray, then: str, timeout: int) -> np.ndarray:
+        """Close on `point`; go to phase `then` once grasped, or approach again after `timeout`."""
+        self.gripper = CLOSED
+        if obs["grasped"][0] > 0.5:
+            self.goto(then)
+        elif self.phase_steps > timeout:
+            self.goto("approach")
+        return toward(obs["tcp_pos"], point, 0.3)
+
+    def release_phase(self, obs: Obs) -> np.ndarray:
+        """Open the gripper in place; retreat once it is open (or after 20 steps)."""
+        self.gripper = OPEN
+        if obs["gripper_width"][0] > 0.06 or self.phase_steps > 20:
+            self.goto("retreat")
+        return np.zeros(3)
+
+    @staticmethod
+    def retreat_phase(obs: Obs) -> np.ndarray:
+        """Rise straight up to RETREAT_Z."""
+        tcp = obs["tcp_pos"]
+        return toward(tcp, np.array([tcp[0], tcp[1], RETREAT_Z]))
+
 
 class PickAndPlaceScript(ScriptedPolicy):
     """Pick the object, carry it (over an obstacle if one is reported), place it, retreat.
@@ -127,11 +165,7 @@ class PickAndPlaceScript(ScriptedPolicy):
         if self.phase == "start":
             self.goto("approach")
         if self.phase == "approach":
-            self.gripper = OPEN
-            above = grasp_point + np.array([0.0, 0.0, self.HOVER])
-            if obs["gripper_width"][0] > 0.07 and self.near(tcp[:2], above[:2], 0.01):
-                self.goto("descend")
-            return toward(tcp, above)
+            return self.approach_phase(obs, grasp_point, self.HOVER, 0.01)
         if self.phase == "descend":
             if self.near(tcp, grasp_point, 0.006):
                 self.goto("close")
@@ -140,12 +174,7 @@ class PickAndPlaceScript(ScriptedPolicy):
                 tcp, grasp_point if xy_ok else grasp_point + np.array([0.0, 0.0, self.HOVER]), 0.6
             )
         if self.phase == "close":
-            self.gripper = CLOSED
-            if grasped:
-                self.goto("lift")
-            elif self.phase_steps > self.CLOSE_TIMEOUT:
-                self.goto("approach")
-            return toward(tcp, grasp_point, 0.3)
+            return self.close_phase(obs, grasp_point, "lift", self.CLOSE_TIMEOUT)
         z_carry = self.carry_z(obs)
         if self.phase == "lift":
             up = np.array([tcp[0], tcp[1], z_carry])
@@ -165,12 +194,9 @@ class PickAndPlaceScript(ScriptedPolicy):
         if self.phase == "place":
             return self.place(obs)
         if self.phase == "release":
-            self.gripper = OPEN
-            if obs["gripper_width"][0] > 0.06 or self.phase_steps > 20:
-                self.goto("retreat")
-            return np.zeros(3)
+            return self.release_phase(obs)
         if self.phase == "retreat":
-            return toward(tcp, np.array([tcp[0], tcp[1], 0.25]))
+            return self.retreat_phase(obs)
         return np.zeros(3)
 
     def place(self, obs: Obs) -> np.ndarray:
@@ -255,22 +281,13 @@ class DrawerScript(ScriptedPolicy):
         if self.phase == "start":
             self.goto("approach")
         if self.phase == "approach":
-            self.gripper = OPEN
-            above = handle + np.array([0.0, 0.0, self.HOVER])
-            if obs["gripper_width"][0] > 0.07 and self.near(tcp[:2], above[:2], 0.008):
-                self.goto("descend")
-            return toward(tcp, above)
+            return self.approach_phase(obs, handle, self.HOVER, 0.008)
         if self.phase == "descend":
             if self.near(tcp, handle, 0.005):
                 self.goto("close")
             return toward(tcp, handle, 0.5)
         if self.phase == "close":
-            self.gripper = CLOSED
-            if grasped:
-                self.goto("pull")
-            elif self.phase_steps > 30:
-                self.goto("approach")
-            return toward(tcp, handle, 0.3)
+            return self.close_phase(obs, handle, "pull", 30)
         if self.phase == "pull":
             offset = tcp - handle
             target = goal + offset - np.array([0.006, 0.0, 0.0])
@@ -278,12 +295,9 @@ class DrawerScript(ScriptedPolicy):
                 self.goto("release")
             return toward(tcp, target, 0.5)
         if self.phase == "release":
-            self.gripper = OPEN
-            if obs["gripper_width"][0] > 0.06 or self.phase_steps > 20:
-                self.goto("retreat")
-            return np.zeros(3)
+            return self.release_phase(obs)
         if self.phase == "retreat":
-            return toward(tcp, np.array([tcp[0], tcp[1], 0.25]))
+            return self.retreat_phase(obs)
         return np.zeros(3)
 
 
