@@ -28,7 +28,6 @@ from pathlib import Path
 from embodied_eval.protocol import protocol_from_mapping
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.executors import LocalPoolExecutor, SequentialExecutor
-from embodied_eval.runner.outcomes import spec_episode
 from embodied_eval.runner.plan import plan_manifest
 
 # `embodied_eval.runner.trials` (store, pandas) is imported inside `time_runner` only: pool
@@ -50,7 +49,7 @@ def busy(iterations: int) -> int:
 def synthetic_episode(iterations: int, spec: EpisodeSpec) -> EpisodeOutcome:
     """A CPU-bound stand-in episode (`iterations` of `busy`), deterministic per spec."""
     value = busy(iterations + spec.seed % 7)
-    return EpisodeOutcome(episode=spec_episode(spec, (value % 1000) / 999))
+    return EpisodeOutcome(episode=spec.to_episode((value % 1000) / 999))
 
 
 def calibrate(target_s: float) -> int:

@@ -591,6 +591,40 @@ class EpisodeSpec(Record):
         _check_number("attempt", self.attempt, low=0, integer=True)
         _check_number("target_quality", self.target_quality, low=0.0, high=1.0)
 
+    def to_episode(self, quality: float, **fields: Any) -> Episode:
+        """The Episode record of this manifest row, with quality q = `quality`.
+
+        Every engine, backend and runner function that records a manifest row builds its Episode
+        here, so what a record copies from its row is decided in one place.
+
+        Args:
+            quality: q in [0, 1].
+            fields: the other Episode fields (status, duration_s in s, started_at, control, ...).
+                The row's episode_id, pair_id, side, family, task_id, seed, policy, engine,
+                target_quality, drift (a copy), attempt, window and protocol_hash are copied;
+                a field given here overrides the copied value (e.g. the engine a bridge really
+                ran). `drift_name` is not an Episode field and is not copied.
+
+        Returns:
+            The Episode (validated by its constructor; EvalError on a bad field).
+        """
+        copied: dict[str, Any] = {
+            "episode_id": self.episode_id,
+            "pair_id": self.pair_id,
+            "side": self.side,
+            "family": self.family,
+            "task_id": self.task_id,
+            "seed": self.seed,
+            "policy": self.policy,
+            "engine": self.engine,
+            "target_quality": self.target_quality,
+            "drift": dict(self.drift),
+            "attempt": self.attempt,
+            "window": self.window,
+            "protocol_hash": self.protocol_hash,
+        }
+        return Episode(**{**copied, "quality": quality, **fields})
+
 
 @dataclass(frozen=True)
 class EpisodeOutcome:

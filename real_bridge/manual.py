@@ -25,7 +25,6 @@ from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import (
     Artifact,
-    Episode,
     EpisodeOutcome,
     EpisodeSpec,
     parse_utc,
@@ -63,25 +62,16 @@ def episode_from_answers(
         reason = f"reported by {answers.technician}" + (
             f": {answers.notes}" if answers.notes else ""
         )
-    episode = Episode(
-        episode_id=spec.episode_id,
-        pair_id=spec.pair_id,
+    # A hand entry is always a real-side record; window and hash fall back to the protocol's.
+    episode = spec.to_episode(
+        answers.quality,
         side="real",
-        family=spec.family,
-        task_id=spec.task_id,
-        seed=spec.seed,
-        policy=spec.policy,
-        engine=spec.engine,
-        quality=answers.quality,
-        target_quality=spec.target_quality,
         status=answers.status,
         duration_s=answers.duration_s,
-        drift=dict(spec.drift),
         actions=answers.actions,
         interventions=answers.interventions,
         faults=faults,
         control={"entry": "manual", "entered_by": answers.technician, "notes": answers.notes},
-        attempt=spec.attempt,
         started_at=started_at,
         artifacts=artifacts,
         status_reason=reason,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
-from embodied_eval.records import Artifact, Episode, EpisodeOutcome, EpisodeSpec, SafetyEvent
+from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
 from real_bridge.interface import Verdict, parse_verdict
 
 if TYPE_CHECKING:
@@ -185,20 +185,13 @@ class EpisodeRun:
             control["bridge_peak_force_n"] = round(float(link.peak_force_n), 6)
         if self.recorded:
             control["bridge_recorded_messages"] = dict(sorted(self.recorded.items()))
-        episode = Episode(
-            episode_id=spec.episode_id,
-            pair_id=spec.pair_id,
+        # The bridge records a real-side episode run over ROS 2, whatever engine the row named.
+        episode = spec.to_episode(
+            verdict.quality if verdict is not None else 0.0,
             side="real",
-            family=spec.family,
-            task_id=spec.task_id,
-            seed=spec.seed,
-            policy=spec.policy,
             engine="ros2",
-            quality=verdict.quality if verdict is not None else 0.0,
-            target_quality=spec.target_quality,
             status=self.status,
             duration_s=duration_s,
-            drift=dict(spec.drift),
             randomization=dict(verdict.randomization) if verdict is not None else {},
             actions=verdict.actions if verdict is not None else 0,
             plan_depth=verdict.plan_depth if verdict is not None else 0,
@@ -207,7 +200,6 @@ class EpisodeRun:
             control=control,
             qc=verdict.qc if verdict is not None else None,
             energy_wh=verdict.energy_wh if verdict is not None else 0.0,
-            attempt=spec.attempt,
             started_at=started_at,
             artifacts=artifacts,
             status_reason=self.reason,

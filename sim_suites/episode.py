@@ -22,7 +22,7 @@ import numpy as np
 from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
-from embodied_eval.records import Artifact, Episode, EpisodeOutcome, EpisodeSpec
+from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from sim_suites.env import ENGINES, PandaTaskEnv
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
@@ -156,16 +156,11 @@ def run_episode(
     randomization_record = dict(reset_info["randomization"])
     if reality_gap is not None:
         randomization_record["reality_gap"] = reality_gap.to_dict()
-    episode = Episode(
-        episode_id=spec.episode_id,
-        pair_id=spec.pair_id,
-        side=spec.side,
-        family=spec.family,
-        task_id=spec.task_id,
-        seed=spec.seed,
+    # The record keeps the policy actually run, the protocol's q* for the instance and the
+    # drift's name next to its parameters; everything else is the manifest row's.
+    episode = spec.to_episode(
+        round(summary["quality"], 12),
         policy=str(policy_name),
-        engine=spec.engine,
-        quality=round(summary["quality"], 12),
         target_quality=target_quality,
         status=summary["status"],
         duration_s=round(summary["duration_s"], 9),
@@ -177,12 +172,9 @@ def run_episode(
         control=_jsonable(summary["control"]),
         qc=round(summary["qc"], 12),
         energy_wh=round(summary["energy_wh"], 12),
-        attempt=spec.attempt,
         started_at=started_at,
         artifacts=artifacts,
         status_reason=summary["status_reason"],
-        window=spec.window,
-        protocol_hash=spec.protocol_hash,
     )
     return EpisodeOutcome(episode=episode, safety_events=summary["safety_events"])
 

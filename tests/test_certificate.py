@@ -38,7 +38,6 @@ from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry
-from embodied_eval.runner.outcomes import spec_episode
 from embodied_eval.runner.plan import plan_manifest
 from embodied_eval.store import Store
 
@@ -103,9 +102,7 @@ def build_window(tmp_path: Path, *, near_miss: bool = True) -> tuple[Path, Path]
         quality = 0.5 if spec.pair_id in fails[spec.side] else 0.9
         # The manifest's rows are first attempts carrying the protocol's window and hash.
         episodes.append(
-            spec_episode(
-                spec, quality, duration_s=30.0, started_at=f"2026-11-02T10:{i % 60:02d}:00Z"
-            )
+            spec.to_episode(quality, duration_s=30.0, started_at=f"2026-11-02T10:{i % 60:02d}:00Z")
         )
     with Store(db) as store:
         store.write_manifest(

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.errors import EvalError
-from embodied_eval.records import EpisodeSpec
-from embodied_eval.runner.outcomes import spec_episode
 from embodied_eval.runner.plan import (
     derive_seed,
     episode_id_for,
@@ -95,33 +93,6 @@ def test_ids_name_pair_side_engine_attempt_and_policies_do_not_collide():
     assert {s.episode_id for s in other.specs}.isdisjoint({s.episode_id for s in m.specs})
     # ... while the seeds a second policy sees are the same draws.
     assert sorted(s.seed for s in other.specs) == sorted(s.seed for s in m.specs)
-
-
-def test_an_episode_record_copies_what_its_manifest_row_fixes():
-    spec = EpisodeSpec(
-        episode_id="p1-real-ur5-a2",
-        pair_id="p1",
-        side="real",
-        family="push",
-        task_id="push/block_0",
-        seed=11,
-        drift_name="worn",
-        drift={"day": 14},
-        engine="ur5",
-        policy="pkg:pol",
-        attempt=2,
-        window="w1",
-        protocol_hash="h1",
-        target_quality=0.6,
-    )
-    ep = spec_episode(spec, 0.7, status="aborted", duration_s=3.0)
-    copied = (ep.episode_id, ep.pair_id, ep.side, ep.family, ep.task_id, ep.seed, ep.engine)
-    assert copied == ("p1-real-ur5-a2", "p1", "real", "push", "push/block_0", 11, "ur5")
-    assert (ep.policy, ep.attempt, ep.window, ep.protocol_hash) == ("pkg:pol", 2, "w1", "h1")
-    assert (ep.quality, ep.target_quality, dict(ep.drift)) == (0.7, 0.6, {"day": 14})
-    assert (ep.status, ep.duration_s) == ("aborted", 3.0)
-    # A field the row fixes can still be overridden (e.g. the engine a bridge really ran).
-    assert spec_episode(spec, 0.7, engine="ros2").engine == "ros2"
 
 
 def test_run_order_is_a_permutation_of_all_pairs():

@@ -17,7 +17,6 @@ import numpy as np
 
 from embodied_eval.protocol import Protocol, protocol_from_mapping
 from embodied_eval.records import Episode, EpisodeOutcome, EpisodeSpec, SafetyEvent, utc_now_iso
-from embodied_eval.runner.outcomes import spec_episode
 
 HERE = "tests.test_runner_support"
 #: Seconds each fake sim episode sleeps (set by the kill/resume tests).
@@ -61,7 +60,7 @@ def fake_policy(*_args: Any, **_kwargs: Any) -> Any:
 
 
 def _episode(spec: EpisodeSpec, quality: float, status: str = "ok", **extra: Any) -> Episode:
-    return spec_episode(spec, quality, status=status, started_at=utc_now_iso(), **extra)
+    return spec.to_episode(quality, status=status, started_at=utc_now_iso(), **extra)
 
 
 def fake_quality(spec: EpisodeSpec) -> float:

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from embodied_eval.runner.outcomes import spec_episode
 
 if TYPE_CHECKING:
     from embodied_eval.runner.work import GymSource
@@ -127,8 +126,7 @@ def run_gym_episode(
         final_info=dict(info),
     )
     quality = rollout_quality(rollout, quality_fn)
-    episode = spec_episode(
-        spec,
+    episode = spec.to_episode(
         quality,
         status="ok",
         duration_s=time.monotonic() - t0,

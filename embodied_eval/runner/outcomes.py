@@ -10,10 +10,9 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 from embodied_eval.canonical import atomic_write_text, sha256_hex
-from embodied_eval.records import Artifact, Episode, EpisodeOutcome, EpisodeSpec, utc_now_iso
+from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, utc_now_iso
 
 #: Longest `status_reason` kept on the record (the full text is in the artifact).
 MAX_REASON_CHARS = 500
@@ -42,40 +41,6 @@ def write_text_artifact(folder: Path, stem: str, text: str, kind: str) -> Artifa
     return Artifact(path=str(path.resolve()), sha256=digest, kind=kind, size_bytes=len(data))
 
 
-def spec_episode(spec: EpisodeSpec, quality: float, **fields: Any) -> Episode:
-    """The Episode record of the manifest row `spec`, with quality q = `quality`.
-
-    The runner's own episode functions (error outcomes, Gymnasium sources) build their records
-    this way, so what a record copies from its manifest row is decided in one place.
-
-    Args:
-        spec: the manifest row; its episode_id, pair_id, side, family, task_id, seed, policy,
-            engine, target_quality, drift (copied), attempt, window and protocol_hash are copied.
-        quality: q in [0, 1].
-        fields: the other Episode fields (status, duration_s in s, started_at, control, ...);
-            one named above overrides the spec's value.
-
-    Returns:
-        The Episode (validated by its constructor).
-    """
-    copied: dict[str, Any] = {
-        "episode_id": spec.episode_id,
-        "pair_id": spec.pair_id,
-        "side": spec.side,
-        "family": spec.family,
-        "task_id": spec.task_id,
-        "seed": spec.seed,
-        "policy": spec.policy,
-        "engine": spec.engine,
-        "target_quality": spec.target_quality,
-        "drift": dict(spec.drift),
-        "attempt": spec.attempt,
-        "window": spec.window,
-        "protocol_hash": spec.protocol_hash,
-    }
-    return Episode(**{**copied, "quality": quality, **fields})
-
-
 def error_outcome(
     spec: EpisodeSpec,
     reason: str,
@@ -98,8 +63,7 @@ def error_outcome(
         folder = artifact_dir(out_dir, spec.episode_id)
         artifacts = (write_text_artifact(folder, "traceback", traceback_text, "traceback"),)
     line = " ".join(reason.split())
-    episode = spec_episode(
-        spec,
+    episode = spec.to_episode(
         0.0,
         status="error",
         duration_s=max(0.0, duration_s),
