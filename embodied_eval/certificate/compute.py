@@ -70,8 +70,9 @@ def _best(results: list[GateResult]) -> GateResult | None:
 
 
 def gate_evidence(pre: ScoreReport) -> dict[str, Any]:
-    """What the §7 gates need from the scoring core: P, W (normalized, with intervals) and the
-    maintenance and expansion closures (best audit of each)."""
+    """What the §7 gates need from the scoring core: P, W (normalized, with intervals), the
+    maintenance and expansion closures (best audit of each) and the audited delivery
+    attestation (AAI-4)."""
     out: dict[str, Any] = {}
     for axis in ("P", "W"):
         if axis in pre.axes:
@@ -80,6 +81,13 @@ def gate_evidence(pre: ScoreReport) -> dict[str, Any]:
         best = _best(list(pre.closures.get(key, [])))
         if best is not None:
             out[name] = best
+    delivery = pre.attestations.get("delivery")
+    if delivery is not None:
+        out["delivery_attestation"] = {
+            "verdict": delivery["verdict"],
+            "detail": f"audited by {delivery['auditor']} on {delivery['date']}"
+            + (f": {delivery['detail']}" if delivery["detail"] else ""),
+        }
     return out
 
 

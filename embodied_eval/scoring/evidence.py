@@ -42,8 +42,50 @@ SCHEMA_ID = "embodied-eval/evidence/1"
 
 TOP_KEYS = (
     "schema", "subject", "profile", "anchors", "axes", "kappa", "closures", "chc", "tools",
-    "revision", "memory", "robotics", "aai5", "policy",
+    "revision", "memory", "robotics", "aai5", "policy", "attestations",
 )  # fmt: skip
+#: Audited attestations (§7 AAI-4: end-to-end delivery in novel workcells at expert-team cost).
+ATTESTATION_KINDS = ("delivery",)
+ATTESTATION_KEYS = ("verdict", "auditor", "date", "detail")
+
+
+def read_attestations(raw: Any) -> dict[str, dict[str, str]]:
+    """Validate the evidence's `attestations` section: {kind: {verdict, auditor, date, detail}}.
+
+    `verdict` is a gate verdict (pass, fail, inconclusive, evidence_missing); `auditor` and
+    `date` say who audited it and when (required: an unaudited claim is not an attestation).
+
+    Raises:
+        EvalError: naming the offending key.
+    """
+    if not isinstance(raw, Mapping):
+        raise EvalError("attestations: expected an object", key="attestations")
+    out: dict[str, dict[str, str]] = {}
+    verdicts = ("pass", "fail", "inconclusive", "evidence_missing")
+    for kind, item in raw.items():
+        key = f"attestations.{kind}"
+        if kind not in ATTESTATION_KINDS:
+            raise EvalError(
+                f"{key}: unknown attestation (known: {', '.join(ATTESTATION_KINDS)})", key=key
+            )
+        if not isinstance(item, Mapping):
+            raise EvalError(f"{key}: expected an object with verdict, auditor, date", key=key)
+        unknown = sorted(set(item) - set(ATTESTATION_KEYS))
+        if unknown:
+            raise EvalError(f"{key}.{unknown[0]}: unknown key", key=f"{key}.{unknown[0]}")
+        for field_name in ("verdict", "auditor", "date"):
+            value = item.get(field_name)
+            if not isinstance(value, str) or not value.strip():
+                raise EvalError(f"{key}.{field_name}: required text", key=f"{key}.{field_name}")
+        if item["verdict"] not in verdicts:
+            raise EvalError(
+                f"{key}.verdict: {item['verdict']!r} is not one of {', '.join(verdicts)}",
+                key=f"{key}.verdict",
+            )
+        out[str(kind)] = {k: str(item.get(k, "")) for k in ATTESTATION_KEYS}
+    return out
+
+
 #: Interval keys an axis entry may also give flat, beside its `value` or `raw` number, in the
 #: `Estimate` JSON form: {"value": 0.8, "low": 0.7, "high": 0.9}.
 AXIS_INTERVAL_KEYS = ("low", "high", "level", "method", "n", "sided", "note")

@@ -36,6 +36,7 @@ from embodied_eval.scoring.evidence import (
     Checkpoints,
     KappaEvidence,
     read_aai5,
+    read_attestations,
     read_axes,
     read_chc,
     read_closures,
@@ -73,6 +74,8 @@ class ScoreReport:
         missing_axes: included axes without evidence (the index is then undefined).
         index_partial: eq. (12) over the supplied included axes only, when some are missing
             (a progress figure; gates never read it).
+        attestations: audited attestations from the evidence ({kind: {verdict, auditor, date,
+            detail}}), e.g. the §7 AAI-4 delivery attestation.
         index: AAI-Index (eq. (12)) with the resampling interval when an rng was given, else the
             delta-method interval; None when an axis is missing.
         index_delta, index_resampled: both intervals.
@@ -107,6 +110,7 @@ class ScoreReport:
     notes: tuple[str, ...] = field(default=())
     subject: dict[str, Any] = field(default_factory=dict)
     index_partial: float | None = None
+    attestations: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def level(self) -> int:
@@ -133,6 +137,7 @@ class ScoreReport:
             "missing_axes": list(self.missing_axes),
             "index": None if self.index is None else _finite(self.index.value),
             "index_partial": self.index_partial,
+            "attestations": {k: dict(v) for k, v in self.attestations.items()},
             "index_interval": {
                 "resampling": None
                 if self.index_resampled is None
@@ -392,4 +397,5 @@ def score_evidence(
         notes=tuple(notes),
         subject=dict(mapping(ev.get("subject", {}), "subject")),
         index_partial=partial,
+        attestations=read_attestations(ev.get("attestations", {})),
     )
