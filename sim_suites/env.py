@@ -51,7 +51,7 @@ from sim_suites.faults import (
     FaultView,
     fault_requests,
 )
-from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
+from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics, tcp_linear_velocity
 from sim_suites.safety import SSM_SPEED_FRACTION, SafetyLimits, SafetyMonitor, StopDecision
 from sim_suites.tasks import Task, TaskState, family_task_ids, graded_quality, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
@@ -96,6 +96,11 @@ def _bounded(x: np.ndarray, bound: float) -> np.ndarray:
     if float(np.abs(x).max()) > bound:
         np.clip(x, -bound, bound, out=x)
     return x
+
+
+#: Robot points for separation when the scene has no human proxy (nothing reads them then).
+_NO_POINTS = np.empty((0, 3))
+_NO_POINTS.flags.writeable = False
 
 
 def _box(n: int, low: float, high: float) -> spaces.Box:
@@ -278,6 +283,14 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
         self._injector = FaultInjector(cfg.faults, fault_rng)
         self._recorder = ControlRecorder(self.params.control_dt)
+        # Per-episode constants, read every step.
+        self._dt = self.params.control_dt
+        self._substeps = self.params.substeps
+        # Robot points and their separation from the proxy are needed only with a person in the
+        # cell; `_read_state` computes the separation once for both uses per step.
+        self._watch_human = self._monitor.human is not None
+        self._points = _NO_POINTS
+        self._separation: float | None = None
         self._queue: deque[np.ndarray] = deque(
             [np.zeros(4) for _ in range(self.params.action_latency_steps)]
         )
@@ -316,9 +329,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._rots, self._origins = rots, origins
         tcp, _ = self.kin.tcp_from_frames(rots[6], origins[6])
         self._tcp = tcp
-        jac = self.kin.jacobian_from_frames(rots, origins, tcp)
-        self._tcp_vel = jac[:3] @ qd[:7]
-        self._points = np.vstack([origins[2:], tcp])
+        self._tcp_vel = tcp_linear_velocity(rots, origins, tcp, qd)
+        if self._watch_human:
+            self._points = np.concatenate((origins[2:], tcp[None]))
+            self._separation = self._monitor.separation(self._points)
         name = self.task.object_name
         pos, quat = b.body_pose(name)
         self._obj_pos, self._obj_quat = pos, quat
@@ -371,16 +385,18 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         if not self._episode_ready:
             raise EvalError("call reset() before step()", key="reset")
         act = np.array(action, dtype=np.float64).reshape(4)
-        if act.max() > 1.0 or act.min() < -1.0:
+        if np.abs(act).max() > 1.0:
             np.clip(act, -1.0, 1.0, out=act)
             self._clipped += 1
         self._queue.append(act)
         applied = self._queue.popleft()
-        task, cfg, dt = self.task, self.config, self.params.control_dt
+        task, cfg, dt = self.task, self.config, self._dt
         step = self._step
 
         cap = V_MAX_MPS
-        if self._monitor.reduced_speed_required(self._points):
+        if self._watch_human and self._monitor.reduced_speed_required(
+            self._points, self._separation
+        ):
             cap = min(cap, SSM_SPEED_FRACTION * cfg.safety.reduced_speed_mps)
         velocity = capped_velocity(applied, cap)
         gripper = float(applied[3])
@@ -394,7 +410,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         stall = self._injector.running("actuator_stall", step)
         if stall is not None:
             command.arm_cmd[stall.request.joint] = stall.data["hold"]
-        self.backend.step(command.arm_cmd, command.finger, self.params.substeps)
+        self.backend.step(command.arm_cmd, command.finger, self._substeps)
         self._step += 1
         t = self._step * dt
         self._read_state()
@@ -410,27 +426,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
 
         self._attached_steps = self._attached_steps + 1 if self.backend_attached else 0
         contacts = self.backend.contact_forces()
-        view = FaultView(
-            step=self._step,
-            t_s=t,
-            attached=self.backend_attached,
-            attached_steps=self._attached_steps,
-            object_pos=self._point,
-            object_start=self.object_start,
-            goal=self.goal,
-            tcp=self._tcp,
-            tcp_target=command.tcp_target,
-            obstacle_contact_n=contacts.get((ROBOT, "obstacle"), 0.0),
-            obstacle_contact_warn_n=cfg.safety.contact_warn_fraction
-            * cfg.safety.fixture_contact_limit_n,
-        )
-        injected = [self._inject(req, view) for req in self._injector.due(view)]
-        dropout = self._injector.running("perception_dropout", self._step)
-        if dropout is None:
-            self._frozen = None
-        elif self._frozen is None:
-            self._frozen = (self._point.copy(), self._obj_quat.copy())
-        self._injector.update_clearing(view)
+        injected: list[str] = []
+        if self._injector.pending or self._injector.active:
+            # Skipped when no fault was requested or fired: then nothing can fire or clear.
+            injected = self._fault_step(t, command.tcp_target, contacts)
 
         tcp_speed = math.sqrt(float(self._tcp_vel @ self._tcp_vel))
         decision: StopDecision | None = self._monitor.update(
@@ -443,6 +442,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._points,
             contacts,
             self._point,
+            self._separation,
         )
         if (
             not math.isfinite(float(self._q.sum()) + self._obj_speed)
@@ -453,7 +453,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         state = self._task_state()
         self._error = task.goal_error(state, self.goal)
         self._quality = graded_quality(self._error, task.spec.tolerance_m)
-        power = float(np.sum(np.abs(self.backend.applied_torque() * self._qd)))
+        power = float(np.abs(self.backend.applied_torque() * self._qd).sum())
         self._recorder.add(
             command.tcp_target,
             self._tcp,
@@ -488,6 +488,37 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             "faults_injected": injected,
         }
         return self._observation(), float(self._quality), terminated, truncated, info
+
+    def _fault_step(
+        self, t: float, tcp_target: np.ndarray, contacts: Mapping[tuple[str, str], float]
+    ) -> list[str]:
+        """Fire due faults, freeze perception during a dropout, mark cleared faults.
+
+        Returns:
+            the kinds injected this step.
+        """
+        safety = self.config.safety
+        view = FaultView(
+            step=self._step,
+            t_s=t,
+            attached=self.backend_attached,
+            attached_steps=self._attached_steps,
+            object_pos=self._point,
+            object_start=self.object_start,
+            goal=self.goal,
+            tcp=self._tcp,
+            tcp_target=tcp_target,
+            obstacle_contact_n=contacts.get((ROBOT, "obstacle"), 0.0),
+            obstacle_contact_warn_n=safety.contact_warn_fraction * safety.fixture_contact_limit_n,
+        )
+        injected = [self._inject(req, view) for req in self._injector.due(view)]
+        dropout = self._injector.running("perception_dropout", self._step)
+        if dropout is None:
+            self._frozen = None
+        elif self._frozen is None:
+            self._frozen = (self._point.copy(), self._obj_quat.copy())
+        self._injector.update_clearing(view)
+        return injected
 
     def _inject(self, req: FaultRequest, view: FaultView) -> str:
         kind = req.kind

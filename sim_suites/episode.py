@@ -137,16 +137,19 @@ def run_episode(
     obs, reset_info = env.reset(seed=env_seed)
     trace: dict[str, list[np.ndarray]] = {"action": [], "tcp": [], "object": [], "q": []}
     record = record_dir is not None
+    trace_action, trace_tcp = trace["action"], trace["tcp"]
+    trace_object, trace_q = trace["object"], trace["q"]
     actions = 0
     while True:
         action = agent.act(obs)
         obs, _, terminated, truncated, _ = env.step(action)
         actions += 1
         if record:
-            trace["action"].append(np.asarray(action, dtype=np.float64))
-            trace["tcp"].append(obs["tcp_pos"])
-            trace["object"].append(obs["object_pos"])
-            trace["q"].append(obs["joint_pos"])
+            # The observation's arrays are fresh each step, so keeping references is safe.
+            trace_action.append(np.asarray(action, dtype=np.float64))
+            trace_tcp.append(obs["tcp_pos"])
+            trace_object.append(obs["object_pos"])
+            trace_q.append(obs["joint_pos"])
         if terminated or truncated:
             break
     summary = env.episode_summary()

@@ -73,6 +73,34 @@ def cross3(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
 
 
+def tcp_linear_velocity(
+    rots: np.ndarray, origins: np.ndarray, tcp: np.ndarray, qd: np.ndarray
+) -> np.ndarray:
+    """Linear TCP velocity (3,) m/s: the Jacobian's linear rows times the arm joint velocities.
+
+    Bit for bit `PandaKinematics.jacobian_from_frames(...)[:3] @ qd[:7]` (column i is
+    z_i × (tcp − o_i)), without building the angular rows the monitors do not need. The rows go
+    into a C-ordered (3, 7) array as there: the matrix product's rounding depends on the layout.
+
+    Args:
+        rots: (7, 3, 3) link rotations. origins: (7, 3) link origins, m. tcp: (3,) m.
+        qd: (≥7,) joint velocities, rad/s (the first 7 are the arm's).
+    """
+    # Rows (a_{k+1}, a_{k+2}) of the axes times rows (b_{k+2}, b_{k+1}) of the lever arms, so
+    # that row k of the difference of the two halves is (a × b)_k for every joint at once.
+    axes = rots[:, :, 2].T  # (3, 7): z axis of every joint
+    arm = (tcp - origins).T  # (3, 7): joint origin → TCP
+    prod = axes.take(_CROSS_FIRST, axis=0) * arm.take(_CROSS_SECOND, axis=0)
+    linear = np.empty((3, 7))
+    np.subtract(prod[:3], prod[3:], out=linear)
+    return linear @ qd[:7]
+
+
+#: Row orders for `tcp_linear_velocity`'s cross products (x, y, z = rows 0, 1, 2).
+_CROSS_FIRST = np.array([1, 2, 0, 2, 0, 1])
+_CROSS_SECOND = np.array([2, 0, 1, 1, 2, 0])
+
+
 def _vec(text: str | None, default: str = "0 0 0") -> np.ndarray:
     return np.array([float(v) for v in (text or default).split()])
 

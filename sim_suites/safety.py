@@ -109,8 +109,10 @@ def protective_separation(robot_speed_mps: float, limits: SafetyLimits) -> float
     )
 
 
-def _inside(point: list[float], low: tuple[float, ...], high: tuple[float, ...]) -> bool:
-    return all(lo <= x <= hi for x, lo, hi in zip(point, low, high, strict=True))
+def _inside(point: np.ndarray, low: tuple[float, ...], high: tuple[float, ...]) -> bool:
+    """Whether a (3,) point lies in the box [low, high] (False for NaN)."""
+    x, y, z = point.tolist()
+    return low[0] <= x <= high[0] and low[1] <= y <= high[1] and low[2] <= z <= high[2]
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ class SafetyMonitor:
         ws = limits.workspace
         self._tcp_low, self._tcp_high = ws.tcp_low, ws.tcp_high
         self._obj_low, self._obj_high = ws.object_low, ws.object_high
+        self._warn_n = limits.contact_warn_fraction * limits.fixture_contact_limit_n
         self.events: list[SafetyEvent] = []
         self._open: dict[str, _Window] = {}
         self.min_separation_m: float | None = None
@@ -250,6 +253,7 @@ class SafetyMonitor:
         robot_points: np.ndarray,
         contacts: Mapping[tuple[str, str], float],
         object_pos: np.ndarray,
+        separation_m: float | None = None,
     ) -> StopDecision | None:
         """Check every monitor for one control step.
 
@@ -260,6 +264,7 @@ class SafetyMonitor:
             robot_points: (n, 3) points along the arm for separation (m).
             contacts: total normal force (N) per body pair (see `PhysicsBackend.contact_forces`).
             object_pos: (3,) the task object's position (m).
+            separation_m: `separation(robot_points)` when the caller already has it, else None.
         Returns:
             a StopDecision when the episode must end now, else None.
         """
@@ -269,7 +274,7 @@ class SafetyMonitor:
 
         reduced = False
         if self.human is not None:
-            sep = self.human.separation(robot_points, LINK_RADIUS_M)
+            sep = self.separation(robot_points) if separation_m is None else separation_m
             self.min_separation_m = (
                 sep if self.min_separation_m is None else min(self.min_separation_m, sep)
             )
@@ -315,7 +320,7 @@ class SafetyMonitor:
         elif "joint_limit" in self._open:
             self._close("joint_limit")
 
-        warn_n = lim.contact_warn_fraction * lim.fixture_contact_limit_n
+        warn_n = self._warn_n
         for fixture in self.fixtures:
             key = self._fixture_keys[fixture]
             force = contacts.get((ROBOT, fixture), 0.0)
@@ -328,8 +333,8 @@ class SafetyMonitor:
             elif key in self._open:
                 self._close(key)
 
-        tcp_out = not _inside(tcp.tolist(), self._tcp_low, self._tcp_high)
-        obj_out = not _inside(object_pos.tolist(), self._obj_low, self._obj_high)
+        tcp_out = not _inside(tcp, self._tcp_low, self._tcp_high)
+        obj_out = not _inside(object_pos, self._obj_low, self._obj_high)
         if tcp_out or obj_out:
             what = "TCP" if tcp_out else "task object"
             where = tcp if tcp_out else object_pos
@@ -346,15 +351,31 @@ class SafetyMonitor:
             self.finish()
         return decision
 
-    def reduced_speed_required(self, robot_points: np.ndarray) -> bool:
+    def separation(self, robot_points: np.ndarray) -> float:
+        """Separation (m) between the robot's links around `robot_points` and the human proxy.
+
+        Args:
+            robot_points: (n, 3) points along the arm (m); the cell must have a human proxy.
+        """
+        if self.human is None:
+            raise EvalError("separation: this cell has no human proxy", key="human")
+        return self.human.separation(robot_points, LINK_RADIUS_M)
+
+    def reduced_speed_required(
+        self, robot_points: np.ndarray, separation_m: float | None = None
+    ) -> bool:
         """Whether the cell's speed-and-separation function caps the TCP speed now.
 
         The controller starts slowing SSM_MARGIN_M before the monitored zone, so the monitor
         only sees over-speed when the controller fails to slow down in time.
+
+        Args:
+            robot_points: (n, 3) points along the arm (m).
+            separation_m: `separation(robot_points)` when the caller already has it, else None.
         """
         if self.human is None:
             return False
-        sep = self.human.separation(robot_points, LINK_RADIUS_M)
+        sep = self.separation(robot_points) if separation_m is None else separation_m
         return sep < self.limits.reduced_speed_zone_m + SSM_MARGIN_M
 
     def finish(self) -> None:

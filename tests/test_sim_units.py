@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.errors import EvalError
+from sim_suites.arena import HumanProxyGeometry
 from sim_suites.control_quality import (
     energy_wh,
     overshoot_and_settling,
@@ -15,7 +16,8 @@ from sim_suites.control_quality import (
     rms_jerk,
 )
 from sim_suites.faults import FaultInjector, FaultRequest, FaultView
-from sim_suites.safety import SafetyLimits, protective_separation
+from sim_suites.robot import panda_kinematics, tcp_linear_velocity
+from sim_suites.safety import SafetyLimits, SafetyMonitor, protective_separation
 from sim_suites.tasks import graded_quality
 from sim_suites.variations import (
     PlanarOffset,
@@ -196,3 +198,54 @@ def test_fault_injector_timing_and_records() -> None:
         (False, pytest.approx(1.94)),
         (False, pytest.approx(1.82)),
     ]
+
+
+def test_tcp_linear_velocity_by_hand() -> None:
+    # Every joint axis along +z, joint i at (0, 0, 0.1·i), TCP at (0.5, 0, 0):
+    # z × (tcp − o_i) = (0, 0, 1) × (0.5, 0, −0.1·i) = (0·(−0.1i) − 1·0, 1·0.5 − 0·(−0.1i), 0)
+    # = (0, 0.5, 0) for every i, so v = (0, 0.5·Σ q̇_arm, 0) = (0, 0.5·(1 + 2), 0) = (0, 1.5, 0);
+    # the finger velocities (9, 9) are not arm joints and do not count.
+    rots = np.repeat(np.eye(3)[None], 7, axis=0)
+    origins = np.array([[0.0, 0.0, 0.1 * i] for i in range(7)])
+    qd = np.array([1.0, 0, 0, 0, 0, 0, 2.0, 9.0, 9.0])
+    v = tcp_linear_velocity(rots, origins, np.array([0.5, 0.0, 0.0]), qd)
+    np.testing.assert_allclose(v, [0.0, 1.5, 0.0], atol=1e-15)
+
+
+def test_tcp_linear_velocity_is_bitwise_the_jacobian_product() -> None:
+    # Episodes must not change by a bit when the harness skips the angular Jacobian rows.
+    kin = panda_kinematics()
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        q, qd = rng.uniform(-2.5, 2.5, 7), rng.normal(0.0, 1.0, 9)
+        rots, origins = kin.link_frames(q)
+        tcp = kin.tcp_from_frames(rots[6], origins[6])[0]
+        expected = kin.jacobian_from_frames(rots, origins, tcp)[:3] @ qd[:7]
+        assert tcp_linear_velocity(rots, origins, tcp, qd).tobytes() == expected.tobytes()
+
+
+def test_monitor_takes_a_precomputed_separation() -> None:
+    # Proxy at (1, 0), radius 0.15; one robot point at (0.5, 0, 0.8) with link radius 0.08:
+    # 0.8 is within [0.15, 1.45] so dz = 0 and separation = 0.5 − 0.15 − 0.08 = 0.27 m.
+    kin = panda_kinematics()
+    human = HumanProxyGeometry((1.0, 0.0))
+    points = np.array([[0.5, 0.0, 0.8]])
+
+    def monitor() -> SafetyMonitor:
+        return SafetyMonitor(SafetyLimits(), kin.lower, kin.upper, kin.vel_limit, human, ())
+
+    assert monitor().separation(points) == pytest.approx(0.27, abs=1e-12)
+    # 0.27 < reduced zone 0.5 + margin 0.1, so reduced speed is required either way.
+    assert monitor().reduced_speed_required(points) is True
+    assert monitor().reduced_speed_required(points, 0.27) is True
+    tcp, obj = np.array([0.5, 0.0, 0.3]), np.array([0.5, 0.0, 0.03])
+    computed, given = monitor(), monitor()
+    computed.update(1, 0.02, np.zeros(7), np.zeros(7), tcp, 0.0, points, {}, obj)
+    # A separation passed in is used as is, not recomputed from the points.
+    given.update(1, 0.02, np.zeros(7), np.zeros(7), tcp, 0.0, points, {}, obj, 0.25)
+    assert computed.min_separation_m == pytest.approx(0.27, abs=1e-12)
+    assert given.min_separation_m == 0.25
+    with pytest.raises(EvalError, match="no human proxy"):
+        SafetyMonitor(SafetyLimits(), kin.lower, kin.upper, kin.vel_limit, None, ()).separation(
+            points
+        )

@@ -179,6 +179,15 @@ class MujocoBackend:
                 object_on_fixture = (a in objects or b in objects) and 1 not in (a, b)
                 relevant[a, b] = robot_pair or object_on_fixture
         self._relevant = relevant
+        # The same table per geom pair: the reported key, or None for a pair not reported.
+        owner = codes.tolist()
+        self._geom_pair_keys: list[list[tuple[str, str] | None]] = [
+            [
+                pair_key(self._owner_names[a], self._owner_names[b]) if relevant[a, b] else None
+                for b in owner
+            ]
+            for a in owner
+        ]
         # Nominal copies of everything a reset rewrites.
         self._nominal = {
             "body_mass": m.body_mass.copy(),
@@ -204,6 +213,17 @@ class MujocoBackend:
             if b.joint == "slide"
         }
         self._contact_buf = np.zeros(6)
+        # A live view of the data's warning counters (the data is allocated once) and the
+        # counters that mean the simulation went unstable.
+        self._warning_counts = self.data.warning.number
+        self._unstable = tuple(
+            int(kind)
+            for kind in (
+                mujoco.mjtWarning.mjWARN_BADQPOS,
+                mujoco.mjtWarning.mjWARN_BADQVEL,
+                mujoco.mjtWarning.mjWARN_BADQACC,
+            )
+        )
         self.attached: str | None = None
 
     # ------------------------------------------------------------------ build
@@ -361,25 +381,19 @@ class MujocoBackend:
         ncon = d.ncon
         if ncon == 0:
             return out
-        pairs = self._owner_code[d.contact.geom[:ncon]]  # (ncon, 2)
-        names = self._owner_names
+        keys = self._geom_pair_keys
         buf = self._contact_buf
-        for i in np.nonzero(self._relevant[pairs[:, 0], pairs[:, 1]])[0]:
-            key = pair_key(names[pairs[i, 0]], names[pairs[i, 1]])
-            mujoco.mj_contactForce(m, d, int(i), buf)
-            out[key] = out.get(key, 0.0) + abs(float(buf[0]))
+        # A handful of contacts per step: a plain loop over Python ints beats numpy indexing.
+        for i, (g1, g2) in enumerate(d.contact.geom[:ncon].tolist()):
+            key = keys[g1][g2]
+            if key is not None:
+                mujoco.mj_contactForce(m, d, i, buf)
+                out[key] = out.get(key, 0.0) + abs(float(buf[0]))
         return out
 
     def diverged(self) -> bool:
-        warnings = self.data.warning
-        return any(
-            warnings[int(kind)].number > 0
-            for kind in (
-                mujoco.mjtWarning.mjWARN_BADQPOS,
-                mujoco.mjtWarning.mjWARN_BADQVEL,
-                mujoco.mjtWarning.mjWARN_BADQACC,
-            )
-        )
+        counts = self._warning_counts.tolist()
+        return any(counts[kind] > 0 for kind in self._unstable)
 
     def close(self) -> None:
         self.detach()
