@@ -359,18 +359,7 @@ class IncidentStore:
         key: Ed25519PrivateKey | None = None,
         table: ThresholdTable | None = None,
     ) -> dict[str, Any]:
-        """Record an amendment of an incident (see `incident_logging.amendments`).
-
-        Args:
-            incident_id: the incident.
-            changes: {field: new value}; `measurements.<key>` changes one measurement.
-            reason, author, role: why, who and in which role (required).
-            key: signing key; required to change `counts_toward_window` (safety officer).
-            table: thresholds for re-classification (default: the table that classified it).
-
-        Returns:
-            The amendment payload (with `escalation` when the new facts raised the severity).
-        """
+        """Record an amendment of an incident: `incident_logging.amendments.amend_incident`."""
         return amend_incident(
             self,
             incident_id,

@@ -44,7 +44,7 @@ from embodied_eval.embodiment.reliability import (
     recovery_autonomy,
 )
 from embodied_eval.embodiment.safety import DURATIONS, SafetySummary, summarize_safety
-from embodied_eval.embodiment.selection import EpisodeSets, select_episodes
+from embodied_eval.embodiment.selection import EpisodeSets, select_episodes, with_sim_engine
 from embodied_eval.embodiment.throughput import (
     ControlQuality,
     PhysicalThroughput,
@@ -270,9 +270,7 @@ def compute_embodiment(
     by_engine = {sets.sim_engine: transfer} if sets.sim_engine is not None else {}
     for other in sets.sim_engines:
         if other != sets.sim_engine:
-            by_engine[other] = transfer_overall(
-                select_episodes(episodes, protocol, sets.policy, sim_engine=other), level
-            )
+            by_engine[other] = transfer_overall(with_sim_engine(sets, other), level)
     if len(sets.sim_engines) > 1:
         notes.append(
             f"S2R pairs the real side with sim engine {sets.sim_engine}; other engines in "

@@ -21,6 +21,7 @@ Rules (the report states them):
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -289,24 +290,8 @@ def select_episodes(
             if e.side == "sim" and (e.policy in sim_names or e.pair_id in real_pairs)
         ]
     sim_every_engine = mine_sim + sim_other
-    engines = tuple(sorted({e.engine for e in sim_every_engine}))
     engine = choose_sim_engine(sim_every_engine, protocol, sim_engine)
-    sim_all = [e for e in sim_every_engine if e.engine == engine]
-    sim = first_attempts([e for e in sim_all if e.scored])
-    sim_by_pair: Mapping[str, Episode] = {e.pair_id: e for e in sim}
-    pairs: list[tuple[Episode, Episode]] = []
-    for r in real:
-        s = sim_by_pair.get(r.pair_id)
-        if s is None:
-            continue
-        if s.task_id != r.task_id or s.seed != r.seed:
-            raise EvalError(
-                f"pair_id {r.pair_id!r}: sim episode {s.episode_id!r} is on "
-                f"({s.task_id}, seed {s.seed}) but real episode {r.episode_id!r} on "
-                f"({r.task_id}, seed {r.seed}); a pair must share task instance and seed",
-                key="pair_id",
-            )
-        pairs.append((s, r))
+    sim_all, sim, pairs = _engine_side(sim_every_engine, real, engine)
     scored_real = sum(e.scored for e in real_all)
     unscored = len(real_all) - scored_real
     return EpisodeSets(
@@ -323,6 +308,50 @@ def select_episodes(
         first_scored=first_scored,
         arrays=outcome_arrays(real, pairs),
         sim_engine=engine,
-        sim_engines=engines,
+        sim_engines=tuple(sorted({e.engine for e in sim_every_engine})),
         sim_every_engine=tuple(sim_every_engine),
+    )
+
+
+def _engine_side(
+    sim_every_engine: Sequence[Episode], real: Sequence[Episode], engine: str | None
+) -> tuple[list[Episode], list[Episode], list[tuple[Episode, Episode]]]:
+    """The sim side on one engine: (every episode, first scored attempts, pairs with `real`).
+
+    Raises:
+        EvalError: a pair's sim and real episodes are on different task instances or seeds.
+    """
+    sim_all = [e for e in sim_every_engine if e.engine == engine]
+    sim = first_attempts([e for e in sim_all if e.scored])
+    sim_by_pair: Mapping[str, Episode] = {e.pair_id: e for e in sim}
+    pairs: list[tuple[Episode, Episode]] = []
+    for r in real:
+        s = sim_by_pair.get(r.pair_id)
+        if s is None:
+            continue
+        if s.task_id != r.task_id or s.seed != r.seed:
+            raise EvalError(
+                f"pair_id {r.pair_id!r}: sim episode {s.episode_id!r} is on "
+                f"({s.task_id}, seed {s.seed}) but real episode {r.episode_id!r} on "
+                f"({r.task_id}, seed {r.seed}); a pair must share task instance and seed",
+                key="pair_id",
+            )
+        pairs.append((s, r))
+    return sim_all, sim, pairs
+
+
+def with_sim_engine(sets: EpisodeSets, engine: str) -> EpisodeSets:
+    """The same selection with the real side paired against another sim engine.
+
+    Only the sim side is recomputed; the policy choice, real episodes and first attempts of
+    every policy are reused.
+    """
+    sim_all, sim, pairs = _engine_side(sets.sim_every_engine, sets.real, engine)
+    return dataclasses.replace(
+        sets,
+        sim=sim,
+        sim_all=sim_all,
+        pairs=pairs,
+        arrays=outcome_arrays(sets.real, pairs),
+        sim_engine=engine,
     )
