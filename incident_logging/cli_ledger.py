@@ -186,8 +186,8 @@ def keys_create(
     as_json: bool = JsonOption,
 ) -> None:
     """Create an Ed25519 key: the private key goes to --out, the public key is registered."""
+    from embodied_eval.keys import generate_key, write_private_key
     from incident_logging.cli_support import passphrase
-    from incident_logging.keys import generate_key, write_private_key
     from incident_logging.taxonomy import check_role
 
     check_role(role)

@@ -16,11 +16,11 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from embodied_eval import keys as keylib
 from embodied_eval.errors import EvalError
 from embodied_eval.records import ExposureEntry, Incident, utc_now_iso
 from embodied_eval.store import apply_migrations, connect, default_db_path, transaction
 from incident_logging import chain
-from incident_logging import keys as keylib
 from incident_logging.amendments import amend_incident
 from incident_logging.exposure import add_exposure, amend_exposure, exposure_entries
 from incident_logging.ids import new_id

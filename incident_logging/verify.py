@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.keys import verify_signature
 from embodied_eval.records import ExposureEntry
 from incident_logging import chain
-from incident_logging.keys import verify_signature
 
 #: Records that must carry a signature.
 SIGNED_KINDS = frozenset({"review", "window_close", "key"})

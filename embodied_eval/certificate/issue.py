@@ -34,13 +34,13 @@ from embodied_eval.certificate.compute import compute_results, default_seed
 from embodied_eval.certificate.inputs import gather_inputs
 from embodied_eval.certificate.plots import certificate_plots
 from embodied_eval.certificate.report_html import render_report
-from embodied_eval.certificate.signing import (
+from embodied_eval.certificate.verify import VerifiedBundle
+from embodied_eval.errors import EvalError
+from embodied_eval.keys import (
     load_private_key,
     public_key_fingerprint,
     public_key_pem,
 )
-from embodied_eval.certificate.verify import VerifiedBundle
-from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import protocol_from_mapping
 from embodied_eval.scoring import load_evidence
@@ -114,7 +114,7 @@ def issue_certificate(
         IssuedCertificate.
     """
     protocol_bytes, protocol = _read_protocol(protocol_path)
-    key = load_private_key(key_path, passphrase)
+    key = load_private_key(key_path, passphrase, prompt=True)
     evidence = None
     evidence_bytes = None
     if evidence_path is not None:

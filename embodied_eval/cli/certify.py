@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
 from embodied_eval.cli.common import DbOption, JsonOption, print_json
-from embodied_eval.errors import EvalError
-
-
-def _passphrase(env_var: str | None) -> bytes | None:
-    if env_var is None:
-        return None
-    value = os.environ.get(env_var)
-    if value is None:
-        raise EvalError(f"--passphrase-env: ${env_var} is not set", key="passphrase_env")
-    return value.encode("utf-8")
 
 
 def certify(
@@ -44,10 +33,11 @@ def certify(
     bundle (certificate.json, report.html, plots, signature). Refuses when the incident log's
     hash chain does not verify."""
     from embodied_eval.certificate.issue import issue_certificate
-    from embodied_eval.certificate.signing import create_private_key
+    from embodied_eval.keys import create_private_key, passphrase_from_env
 
+    secret = passphrase_from_env(passphrase_env)
     if create_key:
-        fingerprint = create_private_key(key)
+        fingerprint = create_private_key(key, passphrase=secret)
         typer.echo(f"created key {key} (fingerprint {fingerprint})")
     result = issue_certificate(
         protocol_path=protocol,
@@ -55,7 +45,7 @@ def certify(
         key_path=key,
         out=out,
         evidence_path=evidence,
-        passphrase=_passphrase(passphrase_env),
+        passphrase=secret,
         seed=seed,
         overwrite=overwrite,
     )
