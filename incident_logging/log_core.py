@@ -16,9 +16,16 @@ from typing import Any, Self
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval import keys as keylib
+from embodied_eval import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Incident, utc_now_iso
-from embodied_eval.store import apply_migrations, connect, default_db_path, transaction
+from embodied_eval.store import (
+    CORE_MIGRATIONS,
+    apply_migrations,
+    connect,
+    default_db_path,
+    transaction,
+)
 from incident_logging import chain
 from incident_logging.record import IncidentRecord
 from incident_logging.taxonomy import check_role
@@ -35,6 +42,9 @@ class IncidentLogCore:
     def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self.conn = connect(self.path, create=create)
+        # The trial ledger lives in the same file (a window close seals both chains).
+        apply_migrations(self.conn, "core", CORE_MIGRATIONS)
+        apply_migrations(self.conn, ledger.COMPONENT, ledger.MIGRATIONS)
         self.schema_version = apply_migrations(self.conn, chain.COMPONENT, chain.MIGRATIONS)
         self._stored_tables: set[str] = set()
 
@@ -276,10 +286,19 @@ class IncidentLogCore:
             "reason": reason.strip(),
         }
         with transaction(self.conn):
-            self.append_row(
+            row = self.append_row(
                 "revocation",
                 target["fingerprint"],
                 payload,
+                subject=target["fingerprint"],
+                signing_key=key,
+            )
+            # The trial ledger orders its own signed records against the revocation.
+            ledger.append(
+                self.conn,
+                "revocation",
+                target["fingerprint"],
+                {**payload, "incident_log_seq": row.seq},
                 subject=target["fingerprint"],
                 signing_key=key,
             )

@@ -16,6 +16,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from embodied_eval import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.records import ExposureEntry, Incident, utc_now_iso
 from embodied_eval.store import default_db_path, transaction
@@ -258,7 +259,10 @@ class IncidentStore(IncidentLogCore):
 
     def close_window(self, window: str, key: Ed25519PrivateKey) -> dict[str, Any]:
         """The protocol owner signs the window summary: chain head, record count, exposure hours
-        (watched and blind), incident counts and the fingerprints of the registered keys.
+        (watched and blind), incident counts and the fingerprints of the registered keys — and
+        seals the window in the trial ledger: both chains' heads, record counts and exposure
+        hours, signed in one transaction (`embodied_eval.ledger` `seal`). The two records name
+        each other, so removing either chain's tail after the seal is detected.
 
         Refused when the window is already closed, has no exposure hours, or still has unreviewed
         major/critical incidents.
@@ -291,6 +295,10 @@ class IncidentStore(IncidentLogCore):
                     key="window",
                 )
             count, head_hash = chain.head(self.conn)
+            ledger_count, ledger_head = ledger.head(self.conn)
+            episodes = self.conn.execute(
+                "SELECT COUNT(*) FROM episodes WHERE window = ?", (window,)
+            ).fetchone()[0]
             contracts = [s.to_contract() for s in states]
             payload = {
                 "window": window,
@@ -303,10 +311,40 @@ class IncidentStore(IncidentLogCore):
                 "owner": info["holder"],
                 "role": info["role"],
                 # Anyone holding the file can register a key; the owner certifies the set.
-                "keys": [k["fingerprint"] for k in self.keys()],
+                "keys": [k["fingerprint"] for k in self.keys() if "revoked_at" not in k],
+                "episode_chain": {
+                    "head_hash": ledger_head,
+                    "record_count": ledger_count,
+                    "seal_seq": ledger_count + 1,
+                    "episodes": episodes,
+                },
             }
             row = self.append_row("window_close", window, payload, window=window, signing_key=key)
-        return {**payload, "seq": row.seq, "hash": row.hash, "signer": row.signer}
+            seal = ledger.append(
+                self.conn,
+                "seal",
+                window,
+                {
+                    "window": window,
+                    "episode_head": {"head_hash": ledger_head, "record_count": ledger_count},
+                    "incident_head": {"head_hash": row.hash, "record_count": row.seq},
+                    "episodes": episodes,
+                    "incidents": len(states),
+                    "exposure_h": covered,
+                    "blind_h": blind,
+                    "owner": info["holder"],
+                    "role": info["role"],
+                },
+                window=window,
+                signing_key=key,
+            )
+        return {
+            **payload,
+            "seq": row.seq,
+            "hash": row.hash,
+            "signer": row.signer,
+            "seal": {"seq": seal.seq, "hash": seal.hash},
+        }
 
     # ------------------------------------------------------------------ integrity
 
@@ -361,6 +399,22 @@ def window_exposure(db_path: str | os.PathLike[str] | None, window: str) -> list
     with IncidentStore(_db(db_path)) as store:
         store.require_verified()
         return store.exposure(window)
+
+
+def integrity_state(db_path: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """For the whole-store verify: the incident chain's verification report, the key registry
+    (holder, role, public key, revocation) and the window closes, read from the log."""
+    with IncidentStore(_db(db_path), create=False) as store:
+        report = store.verify()
+        try:
+            keys = store.keys()
+            closes = [
+                {**r.data, "seq": r.seq, "hash": r.hash, "signer": r.signer}
+                for r in chain.rows(store.conn, "kind = 'window_close'")
+            ]
+        except EvalError:  # unreadable rows: the report already names the first bad one
+            keys, closes = [], []
+    return {"report": report, "keys": keys, "closes": closes}
 
 
 def states_by_id(states: Sequence[IncidentState]) -> dict[str, IncidentState]:
