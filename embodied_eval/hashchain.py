@@ -42,8 +42,9 @@ def record_hash(body: str, prev_hash: str) -> str:
     return hashlib.sha256((body + prev_hash).encode("utf-8")).hexdigest()
 
 
-def table_sql(table: str) -> str:
-    """CREATE statements of a chain table, its indexes and its append-only triggers."""
+def table_sql(table: str, *, lookups: bool = True) -> str:
+    """CREATE statements of a chain table and its indexes: always a unique (kind, record_id);
+    with `lookups` also by window, subject and source key (each index costs on every append)."""
     return f"""
     CREATE TABLE {table} (
         seq        INTEGER PRIMARY KEY,
@@ -58,10 +59,15 @@ def table_sql(table: str) -> str:
         source_key TEXT GENERATED ALWAYS AS (json_extract(body, '$.source_key')) VIRTUAL
     );
     CREATE UNIQUE INDEX {table}_record ON {table}(kind, record_id);
+    """ + (
+        f"""
     CREATE INDEX {table}_window ON {table}(window, kind);
     CREATE INDEX {table}_subject ON {table}(subject) WHERE subject IS NOT NULL;
     CREATE UNIQUE INDEX {table}_source ON {table}(source_key) WHERE source_key IS NOT NULL;
     """
+        if lookups
+        else ""
+    )
 
 
 def append_only_triggers(table: str, what: str, names: tuple[str, str]) -> tuple[str, str]:

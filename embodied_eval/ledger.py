@@ -64,7 +64,7 @@ LEDGER_TRIGGERS = hashchain.append_only_triggers(TABLE, "the trial ledger", TRIG
 
 #: Schema migrations of the ledger (index + 1 = version); runs after the core tables exist.
 MIGRATIONS: tuple[str, ...] = (
-    hashchain.table_sql(TABLE)
+    hashchain.table_sql(TABLE, lookups=False)
     + f"{LEDGER_TRIGGERS[0]};\n{LEDGER_TRIGGERS[1]};\n"
     + _record_table_triggers(),
 )

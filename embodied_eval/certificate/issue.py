@@ -8,7 +8,8 @@ certificate; draw the plots; render the report; write and sign the bundle.
 Recomputing: from the bundle's own protocol file, evidence and RNG seed, gather the same window
 from the store and build the certificate again; every number must come out the same, the
 episodes must be the ones certified, and the incident log must still verify with the certified
-chain head as a prefix of today's chain.
+chain head as a prefix of today's chain; the whole store must verify and the trial ledger must
+still hold the certified head and the window's certified seal.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ NOT_RECOMPUTED = (
     "signer",
     "software",
     "incidents.chain",
+    "ledger.head_hash",
+    "ledger.record_count",
+    "ledger.verification",
+    "ledger.seal",
     "window.closed",
     "window.close",
     "artifacts.rehashed_at_certification",
@@ -236,6 +241,35 @@ def _check_chain_prefix(db: str | os.PathLike[str], chain: Mapping[str, Any]) ->
             )
 
 
+def _check_ledger_prefix(db: Path, certified: Mapping[str, Any]) -> None:
+    """The whole store must verify and still extend the trial ledger's certified head and the
+    window's certified seal (appending after them is fine; rewriting or removing is not)."""
+    from embodied_eval import hashchain, ledger
+    from embodied_eval.store import Store
+    from embodied_eval.store_verify import require_store_verified
+
+    require_store_verified(db, what="verification")
+    if not certified:
+        return
+    anchors = [("certified head", certified.get("record_count"), certified.get("head_hash"))]
+    seal = certified.get("seal")
+    if isinstance(seal, dict):
+        anchors.append(("certified seal", seal.get("seq"), seal.get("hash")))
+    with Store(db, create=False) as store:
+        for what, count, digest in anchors:
+            if not count:
+                continue
+            now = hashchain.hash_at(store.conn, ledger.TABLE, int(count))
+            if now != digest:
+                raise EvalError(
+                    f"verification failed: trial ledger record {count} (the {what}, "
+                    f"{str(digest)[:16]}…) is "
+                    + ("gone: the ledger was truncated" if now is None else "different")
+                    + " after certification",
+                    key="ledger",
+                )
+
+
 def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> None:
     """Recompute a verified bundle's certificate from the store; EvalError at the first
     difference (one line naming the number, its certified value and its value now).
@@ -261,6 +295,7 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
     if not isinstance(seed, int):
         raise EvalError("verification failed: certificate.json: rng.seed is missing", key="rng")
     _check_chain_prefix(db_path, cert.get("incidents", {}).get("chain", {}))
+    _check_ledger_prefix(db_path, cert.get("ledger") or {})
     inputs = gather_inputs(protocol, db_path)
     certified = cert.get("episodes", {})
     if inputs.episodes_digest() != certified.get("digest"):

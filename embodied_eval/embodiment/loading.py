@@ -34,6 +34,8 @@ class WindowData:
     notes: list[str] = field(default_factory=list)
     #: Audits and corrections from the trial ledger applied to the episodes (`ledger.ScoredView`).
     amendments_used: list[dict[str, Any]] = field(default_factory=list)
+    #: The whole-store verification the data was read after (one line).
+    verification: str = ""
 
 
 def _incident_log_installed() -> bool:
@@ -74,7 +76,7 @@ def load_window(
             "--db)",
             key="db",
         )
-    require_store_verified(path, what="metrics and certificates are")
+    verified = require_store_verified(path, what="metrics and certificates are")
     with Store(path, create=False) as store:
         scope = store.window_scope(window_id)
         episodes = []
@@ -123,4 +125,4 @@ def load_window(
             notes += unassigned_incident_notes(len(tied), len(untied), window_id)
     else:
         notes.append("incident log not installed: no incidents counted and no exposure ledger read")
-    return WindowData(episodes, faults, incidents, exposure, notes, used)
+    return WindowData(episodes, faults, incidents, exposure, notes, used, verified.summary())
