@@ -434,3 +434,25 @@ def test_a_revoked_keys_review_fails_the_incident_log(lab: Lab) -> None:
     assert not report.ok and report.problem is not None
     assert (report.problem.record_id, report.problem.kind) == ("REV-late", "revoked")
     assert TABLE == "incident_chain"
+
+
+@pytest.mark.parametrize("edited", ["plain-1", 'quote"d-2'])
+def test_plain_and_quoted_episode_ids_are_checked_alike(tmp_path: Path, edited: str) -> None:
+    # Plain episode records are read from their canonical text; an id with an escaped quote is
+    # parsed instead. Both must catch an edit of record_json.
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        for eid in ("plain-1", 'quote"d-2'):
+            store.write_episode(make_episode(episode_id=eid, pair_id=eid, window="w1"))
+    assert verify_store(db).ok
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("DROP TRIGGER episodes_no_update")
+    conn.execute(
+        "UPDATE episodes SET record_json = json_set(record_json, '$.quality', 0.1) "
+        "WHERE episode_id = ?",
+        (edited,),
+    )
+    conn.close()
+    report = verify_store(db)
+    assert report.problem is not None
+    assert (report.problem.record_id, report.problem.kind) == (edited, "edited")
