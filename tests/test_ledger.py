@@ -456,3 +456,86 @@ def test_plain_and_quoted_episode_ids_are_checked_alike(tmp_path: Path, edited: 
     report = verify_store(db)
     assert report.problem is not None
     assert (report.problem.record_id, report.problem.kind) == (edited, "edited")
+
+
+def test_cli_audits_feed_the_detector_correction(
+    lab: Lab, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import stat
+
+    monkeypatch.setenv("TECH_PW", "s3cret")
+    key = tmp_path / "tina.pem"
+    db = str(lab.path)
+    assert (
+        main(
+            [
+                "keys",
+                "create",
+                "--role",
+                "technician",
+                "--holder",
+                "tina",
+                "--out",
+                str(key),
+                "--passphrase-env",
+                "TECH_PW",
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    audit = ["trial", "audit", "--key", str(key), "--passphrase-env", "TECH_PW", "--db", db]
+    # Detector: p0001, p0003, p0005 succeed (q = 0.9 ≥ 0.8), the even ones fail (q = 0.5).
+    assert main([*audit, "p0001-real-a1", "--succeeded", "no"]) == 0
+    assert main([*audit, "p0002-real-a1", "--succeeded", "no", "--quality", "0.5"]) == 0
+    assert main([*audit, "p0003-real-a1", "--succeeded", "yes"]) == 0
+    assert main([*audit, "p0004-real-a1", "--succeeded", "no", "--quality", "0.85"]) == 2
+    assert "contradictory audit" in capsys.readouterr().err
+    assert main(["metrics", "--db", db, "--window", "w1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # By hand: audited true successes {p0003}: detector says success → Se = 1/1; audited true
+    # failures {p0001, p0002}: detector says failure on p0002 only → Sp = 1/2; AR = 3/6;
+    # Rogan–Gladen (AR + Sp − 1)/(Se + Sp − 1) = (0.5 + 0.5 − 1)/(1 + 0.5 − 1) = 0.
+    corr = out["beyond"]["detector_correction"]
+    assert corr["audited"] == 3
+    assert corr["sensitivity"]["value"] == 1.0 and corr["specificity"]["value"] == 0.5
+    assert corr["AR_corrected"]["value"] == 0.0
+    assert out["AR"]["value"] == 0.5  # the detector's own AR is unchanged by audits
+    assert [u["episode_id"] for u in out["amendments_used"]] == [
+        "p0001-real-a1",
+        "p0002-real-a1",
+        "p0003-real-a1",
+    ]
+    assert main(["store", "verify", "--db", db]) == 0
+    assert "tina (technician): 3 signature(s)" in capsys.readouterr().out
+    fp = json.loads(run_cli(["keys", "list", "--db", db, "--json"], capsys))
+    tina = next(k["fingerprint"] for k in fp if k["holder"] == "tina")
+    assert (
+        main(
+            [
+                "keys",
+                "revoke",
+                tina[:12],
+                "--key",
+                str(key),
+                "--passphrase-env",
+                "TECH_PW",
+                "--reason",
+                "left",
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
+    assert main([*audit, "p0005-real-a1", "--succeeded", "yes"]) == 2
+    assert "was revoked" in capsys.readouterr().err
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """Run a CLI command in-process and return what it printed."""
+    capsys.readouterr()
+    assert main(argv) == 0
+    return capsys.readouterr().out

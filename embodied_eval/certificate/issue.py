@@ -270,6 +270,29 @@ def _check_ledger_prefix(db: Path, certified: Mapping[str, Any]) -> None:
                 )
 
 
+def check_signer_registry(
+    verified: VerifiedBundle, db: str | os.PathLike[str]
+) -> dict[str, Any] | None:
+    """The signer's entry in the store's key registry ({"holder", "role"}), or None when the key
+    is not registered; EvalError when it was revoked before the certificate was issued."""
+    state = resolve(INCIDENT_LOG["integrity_state"])(Path(db))
+    entry = next(
+        (k for k in state["keys"] if k.get("fingerprint") == verified.key_fingerprint), None
+    )
+    if entry is None:
+        return None
+    issued = str(verified.certificate.get("issued_at", ""))
+    revoked = entry.get("revoked_at")
+    if revoked is not None and issued >= str(revoked):
+        raise EvalError(
+            f"verification failed: signature: key {verified.key_fingerprint[:16]}… "
+            f"({entry.get('holder')}, {entry.get('role')}) was revoked at {revoked}, before this "
+            f"certificate was issued ({issued}): a revoked key's signatures do not count",
+            key="signature",
+        )
+    return {"holder": entry.get("holder"), "role": entry.get("role")}
+
+
 def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> None:
     """Recompute a verified bundle's certificate from the store; EvalError at the first
     difference (one line naming the number, its certified value and its value now).

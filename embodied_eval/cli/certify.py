@@ -84,18 +84,27 @@ def verify(
     from embodied_eval.certificate.verify import verify_bundle
 
     verified = verify_bundle(bundle, expected_fingerprint=fingerprint)
+    signer = verified.certificate.get("signer", {})
+    registered = signer.get("registered_in_incident_log") if isinstance(signer, dict) else None
     recomputed = False
     if db is not None:
-        from embodied_eval.certificate.issue import recompute_check
+        from embodied_eval.certificate.issue import check_signer_registry, recompute_check
 
+        registered = check_signer_registry(verified, db) or registered
         recompute_check(verified, db)
         recomputed = True
+    who = (
+        f"{registered.get('holder')} ({registered.get('role')})"
+        if isinstance(registered, dict)
+        else "a key not in the key registry (pin it with --key-fingerprint)"
+    )
     if as_json:
         print_json(
             {
                 "bundle": str(bundle),
                 "verified": True,
                 "key_fingerprint": verified.key_fingerprint,
+                "signer": registered,
                 "files": len(verified.files),
                 "recomputed": recomputed,
             }
@@ -104,7 +113,7 @@ def verify(
     level = verified.certificate.get("level", {})
     level_text = level.get("assigned") if isinstance(level, dict) else None
     typer.echo(
-        f"verified {bundle}: signature by key {verified.key_fingerprint}, "
+        f"verified {bundle}: signature by key {verified.key_fingerprint} of {who}, "
         f"{len(verified.files)} file hashes match; level {level_text}"
         + ("; numbers recompute from the store" if recomputed else "")
     )
