@@ -182,10 +182,14 @@ def keys_create(
         None, "--holder", help="Who holds the key (name or pseudonym; default: login name)."
     ),
     passphrase_env: str | None = PassOption,
+    encrypt: bool = typer.Option(
+        False, "--encrypt", help="Encrypt the key with a passphrase typed at the prompt."
+    ),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Create an Ed25519 key: the private key goes to --out, the public key is registered."""
+    """Create an Ed25519 key: the private key goes to --out (mode 0600, encrypted with
+    --passphrase-env or --encrypt), the public key is registered with holder and role."""
     from embodied_eval.keys import generate_key, write_private_key
     from incident_logging.cli_support import passphrase
     from incident_logging.taxonomy import check_role
@@ -196,6 +200,10 @@ def keys_create(
 
         holder = getpass.getuser()
     secret = passphrase(passphrase_env)
+    if secret is None and encrypt:
+        from embodied_eval.keys import prompt_passphrase
+
+        secret = prompt_passphrase("the new key", confirm=True)
     if out is None:
         out = default_key_path(holder, role)
     if out.exists():
