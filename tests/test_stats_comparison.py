@@ -138,3 +138,17 @@ def test_b_better_symmetric():
     while c.decision == CONTINUE:
         c.update(bool(rng.random() < 0.2), bool(rng.random() < 0.95))
     assert c.decision == B_BETTER
+
+
+def test_straight_wins_decide_at_the_hand_computed_trial():
+    # D = 1 every trial. Bets λ_A = g/(v̂ + g²) with g = max(μ̂, 0.2), capped at 0.8:
+    #   t1: μ̂ 0, v̂ 0.5            → 0.2/0.54 = 0.370370, ln 1.370370 = 0.315081
+    #   t2: μ̂ 1/5, v̂ 2/5          → 0.2/0.44 = 0.454545, ln 1.454545 = 0.374693
+    #   t3: μ̂ 1/3, v̂ 1/3          → (1/3)/(4/9) = 0.75,  ln 1.75     = 0.559616
+    #   t4+: μ̂ 3/7, v̂ 2/7 → 0.913 → cap 0.8,             ln 1.8      = 0.587787 each
+    # Cumulative: 0.315, 0.690, 1.249, 1.837, 2.425, 3.013, 3.601, 4.188: the first to reach
+    # ln(2/0.05) = 3.688879 is trial 8.
+    c = SequentialComparison(delta=0.2, alpha=0.05)
+    decisions = [c.update(1, 0) for _ in range(8)]
+    assert decisions[:7] == [CONTINUE] * 7 and decisions[7] == A_BETTER
+    assert c.log_wealth["A"] == pytest.approx(4.188325, abs=1e-5)
