@@ -310,3 +310,82 @@ def ppi_trials_needed(
     if budget <= 0.0:
         return None
     return max(1, math.ceil(var_residual / budget - 1e-9))
+
+
+@dataclass(frozen=True)
+class SimAssistedPlan:
+    """Real trials an "AR ≥ threshold" gate needs, with and without the sim's help.
+
+    Both numbers use the same normal approximation (the one-sided bound p̂ − z_level·SE must
+    clear the threshold with the rate staying at p̂): without sim SE² = σ²(Y)/n; with sim (PPI)
+    SE² = σ²(Y − λf)/n + λ²σ²(f)/N (`ppi_trials_needed`).
+
+    Attributes:
+        threshold, level: the gate. rate: p̂ (the PPI estimate so far). pairs: n so far.
+        n_sim: N sim predictions planned with. lam: λ. correlation: Pearson r of sim and real on
+        the pairs. agreement: fraction of pairs where sim and real outcomes agree.
+        trials_without_sim / trials_with_sim: total real trials needed (None: unreachable,
+        the rate does not clear the threshold, or the sim term alone is too wide).
+    """
+
+    threshold: float
+    level: float
+    rate: float
+    pairs: int
+    n_sim: int
+    lam: float
+    correlation: float | None
+    agreement: float
+    trials_without_sim: int | None
+    trials_with_sim: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        out = dict(self.__dict__)
+        out["method"] = (
+            "normal approximation of the one-sided bound at the current rate; with sim: "
+            "prediction-powered (PPI++) variance"
+        )
+        return out
+
+
+def plan_success_with_sim(
+    threshold: float,
+    real: ArrayLike,
+    sim_paired: ArrayLike,
+    sim_unpaired: ArrayLike,
+    level: float = 0.95,
+    n_sim: int | None = None,
+) -> SimAssistedPlan:
+    """How many real trials a success gate needs given the sim/real agreement seen so far.
+
+    Args:
+        threshold: the gate "AR ≥ threshold". real, sim_paired: the pairs so far (≥ 2).
+        sim_unpaired: sim predictions without a real episode. level: one-sided level.
+        n_sim: sim episodes to plan with (default: all sim episodes so far, paired included,
+            as the sim can run every manifest row).
+    """
+    level = check_level(level)
+    y, f, g = _checked(real, sim_paired, sim_unpaired)
+    n = y.size
+    big_n = int(n_sim) if n_sim is not None else n + g.size
+    if big_n < 0:
+        raise EvalError("n_sim: must be >= 0", key="n_sim")
+    fit = ppi_mean(y, f, g, 0.5)
+    lam = ppi_lambda(y, f, big_n) if big_n > 0 else 0.0
+    rate = float(fit.estimate.value) if fit.estimate.value is not None else float(y.mean())
+    margin = rate - float(threshold)
+    two_sided = 2.0 * level - 1.0
+    f_all = np.concatenate([f, g])
+    without = with_sim = None
+    if margin > 0:
+        without = ppi_trials_needed(margin, _var(y), 0.0, 0, two_sided)
+        with_sim = ppi_trials_needed(
+            margin, _var(y - lam * f), lam**2 * _var(f_all), big_n, two_sided
+        )
+    corr = None
+    if _var(y) > 0 and _var(f) > 0:
+        corr = float(np.corrcoef(y, f)[0, 1])
+    return SimAssistedPlan(
+        float(threshold), level, rate, n, big_n, lam, corr, float(np.mean(y == f)), without,
+        with_sim,
+    )  # fmt: skip
