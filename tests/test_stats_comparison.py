@@ -152,3 +152,11 @@ def test_straight_wins_decide_at_the_hand_computed_trial():
     decisions = [c.update(1, 0) for _ in range(8)]
     assert decisions[:7] == [CONTINUE] * 7 and decisions[7] == A_BETTER
     assert c.log_wealth["A"] == pytest.approx(4.188325, abs=1e-5)
+
+
+def test_scalar_and_array_bets_agree():
+    from embodied_eval.stats.comparison import _bets_scalar, betting_fractions
+
+    for n, s1, s2 in ((0, 0.0, 0.0), (3, 2.0, 2.0), (10, -4.0, 6.0), (50, 0.3, 9.5)):
+        arr = betting_fractions(np.array([n]), np.array([s1]), np.array([s2]), 0.2)
+        assert [float(x[0]) for x in arr] == pytest.approx(list(_bets_scalar(n, s1, s2, 0.2)))

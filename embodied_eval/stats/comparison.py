@@ -79,6 +79,21 @@ def betting_fractions(n: Any, s1: Any, s2: Any, delta: float) -> tuple[Any, Any,
     return lam_a, lam_b, lam_e
 
 
+def _bets_scalar(n: int, s1: float, s2: float, delta: float) -> tuple[float, float, float]:
+    """`betting_fractions` for one run, in plain floats (the per-trial hot path)."""
+    k = PRIOR_TRIALS + n
+    mu = s1 / k
+    spread = s2 - s1 * s1 / n if n > 0 else s2
+    var = (PRIOR_TRIALS * PRIOR_VARIANCE + spread) / k
+    g_a = mu if mu > delta else delta
+    g_b = -mu if -mu > delta else delta
+    return (
+        min(MAX_BET, g_a / (var + g_a * g_a)),
+        min(MAX_BET, g_b / (var + g_b * g_b)),
+        min(MAX_BET, delta / (var + delta * delta)),
+    )
+
+
 def fixed_n_pairs(delta: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> int:
     """Pairs a fixed-n paired z-test needs: ⌈(z_{1−α/2} + z_{power})² sd² / δ²⌉ (at least 2).
 
@@ -159,12 +174,12 @@ class SequentialComparison:
             raise EvalError(f"the comparison already stopped: {self.decision_}", key="trial")
         xa, xb = self._value(a, "a"), self._value(b, "b")
         d = xa - xb
-        lam_a, lam_b, lam_e = betting_fractions(self.trials, self.sum_d, self.sum_d2, self.delta)
+        lam_a, lam_b, lam_e = _bets_scalar(self.trials, self.sum_d, self.sum_d2, self.delta)
         w = self.log_wealth
-        w["A"] += math.log1p(float(lam_a) * d)
-        w["B"] += math.log1p(-float(lam_b) * d)
-        w["E+"] += math.log1p(-float(lam_e) * (d - self.delta))
-        w["E-"] += math.log1p(float(lam_e) * (d + self.delta))
+        w["A"] += math.log1p(lam_a * d)
+        w["B"] += math.log1p(-lam_b * d)
+        w["E+"] += math.log1p(-lam_e * (d - self.delta))
+        w["E-"] += math.log1p(lam_e * (d + self.delta))
         self.trials += 1
         self.sum_d += d
         self.sum_d2 += d * d
