@@ -74,7 +74,11 @@ def compare(
     delta: float = typer.Option(0.2, "--delta", help="Smallest difference that matters, δ."),
     alpha: float = typer.Option(0.05, "--alpha", help="P(declaring a winner | equal)."),
     power: float = typer.Option(0.8, "--power", help="1 − P('no difference' | |Δ| ≥ δ)."),
-    max_trials: int = typer.Option(200, "--max-trials", help="Trial cap (paired trials)."),
+    max_trials: int = typer.Option(
+        200,
+        "--max-trials",
+        help="Trial cap in paired trials (in sim: at most the manifest's rows).",
+    ),
     graded: bool = typer.Option(False, "--graded", help="Compare graded quality q, not 0/1."),
     db: Path | None = DbOption,
     out: Path | None = typer.Option(None, "--out", help="Folder for artifacts of errored runs."),

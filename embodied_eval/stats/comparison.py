@@ -132,15 +132,15 @@ class SequentialComparison:
     power: float = 0.8
     max_trials: int = 400
     graded: bool = False
-    trials: int = 0
-    sum_d: float = 0.0
-    sum_d2: float = 0.0
-    sum_a: float = 0.0
-    sum_b: float = 0.0
-    log_wealth: dict[str, float] = field(default_factory=dict)
-    crossed: dict[str, bool] = field(default_factory=dict)
-    history: list[tuple[float, float]] = field(default_factory=list)
-    decision_: str = CONTINUE
+    trials: int = field(default=0, init=False)
+    sum_d: float = field(default=0.0, init=False)
+    sum_d2: float = field(default=0.0, init=False)
+    sum_a: float = field(default=0.0, init=False)
+    sum_b: float = field(default=0.0, init=False)
+    log_wealth: dict[str, float] = field(default_factory=dict, init=False)
+    crossed: dict[str, bool] = field(default_factory=dict, init=False)
+    history: list[tuple[float, float]] = field(default_factory=list, init=False)
+    decision_: str = field(default=CONTINUE, init=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < float(self.delta) < 1.0:

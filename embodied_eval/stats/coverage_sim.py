@@ -11,6 +11,11 @@ Used by the fast coverage tests and by the full coverage table (benchmarks/cover
       one-level scheme) and the rate away from 0 and 1; too short with few clusters, n < 20
       episodes, or p near 0/1.
     * Mixture confidence sequence: excludes the true p at *any* look with probability ≤ α.
+    * Sequential A/B comparison: declares a winner between equal policies with probability ≤ α
+      under a look after every trial (binary and graded outcomes), and "no difference" when
+      |Δ| ≥ δ with probability ≤ 1 − power (`sequential_comparison_oc`).
+
+AR_ppi's coverage grid is in `coverage_ppi`.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from numpy.typing import NDArray
 from scipy import special, stats
 
 from embodied_eval.stats.bootstrap import cluster_bootstrap_mean
+from embodied_eval.stats.comparison import betting_fractions
 from embodied_eval.stats.estimate import Estimate
 from embodied_eval.stats.paired import paired_gap_interval
 from embodied_eval.stats.proportions import wilson_bounds
@@ -255,8 +261,6 @@ def sequential_comparison_oc(
         ComparisonOC (fractions of runs per decision; mean trials used; mc_se is the Monte Carlo
         standard error of the "A better" + "B better" fraction).
     """
-    from embodied_eval.stats.comparison import betting_fractions
-
     reps, cap = xa.shape
     d = xa - xb
     win, accept = math.log(2.0 / alpha), math.log(1.0 / (1.0 - power))

@@ -24,10 +24,11 @@ variance is the delete-one-cluster jackknife V_J = (C − 1)/C Σ_k (θ̂_(k) �
 every replicate, with a t_{C−1} quantile (the plain sandwich with C/(C − 1) under-covered by
 1–2 points at 40 clusters in the coverage simulation; the jackknife did not).
 
-Validity (checked by simulation in `coverage_sim`): both are large-sample intervals. The iid
-version needs independent episodes (no task-instance clustering) and n ≳ 50 pairs with the rate
-away from 0/1; the cluster version needs ≳ 20 task instances. Neither is claimed valid for
-n < 30 pairs, a real rate within 5/n of 0 or 1, or fewer than 10 clusters. The PPI mean's
+Validity (checked by simulation in `coverage_ppi`): both are large-sample intervals. The iid
+version needs independent episodes (no task-instance clustering) and ≳ 100 pairs with the rate
+away from 0/1; the cluster version ≳ 40 task instances without strongly skewed instance rates.
+Neither is claimed valid for n < 50 pairs, a real rate within 5/n of 0 or 1, or fewer than 10
+clusters. The PPI mean's
 validity does not depend on the sim's quality: a biased or useless sim only widens the interval.
 
 Effective real sample size: n_eff = n · V_classical / V_ppi, the number of real trials the
