@@ -42,9 +42,12 @@ def record_hash(body: str, prev_hash: str) -> str:
     return hashlib.sha256((body + prev_hash).encode("utf-8")).hexdigest()
 
 
-def table_sql(table: str, *, lookups: bool = True) -> str:
-    """CREATE statements of a chain table and its indexes: always a unique (kind, record_id);
-    with `lookups` also by window, subject and source key (each index costs on every append)."""
+def table_sql(table: str, *, lookups: bool = True, unindexed_kind: str | None = None) -> str:
+    """CREATE statements of a chain table and its indexes: a unique (kind, record_id) — over every
+    kind but `unindexed_kind` (its rows are unique by other means and cost no index write) —
+    and with `lookups` also by window, subject and source key (each index costs on every
+    append)."""
+    partial = f" WHERE kind != '{unindexed_kind}'" if unindexed_kind else ""
     return f"""
     CREATE TABLE {table} (
         seq        INTEGER PRIMARY KEY,
@@ -58,7 +61,7 @@ def table_sql(table: str, *, lookups: bool = True) -> str:
         subject    TEXT GENERATED ALWAYS AS (json_extract(body, '$.subject')) VIRTUAL,
         source_key TEXT GENERATED ALWAYS AS (json_extract(body, '$.source_key')) VIRTUAL
     );
-    CREATE UNIQUE INDEX {table}_record ON {table}(kind, record_id);
+    CREATE UNIQUE INDEX {table}_record ON {table}(kind, record_id){partial};
     """ + (
         f"""
     CREATE INDEX {table}_window ON {table}(window, kind);

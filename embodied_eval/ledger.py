@@ -64,7 +64,7 @@ LEDGER_TRIGGERS = hashchain.append_only_triggers(TABLE, "the trial ledger", TRIG
 
 #: Schema migrations of the ledger (index + 1 = version); runs after the core tables exist.
 MIGRATIONS: tuple[str, ...] = (
-    hashchain.table_sql(TABLE, lookups=False)
+    hashchain.table_sql(TABLE, lookups=False, unindexed_kind="episode")
     + f"{LEDGER_TRIGGERS[0]};\n{LEDGER_TRIGGERS[1]};\n"
     + _record_table_triggers(),
 )
@@ -204,8 +204,15 @@ def append_episode(
 
 
 def find(conn: sqlite3.Connection, kind: str, record_id: str) -> ChainRow | None:
-    """The record of `kind` with `record_id`, or None."""
-    found = hashchain.rows(conn, TABLE, "kind = ? AND record_id = ?", (kind, record_id))
+    """The record of `kind` with `record_id`, or None.
+
+    Episode records are unique through the episodes table's key and are not indexed here (an
+    index write per episode would slow the runner's write path), so finding one scans the
+    ledger; every other kind is found through the (kind, record_id) index."""
+    where = "kind = ? AND record_id = ?"
+    if kind != "episode":
+        where = "kind != 'episode' AND " + where  # lets SQLite use the partial index
+    found = hashchain.rows(conn, TABLE, where, (kind, record_id))
     return found[0] if found else None
 
 
@@ -254,7 +261,7 @@ def scored_view(conn: sqlite3.Connection, episodes: Iterable[Episode]) -> Scored
     if not originals or not table_exists(conn):
         return ScoredView(originals, [])
     by_id: dict[str, list[ChainRow]] = {}
-    for row in rows(conn, "kind IN ('audit', 'amendment')"):
+    for row in rows(conn, "kind != 'episode' AND kind IN ('audit', 'amendment')"):
         by_id.setdefault(row.subject or "", []).append(row)
     out: list[Episode] = []
     used: list[dict[str, Any]] = []

@@ -40,6 +40,8 @@ class LedgerWalk:
             if found is not None:
                 return found
             if kind == "episode":
+                if data["episode_id"] in self.episodes:
+                    return self._duplicate(seq, data["episode_id"])
                 self.episodes[data["episode_id"]] = (seq, data)
             elif kind == "faults":
                 for f in data["faults"]:
@@ -66,6 +68,14 @@ class LedgerWalk:
             return Problem(seq, rid, "content", f"unreadable {kind} record ({exc})")
         return None
 
+    def _duplicate(self, seq: int, eid: str) -> Problem:
+        return Problem(
+            seq,
+            eid,
+            "duplicate",
+            f"episode {eid} is chained a second time (first at record {self.episodes[eid][0]})",
+        )
+
     def skim(self, seq: int, body: str) -> bool:
         """Read a plain episode record (no faults, artifacts or import) from its canonical text
         without parsing it; False for anything else (then it is parsed)."""
@@ -83,6 +93,8 @@ class LedgerWalk:
         k = body.find('"record_sha256":"') + 17
         m = body.find('"safety_events_sha256":') + 23
         events = None if body.startswith("null", m) else body[m + 1 : m + 65]
+        if eid in self.episodes:
+            return False  # parsed again, and named as a duplicate by `check`
         self.episodes[eid] = (
             seq,
             {"record_sha256": body[k : k + 64], "faults": [], "safety_events_sha256": events},
