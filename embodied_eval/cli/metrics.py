@@ -53,7 +53,8 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     E_raw, E            estimates: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê) (joint bootstrap)
     gate_bounds         the one-sided bounds gates use: {"AR", "E", "RA", "S2R", "MTBSI_h",
                         "rates_per_100h": {severity: estimate}}
-    gates               {"AAI-2", "AAI-3", "AAI-4": {"name", "verdict", "checks": [{"name",
+    gates               {"AAI-2", "AAI-3", "AAI-4": {"name", "verdict", "checks": [{"id" (stable,
+                        e.g. "aai2.e_min"; see `embodied_eval.embodiment.gates`), "name",
                         "verdict", "threshold", "comparison", "value", "bound", "detail",
                         "remaining": {"trials" | "hours": number}}]}}; verdicts are "pass",
                         "inconclusive", "fail" or "evidence_missing"

@@ -17,8 +17,12 @@ import atexit
 import weakref
 
 import numpy as np
-import pybullet
-from pybullet_utils import bullet_client
+
+from sim_suites.engines.quiet import native_output_silenced
+
+with native_output_silenced():  # PyBullet prints its build banner on import
+    import pybullet
+    from pybullet_utils import bullet_client
 
 from sim_suites.arena import Body, Scene
 from sim_suites.engines.base import (
@@ -77,7 +81,8 @@ class PybulletBackend:
     def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
         self.scene = scene
         self.kin = kinematics
-        client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
+        with native_output_silenced():  # connecting prints "argv[0]=" to fd 1
+            client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         self.client = client
         _LIVE_BACKENDS.add(self)
         client.setGravity(0.0, 0.0, -9.81)
