@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 
-from embodied_eval.cli.common import console
+from embodied_eval.cli.common import console as default_console
 from embodied_eval.verdict import (
     AMBER,
     GREEN,
@@ -26,8 +27,11 @@ from embodied_eval.verdict import (
 STYLES = {RED: "bold red", AMBER: "bold dark_orange", GREEN: "bold green"}
 
 
-def print_verdict(verdict: WindowVerdict, *, remains: bool = True) -> None:
+def print_verdict(
+    verdict: WindowVerdict, *, remains: bool = True, out: Console | None = None
+) -> None:
     """The coloured headline, then (unless `remains` is false) what remains."""
+    console = out or default_console
     console.print(
         f"verdict: {verdict.colour.upper()} — {verdict.headline}",
         style=STYLES[verdict.colour],
@@ -35,12 +39,13 @@ def print_verdict(verdict: WindowVerdict, *, remains: bool = True) -> None:
         highlight=False,
     )
     if remains:
-        print_remains(verdict)
+        print_remains(verdict, out=console)
 
 
-def print_remains(verdict: WindowVerdict) -> None:
+def print_remains(verdict: WindowVerdict, *, out: Console | None = None) -> None:
     """What remains: failing checks first (not fixable by more trials), then inconclusive ones
     with the trials or hours that would settle them."""
+    console = out or default_console
     remains = verdict.remains()
     if remains:
         console.print("What remains:", markup=False, highlight=False)
@@ -49,9 +54,10 @@ def print_remains(verdict: WindowVerdict) -> None:
             console.print(f"  - {line}", style=style, markup=False, highlight=False)
 
 
-def print_level_explanation(certificate: Mapping[str, Any]) -> None:
+def print_level_explanation(certificate: Mapping[str, Any], *, out: Console | None = None) -> None:
     """Why this level and not the next: one table of the checks of both, then what this harness
     measures and what it needs from elsewhere."""
+    console = out or default_console
     level = certificate["level"]
     n = int(level["level"])
     score = certificate.get("score") or {}
