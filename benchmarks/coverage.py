@@ -10,7 +10,8 @@ AR_ppi (prediction-powered success rate): coverage of the iid and cluster interv
 of sim quality (predicts well / 90 % agreement / biased / useless), cluster layouts and p, and
 the real trials it needs for the classical interval's width. Sequential A/B test: wrong-winner
 rate between equal policies with a look after every trial, power, and average trials against
-the fixed-n paired design at the same α and power.
+the fixed-n paired design at the same α and power, beside Wald's floor (the fewest expected trials
+any test with the row's error rates can have).
 
 Run: python benchmarks/coverage.py [--reps 1000] [--seed 7] [--only-new]
 """
