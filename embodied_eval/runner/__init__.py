@@ -19,7 +19,7 @@ from typing import Any
 _EXPORTS = {
     "BackendFactory": "embodied_eval.runner.backend",
     "RobotBackend": "embodied_eval.runner.backend",
-    "GymSource": "embodied_eval.runner.work",
+    "GymSource": "embodied_eval.runner.gym_side",
     "Manifest": "embodied_eval.runner.plan",
     "derive_seed": "embodied_eval.runner.plan",
     "plan_manifest": "embodied_eval.runner.plan",

@@ -8,6 +8,9 @@ called with the task id (and keyword options) and returns a fresh policy:
 - `null(task_id)`: does nothing (holds still with the gripper open).
 - `random(task_id, seed=None)`: uniform random actions from its own generator; `reset(seed)`
   re-seeds it, so a given episode seed gives the same actions.
+
+A policy named `ws://HOST:PORT` (or `wss://…`) is served by a policy server over the openpi
+websocket protocol (`embodied_eval.remote.client.RemotePolicy`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
+from embodied_eval.remote import is_remote_policy
 from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
 from sim_suites.tasks import family_of
 
@@ -81,6 +85,10 @@ def random(task_id: str | None = None, seed: int | None = None, **_: Any) -> Ran
 
 def load_policy(target: str | Policy | Callable[..., Policy], task_id: str) -> Policy:
     """A policy from an import path `package.module:factory`, a factory, or a policy object."""
+    if is_remote_policy(target):
+        from embodied_eval.remote.client import RemotePolicy
+
+        return RemotePolicy(str(target), task_id)
     if isinstance(target, str):
         target = resolve(target)
     if isinstance(target, Policy):
