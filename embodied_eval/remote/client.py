@@ -82,13 +82,15 @@ class _Connection:
         self.url = url
         headers = {"Authorization": f"Api-Key {api_key}"} if api_key else None
         try:
+            # Entered as a context manager (closed by `close`), the form websockets asks for.
             self.ws = connect(
                 url,
                 compression=None,
                 max_size=None,
                 open_timeout=timeout_s,
+                close_timeout=min(timeout_s, 1.0),
                 additional_headers=headers,
-            )
+            ).__enter__()
         except InvalidStatus as exc:
             status = exc.response.status_code
             hint = " (wrong or missing API key)" if status in (401, 403) else ""

@@ -157,7 +157,8 @@ class PolicyServer:
                     if ctrl == "episode_end":
                         await ws.send(pack({"episode_end": True}))
                         continue
-                    actions = session.infer(message)
+                    # In a worker thread: a slow policy must not stall pings and other clients.
+                    actions = await asyncio.to_thread(session.infer, message)
                 except Exception as exc:
                     log.exception("policy error for client %s", peer)
                     await ws.send(f"error: {_one_line(exc)}")
