@@ -235,7 +235,8 @@ def write_trace(folder: Path, episode_id: str, trace: Mapping[str, list[Any]]) -
     import io
 
     buffer = io.BytesIO()
-    np.savez(buffer, **{k: np.asarray(v) for k, v in trace.items()})
+    arrays = {k: np.asarray(v) for k, v in trace.items()}
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
     data = buffer.getvalue()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "trajectory.npz"
