@@ -96,15 +96,29 @@ def random_policy(env: Any, seed: int) -> Callable[[Any], Any]:
 
 
 def check_gym_id(gym_id: str) -> None:
-    """Raise EvalError unless `gym_id` is a registered Gymnasium environment id."""
+    """Raise EvalError unless `gym_id` is a registered Gymnasium environment id.
+
+    "module:EnvId" first imports `module` (which registers its environments), as
+    `gymnasium.make` does, e.g. "gymnasium_robotics:PointMaze_UMaze-v3".
+    """
+    import importlib
+
     import gymnasium
 
+    module, _, name = gym_id.rpartition(":")
     try:
-        gymnasium.spec(gym_id)
+        if module:
+            importlib.import_module(module)
+        gymnasium.spec(name)
     except Exception as exc:
         raise EvalError(
             f"--gym-id {gym_id!r} is not a registered Gymnasium environment ({exc})", key="gym_id"
         ) from None
+
+
+def env_name(gym_id: str) -> str:
+    """The environment's own id, without a "module:" prefix (what episodes are recorded under)."""
+    return gym_id.rpartition(":")[2]
 
 
 def rollout_quality(rollout: GymRollout, quality_fn: Callable[[GymRollout], float] | None) -> float:
@@ -159,8 +173,8 @@ def run_gym_episode(
         protocol: supplies the `[randomization]` ranges and the instance mapping.
         max_steps: step limit.
         started_at: ISO UTC time the attempt started.
-        record_dir: when given, the per-step trajectory is written there (`time`,
-            `obs.observation`, `action`) and listed as an artifact.
+        record_dir: when given, the per-step trajectory is written there (`time`, `action`,
+            the observation as `obs.observation` or, for a dict, `obs.<key>`) as an artifact.
 
     Returns:
         An `ok` episode with q from `rollout_quality`; `control` holds the total reward, the
@@ -174,7 +188,7 @@ def run_gym_episode(
     t0 = time.monotonic()
     env = gymnasium.make(env_id, **make_kwargs)
     rng = np.random.default_rng(np.random.SeedSequence([int(spec.seed) % 2**63, 0x67796D]))
-    trace: dict[str, list[Any]] = {"time": [], "obs.observation": [], "action": []}
+    trace: dict[str, list[Any]] = {"time": [], "action": []}
     try:
         randomization = apply_randomization(env, protocol.randomization, rng)
         observation, info = env.reset(seed=spec.seed)
@@ -186,8 +200,14 @@ def run_gym_episode(
             action = act(observation)
             if record_dir is not None:
                 trace["time"].append(steps * (step_dt or 0.0))
-                trace["obs.observation"].append(np.asarray(observation, dtype=np.float64))
                 trace["action"].append(np.asarray(action, dtype=np.float64))
+                parts = (
+                    observation
+                    if isinstance(observation, Mapping)
+                    else {"observation": observation}
+                )
+                for key, value in parts.items():
+                    trace.setdefault(f"obs.{key}", []).append(np.asarray(value))
             observation, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             steps += 1

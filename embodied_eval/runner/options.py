@@ -92,14 +92,14 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
     sim_task = ""
     gym_engine = options.gym is not None or tuple(options.engines or ()) == (GYM_ENGINE,)
     if gym_engine:
-        from embodied_eval.runner.gym_side import RANDOM_POLICY, check_gym_id
+        from embodied_eval.runner.gym_side import RANDOM_POLICY, check_gym_id, env_name
 
         gym = options.gym or GymSource(gym_id="")
         if options.engines and tuple(options.engines) != (GYM_ENGINE,):
             raise EvalError("--engine cannot be combined with --gym-id", key="engine")
         if gym.gym_id:
             check_gym_id(gym.gym_id)
-            sim_task = gym.gym_id
+            sim_task = env_name(gym.gym_id)
         else:
             unmapped = [i.task_id for i in protocol.instances if not i.env_id]
             if unmapped:
