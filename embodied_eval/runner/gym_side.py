@@ -174,7 +174,8 @@ def run_gym_episode(
         max_steps: step limit.
         started_at: ISO UTC time the attempt started.
         record_dir: when given, the per-step trajectory is written there (`time`, `action`,
-            the observation as `obs.observation` or, for a dict, `obs.<key>`) as an artifact.
+            the observation as `obs.observation` or, for a dict, `obs.<key>`, and the rendered
+            frame as `obs.camera` when the env was made with `render_mode="rgb_array"`).
 
     Returns:
         An `ok` episode with q from `rollout_quality`; `control` holds the total reward, the
@@ -195,6 +196,7 @@ def run_gym_episode(
         dt = getattr(env.unwrapped, "dt", None)
         step_dt = float(dt) if isinstance(dt, (int, float)) and dt > 0 else None
         act = factory(env, spec.seed)
+        camera = record_dir is not None and getattr(env, "render_mode", None) == "rgb_array"
         total, steps, terminated, truncated, energy_j = 0.0, 0, False, False, 0.0
         while steps < max_steps and not (terminated or truncated):
             action = act(observation)
@@ -208,6 +210,9 @@ def run_gym_episode(
                 )
                 for key, value in parts.items():
                     trace.setdefault(f"obs.{key}", []).append(np.asarray(value))
+                if camera:
+                    # The rendered frame of the state the policy acted on, as a camera stream.
+                    trace.setdefault("obs.camera", []).append(np.asarray(env.render(), np.uint8))
             observation, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             steps += 1
