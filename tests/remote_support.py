@@ -15,7 +15,7 @@ class ScriptedBehaviour:
 
     - "die-after-N": acts normally, then kills the whole server process at act N+1;
     - "slow": sleeps 3 s per act (longer than the client's timeout in the test);
-    - "fail": raises ValueError on the first act;
+    - "zeros7": a zero action for Gymnasium's Pusher-v5;
     - "chunk": returns a chunk of 3 actions, row i = [i, count, mean(image)/255, 1];
     - "echo": returns [mean(image), image[0,0,0], shape[0], 1] from a uint8 `image` observation.
     """
@@ -39,8 +39,9 @@ class ScriptedBehaviour:
         if self.task == "slow":
             time.sleep(3.0)
             return np.zeros(4, dtype=np.float32)
-        if self.task == "fail":
-            raise ValueError("the observation has no 'image' key")
+        if self.task == "zeros7":
+            assert np.asarray(obs["observation"]).shape == (23,)  # Pusher-v5's observation
+            return np.zeros(7, dtype=np.float32)
         image = np.asarray(obs["image"])
         if self.task == "chunk":
             mean = float(image.mean()) / 255.0

@@ -86,7 +86,23 @@ def test_a_run_where_every_episode_fails_exits_non_zero_with_the_first_error(
 ):
     proto = write_protocol(tmp_path, repr(TASKS).replace("'", '"'))
     code = main(
-        ["run", str(proto), "--side", "sim", "--gym-id", "Pusher-v5", "--executor", "sequential", "--max-retries", "0", "--db", str(tmp_path / "s.db"), "--out", str(tmp_path / "out"), "--no-progress"]
+        [
+            "run",
+            str(proto),
+            "--side",
+            "sim",
+            "--gym-id",
+            "Pusher-v5",
+            "--executor",
+            "sequential",
+            "--max-retries",
+            "0",
+            "--db",
+            str(tmp_path / "s.db"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
     )
     err = capsys.readouterr().err
     assert code == 2
@@ -162,7 +178,23 @@ def test_reacher_mapped_per_instance_keeps_the_protocol_task_ids(
     )
     proto = write_protocol(tmp_path, f"[{instances}]")
     code = main(
-        ["run", str(proto), "--side", "sim", "--engine", "gymnasium", "--executor", "sequential", "--quality", f"{HERE}:steps_quality", "--db", str(tmp_path / "s.db"), "--out", str(tmp_path / "out"), "--no-progress"]
+        [
+            "run",
+            str(proto),
+            "--side",
+            "sim",
+            "--engine",
+            "gymnasium",
+            "--executor",
+            "sequential",
+            "--quality",
+            f"{HERE}:steps_quality",
+            "--db",
+            str(tmp_path / "s.db"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ]
     )
     assert code == 0, capsys.readouterr().err
     episodes = stored(tmp_path / "s.db")

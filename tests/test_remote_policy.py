@@ -68,9 +68,13 @@ def stop_server(proc: subprocess.Popen) -> None:
 
 
 @pytest.fixture(scope="module")
-def scripted_server(tmp_path_factory) -> Iterator[int]:
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    proc, port = start_server("sim_suites.policies:scripted", log, "--task", PUSH[0])
+def server_log(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("server") / "server.log"
+
+
+@pytest.fixture(scope="module")
+def scripted_server(server_log: Path) -> Iterator[int]:
+    proc, port = start_server("sim_suites.policies:scripted", server_log, "--task", PUSH[0])
     yield port
     stop_server(proc)
 
@@ -258,24 +262,21 @@ def test_a_server_that_stops_answering_times_out_as_aborted(
     )
 
 
-def test_a_failing_policy_sends_one_line_and_logs_the_traceback(tmp_path: Path):
-    log = tmp_path / "server.log"
-    proc, port = start_server(SUPPORT, log, "--task", "fail")
-    try:
-        policy = RemotePolicy(f"ws://127.0.0.1:{port}")
-        policy.reset(0)
-        with pytest.raises(RemotePolicyError) as info:
-            policy.act({"image": np.zeros((2, 2, 3), np.uint8)})
-        policy.close()
-    finally:
-        stop_server(proc)
-    message = str(info.value)
-    assert message == (
-        f"policy server ws://127.0.0.1:{port} reported an error: "
-        "error: ValueError: the observation has no 'image' key"
+def test_a_failing_policy_sends_one_line_and_logs_the_traceback(
+    scripted_server: int, server_log: Path
+):
+    policy = RemotePolicy(f"ws://127.0.0.1:{scripted_server}", PUSH[0])
+    policy.reset(0)
+    # The scripted policy reads obs["object_visible"] first: without it, it raises KeyError.
+    with pytest.raises(RemotePolicyError) as info:
+        policy.act({"image": np.zeros((2, 2, 3), np.uint8)})
+    policy.close()
+    assert str(info.value) == (
+        f"policy server ws://127.0.0.1:{scripted_server} reported an error: "
+        "error: KeyError: 'object_visible'"
     )
-    text = log.read_text()
-    assert "Traceback (most recent call last)" in text and "ValueError" in text
+    text = server_log.read_text()
+    assert "Traceback (most recent call last)" in text and "KeyError: 'object_visible'" in text
 
 
 def test_the_api_key_is_required_when_set(thread_server, monkeypatch: pytest.MonkeyPatch):
@@ -322,3 +323,26 @@ def test_policy_urls_are_checked():
     for bad in ("ws://:8000", "ws://host:port", "ws://host:1?timeout=0"):
         with pytest.raises(EvalError):
             parse_policy_url(bad)
+
+
+def test_a_gymnasium_env_runs_a_served_policy(
+    tmp_path: Path, thread_server, monkeypatch: pytest.MonkeyPatch
+):
+    from embodied_eval.runner.gym_side import GymSource
+
+    monkeypatch.setenv("REMOTE_BEHAVIOUR", "zeros7")
+    server = thread_server()
+    options = RunOptions(
+        sides=("sim",),
+        executor="sequential",
+        policy=f"ws://127.0.0.1:{server.port}",
+        gym=GymSource("Pusher-v5", "tests.test_gym_envs:steps_quality"),
+    )
+    proto = _protocol("sim_suites.policies:scripted")
+    summary = run_trials(
+        proto, options, db_path=tmp_path / "s.db", out_dir=tmp_path / "o", show_progress=False
+    )
+    assert summary.written == 5 and summary.failed == 0
+    for ep in _by_task(tmp_path / "s.db").values():
+        assert ep.status == "ok" and ep.actions == 60 and ep.task_id == "Pusher-v5"
+        assert ep.control["policy_latency_ms"]["inferences"] == 60

@@ -17,7 +17,8 @@ from a quality function ("module:function" taking a `GymRollout`) or, without on
 `info["is_success"]` at the last step (the gymnasium-robotics convention): q = 1 if it is true,
 else 0. Success z = 1{q ≥ q*} as for every episode.
 
-A policy is "module:factory" with `factory(env, seed) -> act`, `act(observation) -> action`.
+A policy is "module:factory" with `factory(env, seed) -> act`, `act(observation) -> action`, or a
+policy server `ws://HOST:PORT` (an array observation is sent as `{"observation": array}`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
+from embodied_eval.remote import is_remote_policy
+from embodied_eval.remote.client import RemotePolicy
 from embodied_eval.runner.gym_physics import apply_randomization, step_energy_j
 
 #: Engine name of sim episodes run on an external Gymnasium environment.
@@ -184,7 +187,8 @@ def run_gym_episode(
     import gymnasium
 
     quality_fn = resolve(source.quality) if source.quality else None
-    factory = resolve(spec.policy)
+    remote = RemotePolicy(spec.policy, spec.task_id) if is_remote_policy(spec.policy) else None
+    factory: Any = resolve(spec.policy) if remote is None else None
     env_id, make_kwargs = gym_target(spec, source, protocol)
     t0 = time.monotonic()
     env = gymnasium.make(env_id, **make_kwargs)
@@ -195,7 +199,11 @@ def run_gym_episode(
         observation, info = env.reset(seed=spec.seed)
         dt = getattr(env.unwrapped, "dt", None)
         step_dt = float(dt) if isinstance(dt, (int, float)) and dt > 0 else None
-        act = factory(env, spec.seed)
+        if remote is not None:
+            remote.reset(spec.seed)
+            act = remote_act(remote)
+        else:
+            act = factory(env, spec.seed)
         camera = record_dir is not None and getattr(env, "render_mode", None) == "rgb_array"
         total, steps, terminated, truncated, energy_j = 0.0, 0, False, False, 0.0
         while steps < max_steps and not (terminated or truncated):
@@ -245,6 +253,7 @@ def run_gym_episode(
             "terminated": bool(terminated),
             "truncated": bool(truncated),
             "duration_source": "simulated" if step_dt is not None else "wall",
+            **({"policy_latency_ms": remote.latency_summary()} if remote is not None else {}),
         },
         randomization=randomization,
         drift={"name": spec.drift_name, **dict(spec.drift), "applied": False},
@@ -253,6 +262,17 @@ def run_gym_episode(
         artifacts=artifacts,
     )
     return EpisodeOutcome(episode=episode)
+
+
+def remote_act(remote: RemotePolicy) -> Callable[[Any], Any]:
+    """`act(observation)` through a policy server: a dict observation is sent as it is, an
+    array as `{"observation": array}`."""
+
+    def act(observation: Any) -> Any:
+        obs = observation if isinstance(observation, Mapping) else {"observation": observation}
+        return remote.act(obs)
+
+    return act
 
 
 def write_trace(folder: Path, episode_id: str, trace: Mapping[str, list[Any]]) -> Artifact:
