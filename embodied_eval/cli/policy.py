@@ -34,12 +34,16 @@ def serve_command(
     task: str | None = typer.Option(
         None, "--task", help="Task id for clients that do not name one (openpi clients)."
     ),
+    certfile: Path | None = typer.Option(
+        None, "--certfile", help="PEM certificate (chain): serve TLS, clients use wss://."
+    ),
+    keyfile: Path | None = typer.Option(None, "--keyfile", help="PEM key of --certfile."),
     log_file: Path | None = typer.Option(
         None, "--log-file", help="Write the server log (with tracebacks) here instead of stderr."
     ),
 ) -> None:
     """Serve a policy until Ctrl-C. Set $EMBODIED_EVAL_POLICY_API_KEY to require that key."""
-    from embodied_eval.remote.server import PolicyServer
+    from embodied_eval.remote.server import PolicyServer, tls_context
 
     if not 0 <= port <= 65535:
         raise EvalError(f"--port {port}: must be 0..65535", key="port")
@@ -51,13 +55,20 @@ def serve_command(
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         handlers=[handler],
     )
+    context = tls_context(str(certfile), str(keyfile) if keyfile else None) if certfile else None
     server = PolicyServer(
-        target, host=host, port=port, api_key=os.environ.get(API_KEY_ENV) or None, task=task
+        target,
+        host=host,
+        port=port,
+        api_key=os.environ.get(API_KEY_ENV) or None,
+        task=task,
+        ssl_context=context,
     )
+    scheme = "wss" if context is not None else "ws"
 
     def ready(bound: int) -> None:
         key = " (API key required)" if server.api_key else ""
-        print(f"serving {target} on ws://{host}:{bound}{key}", flush=True)
+        print(f"serving {target} on {scheme}://{host}:{bound}{key}", flush=True)
 
     try:
         server.run(ready)

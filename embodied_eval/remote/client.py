@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import statistics
+import threading
 import time
 from collections import deque
 from collections.abc import Mapping
@@ -166,8 +167,9 @@ def _close_text(exc: Exception) -> str:
     return f"code {rcvd.code}{reason}"
 
 
-#: Open connections of this process by (URL, API key): consecutive episodes reuse them.
-_CONNECTIONS: dict[tuple[str, str | None], _Connection] = {}
+#: Open connections by (URL, API key, thread): consecutive episodes of one thread reuse theirs;
+#: two threads (e.g. the sim and the real side of one run) never share a socket.
+_CONNECTIONS: dict[tuple[str, str | None, int], _Connection] = {}
 
 
 class RemotePolicy:
@@ -191,8 +193,11 @@ class RemotePolicy:
         self.server_ms: list[float] = []
         self.steps = 0
 
+    def _key(self) -> tuple[str, str | None, int]:
+        return (self.target, self.api_key, threading.get_ident())
+
     def _connection(self) -> _Connection:
-        key = (self.target, self.api_key)
+        key = self._key()
         conn = _CONNECTIONS.get(key)
         if conn is None or not conn.open:
             _CONNECTIONS.pop(key, None)
@@ -223,7 +228,7 @@ class RemotePolicy:
             conn.send(message)
             return conn.receive(self.timeout_s)
         except RemotePolicyError:
-            _CONNECTIONS.pop((self.target, self.api_key), None)
+            _CONNECTIONS.pop(self._key(), None)
             raise
 
     def act(self, obs: Mapping[str, Any]) -> np.ndarray:
@@ -265,6 +270,6 @@ class RemotePolicy:
 
     def close(self) -> None:
         """Close this policy's connection."""
-        conn = _CONNECTIONS.pop((self.target, self.api_key), None)
+        conn = _CONNECTIONS.pop(self._key(), None)
         if conn is not None:
             conn.close()

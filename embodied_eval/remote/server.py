@@ -25,6 +25,7 @@ import contextlib
 import hmac
 import logging
 import signal
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -44,6 +45,16 @@ def load_factory(target: str) -> Callable[..., Any]:
     if not callable(factory):
         raise EvalError(f"{target!r} is not a policy factory (not callable)", key="policy")
     return factory
+
+
+def tls_context(certfile: str, keyfile: str | None = None) -> ssl.SSLContext:
+    """A server TLS context from a PEM certificate (chain) and key; EvalError when unreadable."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except (OSError, ssl.SSLError) as exc:
+        raise EvalError(f"--certfile {certfile}: cannot load the certificate/key ({exc})") from None
+    return context
 
 
 def _one_line(exc: BaseException) -> str:
@@ -89,6 +100,7 @@ class PolicyServer:
         port: TCP port (0: any free port; see `port` once started).
         api_key: required from clients when given.
         task: the task id used when a client does not name one.
+        ssl_context: serve TLS (clients connect with `wss://`).
     """
 
     def __init__(
@@ -99,6 +111,7 @@ class PolicyServer:
         port: int = 8000,
         api_key: str | None = None,
         task: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.factory_target = factory_target
         self.factory = load_factory(factory_target)
@@ -106,6 +119,7 @@ class PolicyServer:
         self.port = port
         self.api_key = api_key or None
         self.task = task
+        self.ssl_context = ssl_context
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -197,6 +211,7 @@ class PolicyServer:
             compression=None,
             max_size=None,
             process_request=self._process_request,
+            ssl=self.ssl_context,
         ) as server:
             sockets = list(server.sockets)
             if sockets:
