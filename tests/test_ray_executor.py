@@ -150,8 +150,11 @@ sys.exit(main(sys.argv[1:]))
 def _stored(db: Path) -> list[str]:
     if not db.exists():
         return []
-    with sqlite3.connect(db) as conn:
-        return [row[0] for row in conn.execute("SELECT episode_id FROM episodes")]
+    try:
+        with sqlite3.connect(db) as conn:
+            return [row[0] for row in conn.execute("SELECT episode_id FROM episodes")]
+    except sqlite3.OperationalError:  # the store is being created
+        return []
 
 
 def test_resume_after_the_driver_is_killed(tmp_path: Path, ray_session: str, monkeypatch):
