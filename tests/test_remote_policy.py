@@ -406,3 +406,17 @@ def test_wss_with_a_trusted_certificate(
     policy.reset(0)
     assert policy.act({"image": image}).tolist() == [7.0, 7.0, 4.0, 1.0]
     policy.close()
+
+
+def test_served_factories_take_options_and_typos_fail_at_start(thread_server):
+    server = thread_server("sim_suites.policies:random?seed=3")
+    policy = RemotePolicy(f"ws://127.0.0.1:{server.port}", PUSH[0])
+    policy.reset(None)  # no seed sent: the factory's seed=3 option decides
+    expected = np.random.default_rng(3).uniform(-1.0, 1.0, size=4).astype(np.float32)
+    assert np.array_equal(policy.act({"x": np.zeros(1)}), expected)
+    policy.reset(5)  # a seed sent with episode_start re-seeds the served policy
+    expected = np.random.default_rng(5).uniform(-1.0, 1.0, size=4).astype(np.float32)
+    assert np.array_equal(policy.act({"x": np.zeros(1)}), expected)
+    policy.close()
+    with pytest.raises(EvalError, match="no attribute 'scriptd'"):
+        PolicyServer("sim_suites.policies:scriptd")

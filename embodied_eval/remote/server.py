@@ -33,18 +33,26 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.plugins import resolve
+from embodied_eval.plugins import POLICY_LOADER, resolve
 from embodied_eval.remote.wire import pack, unpack
 
 log = logging.getLogger("embodied_eval.policy_server")
 
 
-def load_factory(target: str) -> Callable[..., Any]:
-    """The policy factory "module:factory" (called with the task id); EvalError when unusable."""
-    factory = resolve(target)
+def load_factory(target: str) -> Callable[[str | None], Any]:
+    """`factory(task_id) -> policy` for "module:factory[?key=value&...]"; EvalError when unusable.
+
+    Policies are built the way the harness builds them (`plugins.POLICY_LOADER`, which reads the
+    `?key=value` options); the import path is checked now, so a typo fails at start-up.
+    """
+    factory = resolve(target.partition("?")[0])
     if not callable(factory):
         raise EvalError(f"{target!r} is not a policy factory (not callable)", key="policy")
-    return factory
+    try:
+        loader = resolve(POLICY_LOADER)
+    except EvalError:  # the harness's policy package is not installed: call the factory as is
+        return lambda task: factory(task)
+    return lambda task: loader(target, task)
 
 
 def tls_context(certfile: str, keyfile: str | None = None) -> ssl.SSLContext:
@@ -65,7 +73,7 @@ def _one_line(exc: BaseException) -> str:
 class _Session:
     """The policies of one connection (one per task) and the one in use."""
 
-    def __init__(self, factory: Callable[..., Any], default_task: str | None) -> None:
+    def __init__(self, factory: Callable[[str | None], Any], default_task: str | None) -> None:
         self.factory = factory
         self.default_task = default_task
         self.policies: dict[str | None, Any] = {}
