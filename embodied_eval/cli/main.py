@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "embodied_eval.cli.certify",
     "embodied_eval.cli.policy",
     "embodied_eval.cli.compare",
+    "embodied_eval.cli.store_cmd",
 )
 
 app = typer.Typer(
