@@ -47,6 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "embodied_eval.cli.certify",
         "Check a certificate bundle's signature and hashes (and numbers, with --db).",
     ),
+    "policy": (
+        "embodied_eval.cli.policy",
+        "Serve harness policies over the openpi websocket protocol.",
+    ),
     "compare": (
         "embodied_eval.cli.compare",
         "Sequential A/B comparison of two policies (stops when it decides).",
