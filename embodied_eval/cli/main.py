@@ -27,7 +27,10 @@ from embodied_eval.plugins import CLI_GROUPS, resolve
 #: Command name → (module with `register(app)`, one-line summary shown by `--help`).
 COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("embodied_eval.cli.data", "Import a CSV/Parquet file into the store."),
-    "export": ("embodied_eval.cli.data", "Export from the store to CSV or Parquet."),
+    "export": (
+        "embodied_eval.cli.data",
+        "Export from the store to CSV or Parquet, or as a LeRobotDataset folder.",
+    ),
     "protocol": ("embodied_eval.cli.data", "Check and inspect protocol files."),
     "plan": (
         "embodied_eval.cli.plan",
