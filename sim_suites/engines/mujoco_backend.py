@@ -18,6 +18,7 @@ import logging
 import mujoco
 import numpy as np
 
+from embodied_eval.errors import EvalError
 from sim_suites.arena import Body, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
@@ -28,6 +29,8 @@ from sim_suites.engines.base import (
     pair_key,
     quat_conj_mul,
 )
+from sim_suites.rendering.appearance import Appearance
+from sim_suites.rendering.mujoco_render import MujocoRenderer, add_visuals
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
@@ -81,7 +84,13 @@ class MujocoBackend:
 
     engine = "mujoco"
 
-    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        kinematics: PandaKinematics,
+        *,
+        image_size: tuple[int, int] | None = None,
+    ) -> None:
         self.scene = scene
         self.kin = kinematics
         route_mujoco_warnings()
@@ -130,8 +139,12 @@ class MujocoBackend:
             # A stiff weld (time constant 5 ms, the softest MuJoCo allows at 2 ms is 4 ms) so
             # the part does not swing in the hand; PyBullet's fixed constraint is stiff too.
             eq.solref = [0.005, 1.0]
+        if image_size is not None:
+            add_visuals(spec, kinematics, image_size[1], image_size[0])
         self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
+        self.image_size = image_size
+        self._renderer: MujocoRenderer | None = None
         m = self.model
         self._arm_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in ARM_JOINTS])
         self._arm_vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in ARM_JOINTS])
@@ -395,5 +408,24 @@ class MujocoBackend:
         counts = self._warning_counts.tolist()
         return any(counts[kind] > 0 for kind in self._unstable)
 
+    def renderer(self) -> MujocoRenderer:
+        """The offscreen renderer (its GL context opens on first use)."""
+        if self.image_size is None:
+            raise EvalError("rendering: this backend was built without cameras", key="rendering")
+        if self._renderer is None:
+            self._renderer = MujocoRenderer(self.model, self.data, self.image_size)
+        return self._renderer
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Light intensities and body colours of the episode (cameras only)."""
+        self.renderer().apply(appearance)
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB and optional depth image of one camera (see `MujocoRenderer.render`)."""
+        return self.renderer().render(camera, depth)
+
     def close(self) -> None:
         self.detach()
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -20,6 +20,7 @@ import numpy as np
 import pybullet
 from pybullet_utils import bullet_client
 
+from embodied_eval.errors import EvalError
 from sim_suites.arena import Body, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
@@ -33,6 +34,8 @@ from sim_suites.engines.base import (
     quat_conj_mul,
     quat_to_matrix,
 )
+from sim_suites.rendering.appearance import Appearance
+from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual, visual_shapes
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
@@ -74,8 +77,16 @@ class PybulletBackend:
 
     engine = "pybullet"
 
-    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        kinematics: PandaKinematics,
+        *,
+        image_size: tuple[int, int] | None = None,
+    ) -> None:
         self.scene = scene
+        self.image_size = image_size
+        self._renderer: PybulletRenderer | None = None
         self.kin = kinematics
         client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         self.client = client
@@ -111,7 +122,9 @@ class PybulletBackend:
             self.robot, self._joints, pybullet.VELOCITY_CONTROL, forces=[0.0] * 9
         )
         plane = client.createCollisionShape(pybullet.GEOM_PLANE)
-        self.table = client.createMultiBody(0.0, plane)
+        self.table = client.createMultiBody(
+            0.0, plane, table_visual(client) if image_size is not None else -1
+        )
         client.changeDynamics(
             self.table, -1, lateralFriction=scene.table_friction, linearDamping=0.0
         )
@@ -178,6 +191,7 @@ class PybulletBackend:
             lengths=lengths,
             collisionFramePositions=positions,
         )
+        visual = visual_shapes(c, body) if self.image_size is not None else -1
         if body.joint == "slide":
             bid = c.createMultiBody(
                 baseMass=0.0,
@@ -185,7 +199,7 @@ class PybulletBackend:
                 basePosition=list(body.pos),
                 linkMasses=[body.mass],
                 linkCollisionShapeIndices=[shape],
-                linkVisualShapeIndices=[-1],
+                linkVisualShapeIndices=[visual],
                 linkPositions=[[0.0, 0.0, 0.0]],
                 linkOrientations=[[0.0, 0.0, 0.0, 1.0]],
                 linkInertialFramePositions=[[0.0, 0.0, 0.0]],
@@ -207,7 +221,10 @@ class PybulletBackend:
         else:
             mass = body.mass if body.joint == "free" else 0.0
             bid = c.createMultiBody(
-                baseMass=mass, baseCollisionShapeIndex=shape, basePosition=list(body.pos)
+                baseMass=mass,
+                baseCollisionShapeIndex=shape,
+                baseVisualShapeIndex=visual,
+                basePosition=list(body.pos),
             )
             c.changeDynamics(
                 bid,
@@ -398,6 +415,28 @@ class PybulletBackend:
     def diverged(self) -> bool:
         # PyBullet reports no instability flag; the environment checks state and speeds.
         return False
+
+    def renderer(self) -> PybulletRenderer:
+        """The TinyRenderer cameras of this client."""
+        if self.image_size is None:
+            raise EvalError("rendering: this backend was built without cameras", key="rendering")
+        if self._renderer is None:
+            bodies = {
+                b.name: (self._ids[b.name], 0 if b.joint == "slide" else -1, b)
+                for b in self.scene.bodies
+            }
+            self._renderer = PybulletRenderer(
+                self.client, self.robot, self._hand, bodies, self.table, self.image_size
+            )
+        return self._renderer
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Light intensity and body colours of the episode (cameras only)."""
+        self.renderer().apply(appearance)
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB and optional depth image of one camera (see `PybulletRenderer.render`)."""
+        return self.renderer().render(camera, depth)
 
     def close(self) -> None:
         if self.client is not None:
