@@ -26,7 +26,7 @@ import numpy as np
 from embodied_eval.records import EpisodeSpec
 from sim_suites.controller import ArmController, capped_velocity, grasp_closes, grasp_releases
 from sim_suites.engines.base import InitialState, PhysicsParams
-from sim_suites.env import make_backend
+from sim_suites.engines.factory import make_backend
 from sim_suites.episode import episode_seeds, run_episode
 from sim_suites.policies import scripted
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
@@ -107,7 +107,7 @@ def throughput(engine: str, episodes: int, record_dir: Path) -> dict[str, float]
     """Median episode wall times (s) and episodes/s for the harness and the bare loop."""
     task = make_task(TASK)
     state: dict[str, Any] = {
-        "backend": make_backend(engine, task),
+        "backend": make_backend(engine, task.scene()),
         "task": task,
         "kin": panda_kinematics(),
         "policy": scripted(TASK),
