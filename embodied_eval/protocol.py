@@ -51,6 +51,7 @@ DR_KNOBS = (
     "action_latency_steps",
     "control_rate_hz",
     "lighting_scale",
+    "colour_jitter",
 )
 
 #: Parameters a drift setting δ may change on top of DR (maintenance closure, seed §7).

@@ -12,7 +12,9 @@ Spaces:
 - action: Box(−1, 1, (4,), float32) = [vx, vy, vz, g], a TCP velocity command (full scale
   0.4 m/s, capped in norm) and the gripper set-point (−1 closed … +1 open); see
   `sim_suites.controller`. Out-of-range actions are clipped and counted (`actions_clipped`).
-- observation: a Dict of float64 arrays (see `sim_suites.observations`).
+- observation: a Dict of float64 arrays (see `sim_suites.observations`) in `state` mode; in the
+  camera modes `rgb` / `rgbd` proprioception plus camera images and no object pose (see
+  `sim_suites.rendering.feed`). Only the camera modes build cameras and render.
 
 Reward: the current graded quality q (see `sim_suites.tasks.base`). An episode terminates when
 the task is complete (within tolerance, released, at rest for 5 steps), on a protective stop or a
@@ -47,6 +49,9 @@ from sim_suites.observations import (
     state_observation,
     state_space,
 )
+from sim_suites.rendering.appearance import sample_appearance
+from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE, check_image_size
+from sim_suites.rendering.feed import CAMERA_RATE_HZ, CameraFeed, camera_space, check_mode
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics, tcp_linear_velocity
 from sim_suites.safety import SSM_SPEED_FRACTION, SafetyLimits, SafetyMonitor, StopDecision
 from sim_suites.tasks import TaskState, family_task_ids, graded_quality, make_task
@@ -90,6 +95,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         target_quality: float | None = None,
         qc_tolerance_m: float | None = None,
         render_mode: str | None = None,
+        observation_mode: str = "state",
+        image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
+        camera_rate_hz: float = CAMERA_RATE_HZ,
     ) -> None:
         if task_id is None:
             if family is None:
@@ -108,11 +116,16 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.engine = engine
         self.kin = panda_kinematics()
         self._scene = self.task.scene()
-        self.backend = make_backend(engine, self._scene)
+        self.observation_mode = check_mode(observation_mode)
+        size = check_image_size(image_size)
+        cameras = observation_mode != "state"
+        self._feed = CameraFeed(observation_mode, camera_rate_hz) if cameras else None
+        self.backend = make_backend(engine, self._scene, image_size=size if cameras else None)
         self.controller = ArmController(self.kin)
         self.grasp = GraspTracker(self.task)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
-        self.observation_space = state_space()
+        state = state_space()
+        self.observation_space = camera_space(state, observation_mode, size) if cameras else state
         self.configure(
             randomization=randomization,
             drift=drift,
@@ -174,8 +187,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         if options:
             self.config = with_reset_options(self.config, self.task, options)
         cfg = self.config
-        streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(3)
-        dr_rng, self._noise_rng, fault_rng = (np.random.default_rng(s) for s in streams)
+        streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(4)
+        dr_rng, self._noise_rng, fault_rng, look_rng = (np.random.default_rng(s) for s in streams)
         self.sampled = sample_randomization(variations_from_ranges(cfg.randomization), dr_rng)
         self.params = episode_params(self.sampled, cfg.drift, cfg.reality_gap)
         task = self.task
@@ -191,6 +204,11 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
         self.controller.reset(HOME_Q)
         self.grasp.reset()
+        if self._feed is not None:
+            p = self.params
+            look = sample_appearance(scene, p.lighting_scale, p.colour_jitter, look_rng)
+            self.backend.set_appearance(look)
+            self._feed.reset(p.control_dt)
         self.goal = task.goal_pos(offset)
         self._monitor = SafetyMonitor(
             cfg.safety,
@@ -258,6 +276,11 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._obj_speed = math.sqrt(float(vel @ vel))
         self._slide = b.slide_q(name) if self.task.family == "drawer_open" else 0.0
 
+    @property
+    def object_point(self) -> np.ndarray:
+        """True position (3,) of the task's tracked point now, m (a copy; for records)."""
+        return self._point.copy()
+
     def _task_state(self) -> TaskState:
         return TaskState(
             object_pos=self._point,
@@ -267,6 +290,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
 
     def _observation(self) -> dict[str, np.ndarray]:
+        """What the policy sees now (state, or proprioception and camera images)."""
         noise = self.params.sensor_noise_std
         eps = (
             self._noise_rng.normal(0.0, noise, size=NOISY_CHANNELS)
@@ -285,7 +309,11 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             obstacle=self._faults.obstacle,
             frozen=self._faults.frozen,
         )
-        return state_observation(reading, eps)
+        obs = state_observation(reading, eps)
+        if self._feed is not None:
+            frozen = self._faults.frozen is not None
+            return self._feed.observe(self.backend, obs, self._step, frozen)
+        return obs
 
     # ------------------------------------------------------------------ step
 

@@ -9,8 +9,9 @@ Three layers change an episode's parameters, always in this order:
    (payload, friction, lighting, controller gains, latency, control rate, firmware).
 3. *Reality gap* (`RealityGap`): extra offsets the twin robot uses to play "the real robot".
 
-`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` only matters when
-rendering is requested (nothing here renders), so it is recorded and otherwise inert.
+`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` and `colour_jitter`
+change what the cameras see (`sim_suites.rendering.appearance`); physics never reads them, so
+they matter to policies that observe images (`rgb` / `rgbd` observation modes).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ NOMINAL: dict[str, Any] = {
     "action_latency_steps": 0,
     "control_rate_hz": NOMINAL_CONTROL_RATE_HZ,
     "lighting_scale": 1.0,
+    "colour_jitter": 0.0,
 }
 
 #: DR ranges used when no protocol is given: mild, like the example protocol.
@@ -64,6 +66,7 @@ STRONG_RANDOMIZATION: dict[str, tuple[float, float]] = {
     "action_latency_steps": (0.0, 4.0),
     "control_rate_hz": (25.0, 100.0),
     "lighting_scale": (0.5, 1.5),
+    "colour_jitter": (0.0, 0.15),
 }
 
 
@@ -206,7 +209,8 @@ class EpisodeParams:
         sensor_noise_std: std of the Gaussian noise on measured positions (m, rad).
         action_latency_steps: control steps between an action and its effect.
         control_rate_hz: requested control rate; `substeps` physics steps make one control period.
-        lighting_scale: recorded; applies only to rendering.
+        lighting_scale: light intensity factor of the cameras' lights (DR × drift).
+        colour_jitter: amplitude of the per-body RGB colour shift seen by the cameras.
         firmware: the robot firmware label of the drift setting ("" when nominal).
     """
 
@@ -216,6 +220,7 @@ class EpisodeParams:
     action_latency_steps: int = 0
     control_rate_hz: float = NOMINAL_CONTROL_RATE_HZ
     lighting_scale: float = 1.0
+    colour_jitter: float = 0.0
     firmware: str = ""
 
     @property
@@ -289,5 +294,6 @@ def episode_params(
         ),
         control_rate_hz=float(d.get("control_rate_hz", v["control_rate_hz"])),
         lighting_scale=float(v["lighting_scale"] * d.get("lighting_scale", 1.0)),
+        colour_jitter=float(v["colour_jitter"]),
         firmware=str(d.get("firmware", "")),
     )

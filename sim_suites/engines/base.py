@@ -17,6 +17,8 @@ from typing import Protocol
 
 import numpy as np
 
+from sim_suites.rendering.appearance import Appearance
+
 #: Physics time step of both engines (s); the control period is a whole number of these.
 PHYSICS_DT = 0.002
 #: Force the grasp weld may transmit (N): far above any payload here, well below breaking things.
@@ -96,6 +98,12 @@ class PhysicsBackend(Protocol):
 
     def diverged(self) -> bool:
         """Whether the simulator reported an instability since the last reset."""
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Lighting and colours of the episode (backends built with cameras only)."""
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB (h, w, 3) uint8 and optional depth (h, w, 1) float32 m of a named camera."""
 
     def close(self) -> None:
         """Release the simulator."""

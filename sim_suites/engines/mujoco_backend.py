@@ -14,6 +14,7 @@ rule with unit friction on everything else.
 from __future__ import annotations
 
 import logging
+import warnings
 
 import mujoco
 import numpy as np
@@ -141,7 +142,10 @@ class MujocoBackend:
             eq.solref = [0.005, 1.0]
         if image_size is not None:
             add_visuals(spec, kinematics, image_size[1], image_size[0])
-        self.model = spec.compile()
+        with warnings.catch_warnings():
+            # The Panda's visual OBJ files carry texture coordinates MuJoCo does not use.
+            warnings.filterwarnings("ignore", message="obj_decoder", category=UserWarning)
+            self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
         self.image_size = image_size
         self._renderer: MujocoRenderer | None = None

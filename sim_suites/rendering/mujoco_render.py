@@ -36,22 +36,12 @@ _WHITE = (0.93, 0.93, 0.92, 1.0)
 _DARK = (0.25, 0.25, 0.27, 1.0)
 _DARK_LINKS = ("panda_link7", "panda_leftfinger", "panda_rightfinger")
 #: Lights at lighting_scale 1: a key light from above the robot, a fill light from the side
-#: (diffuse, ambient, specular intensities per channel).
-LIGHTS = (
-    {
-        "pos": (0.3, -0.4, 1.8),
-        "dir": (0.15, 0.25, -1.0),
-        "diffuse": 0.6,
-        "ambient": 0.25,
-        "specular": 0.2,
-    },
-    {
-        "pos": (1.4, 0.8, 1.2),
-        "dir": (-0.8, -0.5, -0.6),
-        "diffuse": 0.3,
-        "ambient": 0.05,
-        "specular": 0.05,
-    },
+#: as (position, direction, diffuse, ambient, specular intensity per channel).
+LIGHTS: tuple[
+    tuple[tuple[float, float, float], tuple[float, float, float], float, float, float], ...
+] = (
+    ((0.3, -0.4, 1.8), (0.15, 0.25, -1.0), 0.6, 0.25, 0.2),
+    ((1.4, 0.8, 1.2), (-0.8, -0.5, -0.6), 0.3, 0.05, 0.05),
 )
 
 
@@ -144,15 +134,15 @@ def add_visuals(spec: mujoco.MjSpec, kin: PandaKinematics, width: int, height: i
     spec.visual.quality.shadowsize = 512
     spec.visual.global_.offwidth = max(width, 640)
     spec.visual.global_.offheight = max(height, 480)
-    for i, cfg in enumerate(LIGHTS):
+    for i, (where, direction, diffuse, ambient, specular) in enumerate(LIGHTS):
         light = spec.worldbody.add_light()
         light.name = f"light_{i}"
         light.type = mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
-        light.pos = list(cfg["pos"])
-        light.dir = list(cfg["dir"])
-        light.diffuse = [cfg["diffuse"]] * 3
-        light.ambient = [cfg["ambient"]] * 3
-        light.specular = [cfg["specular"]] * 3
+        light.pos = list(where)
+        light.dir = list(direction)
+        light.diffuse = [diffuse] * 3
+        light.ambient = [ambient] * 3
+        light.specular = [specular] * 3
         light.castshadow = False
     for camera in CAMERAS:
         if camera.name == "scene":
