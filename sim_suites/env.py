@@ -53,7 +53,13 @@ from sim_suites.rendering.appearance import sample_appearance
 from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE, check_image_size
 from sim_suites.rendering.feed import CAMERA_RATE_HZ, CameraFeed, camera_space, check_mode
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics, tcp_linear_velocity
-from sim_suites.safety import SSM_SPEED_FRACTION, SafetyLimits, SafetyMonitor, StopDecision
+from sim_suites.safety import (
+    SEPARATION_RANGE_M,
+    SSM_SPEED_FRACTION,
+    SafetyLimits,
+    SafetyMonitor,
+    StopDecision,
+)
 from sim_suites.tasks import TaskState, family_task_ids, graded_quality, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
 from sim_suites.variations import (
@@ -69,10 +75,6 @@ __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
 
 #: An object faster than this (m/s) means the simulation blew up: the episode is an error.
 DIVERGED_SPEED_MPS = 50.0
-
-#: Robot points for separation when the scene has no human proxy (nothing reads them then).
-_NO_POINTS = np.empty((0, 3))
-_NO_POINTS.flags.writeable = False
 
 
 class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
@@ -210,12 +212,13 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self.backend.set_appearance(look)
             self._feed.reset(p.control_dt)
         self.goal = task.goal_pos(offset)
+        self._human = task.human()
         self._monitor = SafetyMonitor(
             cfg.safety,
             self.kin.lower,
             self.kin.upper,
             self.kin.vel_limit,
-            task.human(),
+            self._human,
             (*scene.names("fixture"), *scene.names("drawer"), "obstacle"),
         )
         self._faults = FaultEffects(FaultInjector(cfg.faults, fault_rng))
@@ -223,10 +226,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         # Per-episode constants, read every step.
         self._dt = self.params.control_dt
         self._substeps = self.params.substeps
-        # Robot points and their separation from the proxy are needed only with a person in the
-        # cell; `_read_state` computes the separation once for both uses per step.
-        self._watch_human = self._monitor.human is not None
-        self._points = _NO_POINTS
+        # The separation from the proxy is needed only with a person in the cell; `_read_state`
+        # measures it once per step for both the speed cap and the monitor.
+        self._watch_human = self._human is not None
         self._separation: float | None = None
         self._queue: deque[np.ndarray] = deque(
             [np.zeros(4) for _ in range(self.params.action_latency_steps)]
@@ -265,9 +267,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         tcp, _ = self.kin.tcp_from_frames(rots[6], origins[6])
         self._tcp = tcp
         self._tcp_vel = tcp_linear_velocity(rots, origins, tcp, qd)
-        if self._watch_human:
-            self._points = np.concatenate((origins[2:], tcp[None]))
-            self._separation = self._monitor.separation(self._points)
+        if self._human is not None:
+            gaps = b.separation(self._human.part_names, SEPARATION_RANGE_M)
+            self._separation = min(gaps.values())
         name = self.task.object_name
         pos, quat = b.body_pose(name)
         self._obj_pos, self._obj_quat = pos, quat
@@ -333,9 +335,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         injector = self._faults.injector
 
         cap = V_MAX_MPS
-        if self._watch_human and self._monitor.reduced_speed_required(
-            self._points, self._separation
-        ):
+        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
             cap = min(cap, SSM_SPEED_FRACTION * cfg.safety.reduced_speed_mps)
         velocity = capped_velocity(applied, cap)
         gripper = float(applied[3])
@@ -348,6 +348,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         stall = injector.running("actuator_stall", step)
         if stall is not None:
             command.arm_cmd[stall.request.joint] = stall.data["hold"]
+        if self._human is not None and self._human.moves:
+            for part, pos in self._human.moving_parts(step * dt).items():
+                self.backend.move_body(part, pos)
         self.backend.step(command.arm_cmd, command.finger, self._substeps)
         self._step += 1
         t = self._step * dt
@@ -373,7 +376,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._qd[:7],
             self._tcp,
             tcp_speed,
-            self._points,
             contacts,
             self._point,
             self._separation,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
@@ -230,6 +231,13 @@ class MujocoBackend:
             if b.joint == "slide"
         }
         self._contact_buf = np.zeros(6)
+        self._peak: dict[tuple[str, str], float] = {}
+        # Separation queries: the robot's collision geoms, each scene body's geoms, and their
+        # bounding-sphere radii (a cheap lower bound that skips most exact distance queries).
+        self._robot_geoms = np.flatnonzero(codes == 0)
+        self._geoms_of = {
+            b.name: np.flatnonzero(m.geom_bodyid == self._body_id[b.name]) for b in scene.bodies
+        }
         # A live view of the data's warning counters (the data is allocated once) and the
         # counters that mean the simulation went unstable.
         self._warning_counts = self.data.warning.number
@@ -288,6 +296,7 @@ class MujocoBackend:
     def reset(self, init: InitialState, params: PhysicsParams) -> None:
         m, d = self.model, self.data
         nom = self._nominal
+        self._peak = {}
         m.body_mass[:] = nom["body_mass"]
         m.body_inertia[:] = nom["body_inertia"]
         m.body_ipos[:] = nom["body_ipos"]
@@ -342,10 +351,19 @@ class MujocoBackend:
         mujoco.mj_forward(m, d)
 
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
-        d = self.data
+        m, d = self.model, self.data
         d.ctrl[:7] = arm_cmd
         d.ctrl[7] = d.ctrl[8] = finger_cmd
-        mujoco.mj_step(self.model, d, nstep=substeps)
+        # Contact forces are read after every physics step: a peak between control steps
+        # (a hand hitting a wall) must reach the monitors (`contact_forces`).
+        peak: dict[tuple[str, str], float] = {}
+        for _ in range(substeps):
+            mujoco.mj_step(m, d)
+            if d.ncon:
+                for key, force in self._contacts_now().items():
+                    if force > peak.get(key, 0.0):
+                        peak[key] = force
+        self._peak = peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.data.qpos[self._q_idx].copy(), self.data.qvel[self._v_idx].copy()
@@ -393,6 +411,11 @@ class MujocoBackend:
         self.data.mocap_pos[self._mocap_id[name]] = pos
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
+        """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
+        return dict(self._peak)
+
+    def _contacts_now(self) -> dict[tuple[str, str], float]:
+        """Total normal force per reported body pair at the current physics step."""
         m, d = self.model, self.data
         out: dict[tuple[str, str], float] = {}
         ncon = d.ncon
@@ -406,6 +429,32 @@ class MujocoBackend:
             if key is not None:
                 mujoco.mj_contactForce(m, d, i, buf)
                 out[key] = out.get(key, 0.0) + abs(float(buf[0]))
+        return out
+
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Smallest distance (m) between the robot's collision geometry and each named body.
+
+        Exact convex distances from `mj_geomDistance`, queried in order of a bounding-sphere
+        lower bound and only while that bound is below the best distance so far; 0 when
+        touching or penetrating, `max_m` when farther than that.
+        """
+        m, d = self.model, self.data
+        robot = self._robot_geoms
+        xpos, rbound = d.geom_xpos, m.geom_rbound
+        out: dict[str, float] = {}
+        for name in bodies:
+            geoms = self._geoms_of[name]
+            gap = xpos[robot][:, None, :] - xpos[geoms][None, :, :]
+            lower = np.sqrt((gap * gap).sum(axis=2)) - rbound[robot][:, None] - rbound[geoms]
+            best = max_m
+            flat = lower.ravel()
+            for k in np.argsort(flat, kind="stable").tolist():
+                if flat[k] >= best:
+                    break
+                i, j = divmod(k, len(geoms))
+                dist = mujoco.mj_geomDistance(m, d, int(robot[i]), int(geoms[j]), best, None)
+                best = min(best, dist)
+            out[name] = max(0.0, float(best))
         return out
 
     def diverged(self) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import weakref
+from collections.abc import Sequence
 
 import numpy as np
 import pybullet
@@ -157,6 +158,7 @@ class PybulletBackend:
         self._damping = np.zeros(9)
         self._tau = np.zeros(9)
         self._constraint: int | None = None
+        self._peak: dict[tuple[str, str], float] = {}
         self.attached: str | None = None
         self._state_id = client.saveState()
 
@@ -241,6 +243,7 @@ class PybulletBackend:
         c = self.client
         self.detach()
         self._flush_contact_cache()
+        self._peak = {}
         c.restoreState(self._state_id)
         for link in self._robot_links:
             mass = self._nominal_link_mass[link]
@@ -306,6 +309,7 @@ class PybulletBackend:
         c = self.client
         cmd = np.concatenate([arm_cmd, [finger_cmd, finger_cmd]])
         kp, kv = self._kp * self._gain, self._kv * self._gain
+        peak: dict[tuple[str, str], float] = {}
         for _ in range(substeps):
             states = c.getJointStates(self.robot, self._joints)
             q = np.array([s[0] for s in states])
@@ -320,6 +324,11 @@ class PybulletBackend:
                 forces=list(tau - self._damping * qd),
             )
             c.stepSimulation()
+            # Contact forces after every physics step: peaks between control steps count.
+            for key, force in self._contacts_now().items():
+                if force > peak.get(key, 0.0):
+                    peak[key] = force
+        self._peak = peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         states = self.client.getJointStates(self.robot, self._joints)
@@ -393,6 +402,11 @@ class PybulletBackend:
         )
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
+        """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
+        return dict(self._peak)
+
+    def _contacts_now(self) -> dict[tuple[str, str], float]:
+        """Total normal force per reported body pair at the current physics step."""
         out: dict[tuple[str, str], float] = {}
         names = self._names
         c = self.client
@@ -410,6 +424,19 @@ class PybulletBackend:
                 continue
             key = pair_key(a, b)
             out[key] = out.get(key, 0.0) + abs(float(point[9]))
+        return out
+
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Smallest distance (m) between the robot and each named body (`getClosestPoints`).
+
+        0 when touching or penetrating, `max_m` when farther than that.
+        """
+        c = self.client
+        out: dict[str, float] = {}
+        for name in bodies:
+            points = c.getClosestPoints(bodyA=self.robot, bodyB=self._ids[name], distance=max_m)
+            best = min((float(p[8]) for p in points), default=max_m)
+            out[name] = max(0.0, min(best, max_m))
         return out
 
     def diverged(self) -> bool:
