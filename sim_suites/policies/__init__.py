@@ -4,7 +4,9 @@ A policy has `reset(seed)` and `act(obs) -> action` (a float32 array of the env'
 A protocol names a policy by import path, e.g. `sim_suites.policies:scripted`; the factory is
 called with the task id (and keyword options) and returns a fresh policy:
 
-- `scripted(task_id)`: the family's reference policy with recovery (`scripted.py`).
+- `scripted(task_id)`: the family's reference policy with recovery (`scripted.py`), on state.
+- `vision(task_id)`: the same policy finding the part in the scene camera's RGB-D images
+  (`vision.py`); it asks for the `rgbd` observation mode and reads no object pose.
 - `null(task_id)`: does nothing (holds still with the gripper open).
 - `random(task_id, seed=None)`: uniform random actions from its own generator; `reset(seed)`
   re-seeds it, so a given episode seed gives the same actions.
@@ -20,6 +22,7 @@ import numpy as np
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
 from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
+from sim_suites.policies.vision import VisionPolicy
 from sim_suites.tasks import family_of
 
 
@@ -69,6 +72,11 @@ def scripted(task_id: str, **_: Any) -> ScriptedPolicy:
     return SCRIPTS[family_of(task_id)]()
 
 
+def vision(task_id: str, **_: Any) -> VisionPolicy:
+    """The reference policy of the task's family, seeing the part through the scene camera."""
+    return VisionPolicy(task_id)
+
+
 def null(task_id: str | None = None, **_: Any) -> NullPolicy:
     """The null policy (task-independent)."""
     return NullPolicy()
@@ -97,4 +105,14 @@ def load_policy(target: str | Policy | Callable[..., Policy], task_id: str) -> P
     raise EvalError(f"policy: cannot use {target!r} as a policy", key="policy")
 
 
-__all__ = ["NullPolicy", "Policy", "RandomPolicy", "load_policy", "null", "random", "scripted"]
+__all__ = [
+    "NullPolicy",
+    "Policy",
+    "RandomPolicy",
+    "VisionPolicy",
+    "load_policy",
+    "null",
+    "random",
+    "scripted",
+    "vision",
+]
