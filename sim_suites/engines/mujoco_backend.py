@@ -346,6 +346,9 @@ class MujocoBackend:
             elif body.name in self._mocap_id:
                 d.mocap_pos[self._mocap_id[body.name]] = pos
             elif body.joint == "slide":
+                # The slide's frame is the body's model position: placement moves it there
+                # (as PyBullet moves the drawer's base).
+                m.body_pos[bid] = pos
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr] = init.slide_q.get(body.name, 0.0)
         mujoco.mj_forward(m, d)

@@ -27,6 +27,7 @@ import numpy as np
 
 from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
 from sim_suites.rendering.cameras import SCENE_CAMERA, pixel_rays, scene_camera_pose
+from sim_suites.rendering.feed import PROPRIOCEPTION_KEYS
 from sim_suites.tasks import family_of
 from sim_suites.tasks.families import BLOCK_HALF, CUBE_HALF, DRAWER_HALF, HANDLE_OFFSET, PEG_HALF
 
@@ -156,7 +157,7 @@ class VisionPolicy:
 
     def act(self, obs: Mapping[str, np.ndarray]) -> np.ndarray:
         estimate = self.perceive(obs)
-        view = dict(obs)
+        view = {key: obs[key] for key in PROPRIOCEPTION_KEYS}
         view["object_visible"] = np.array([0.0 if estimate is None else 1.0])
         view["object_pos"] = np.zeros(3) if estimate is None else estimate.copy()
         view["object_quat"] = np.array([1.0, 0.0, 0.0, 0.0])
