@@ -89,6 +89,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         max_steps: int = 400,
         target_quality: float | None = None,
         qc_tolerance_m: float | None = None,
+        grasp: str = "contact",
         render_mode: str | None = None,
     ) -> None:
         if task_id is None:
@@ -122,6 +123,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             max_steps=max_steps,
             target_quality=target_quality,
             qc_tolerance_m=qc_tolerance_m,
+            grasp=grasp,
         )
         self.params = EpisodeParams()
         self.sampled: dict[str, Any] = {}
@@ -140,8 +142,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         max_steps: int = 400,
         target_quality: float | None = None,
         qc_tolerance_m: float | None = None,
+        grasp: str = "contact",
     ) -> None:
-        """Set the configuration used from the next `reset` (same meaning as the constructor)."""
+        """Set the configuration used from the next `reset` (same meaning as the constructor).
+
+        `grasp` is "contact" (the default: friction holds the part) or "assisted" (a weld holds
+        it; see `sim_suites.grasping`)."""
         self.config = env_config(
             self.task,
             randomization=randomization,
@@ -152,6 +158,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             max_steps=max_steps,
             target_quality=target_quality,
             qc_tolerance_m=qc_tolerance_m,
+            grasp=grasp,
         )
 
     @property
@@ -190,7 +197,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self.params.physics,
         )
         self.controller.reset(HOME_Q)
-        self.grasp.reset()
+        self.grasp.reset(cfg.grasp)
         self.goal = task.goal_pos(offset)
         self._monitor = SafetyMonitor(
             cfg.safety,
@@ -445,6 +452,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
         control["actions_clipped"] = self._clipped
         control["goal_error_m"] = round(float(self._error), 9)
+        control["grasp_mode"] = self.config.grasp
         t_end = self._step * self.params.control_dt
         done = self._status == "ok" and self._quality >= self.config.target_quality
         return {

@@ -30,7 +30,8 @@ class PhysicsParams:
     """Per-episode physical parameters, after domain randomization, drift and reality gap.
 
     Scales are multiplicative on the nominal values; `payload_kg` is lumped at the hand's centre
-    of mass; `friction_scale` multiplies object friction and the drawer's slide friction.
+    of mass; `friction_scale` multiplies object friction and the drawer's slide friction;
+    `grip_force_scale` multiplies the gripper's force limit (GRIP_FORCE_N per finger).
     """
 
     friction_scale: float = 1.0
@@ -39,6 +40,7 @@ class PhysicsParams:
     joint_damping_scale: float = 1.0
     actuator_gain_scale: float = 1.0
     payload_kg: float = 0.0
+    grip_force_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,11 @@ class PhysicsBackend(Protocol):
     def slide_q(self, name: str) -> float:
         """Position of a slide-jointed body along its axis (m)."""
 
+    def finger_contact_forces(self, name: str) -> tuple[float, float]:
+        """Total normal force (N) between body `name` and the left and the right finger."""
+
     def attach(self, name: str) -> None:
-        """Weld a body to the hand at its current relative pose (the grasp model)."""
+        """Weld a body to the hand at its current relative pose (assisted grasping only)."""
 
     def detach(self) -> None:
         """Remove the grasp weld, if any."""
