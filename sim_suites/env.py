@@ -62,6 +62,8 @@ from sim_suites.variations import (
 
 __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
 
+#: Draws of an instance already done at reset tolerated before the ranges count as a user error.
+MAX_INVALID_DRAWS = 50
 #: An object faster than this (m/s) means the simulation blew up: the episode is an error.
 DIVERGED_SPEED_MPS = 50.0
 
@@ -183,19 +185,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         cfg = self.config
         streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(3)
         dr_rng, self._noise_rng, fault_rng = (np.random.default_rng(s) for s in streams)
-        self.sampled = sample_randomization(variations_from_ranges(cfg.randomization), dr_rng)
-        self.params = episode_params(self.sampled, cfg.drift, cfg.reality_gap)
+        self.invalid_draws = self._draw_instance(dr_rng)
         task = self.task
         scene = self._scene
         offset = np.array(self.params.object_xy_offset)
-        positions: dict[str, np.ndarray] = {}
-        for name in task.placement_bodies():
-            body = scene.body(name)
-            positions[name] = np.array(body.pos) + np.array([offset[0], offset[1], 0.0])
-        self.backend.reset(
-            InitialState(arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions),
-            self.params.physics,
-        )
         self.controller.reset(HOME_Q)
         self.grasp.reset(cfg.grasp)
         self.goal = task.goal_pos(offset)
@@ -236,12 +229,57 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         obs = self._observation()
         info = {
             "randomization": dict(self.sampled),
+            "invalid_draws": [dict(d) for d in self.invalid_draws],
             "drift": dict(cfg.drift),
             "control_dt": self.params.control_dt,
             "quality": self._quality,
             "is_success": False,
         }
         return obs, info
+
+    def _draw_instance(self, dr_rng: np.random.Generator) -> list[dict[str, Any]]:
+        """Sample DR values and place the scene; redraw while the task is already done.
+
+        An instance whose task is satisfied at reset (q ≥ q* before the robot moved: the
+        object dropped on its goal) would be a free success. It is recorded as invalid (its
+        sampled values are returned) and drawn again from the same stream.
+
+        Returns:
+            the sampled values of every invalid draw, in order (usually none).
+        """
+        cfg, task, scene = self.config, self.task, self._scene
+        variations = variations_from_ranges(cfg.randomization)
+        invalid: list[dict[str, Any]] = []
+        for _ in range(MAX_INVALID_DRAWS + 1):
+            self.sampled = sample_randomization(variations, dr_rng)
+            self.params = episode_params(self.sampled, cfg.drift, cfg.reality_gap)
+            offset = np.array(self.params.object_xy_offset)
+            positions = {
+                name: np.array(scene.body(name).pos) + np.array([offset[0], offset[1], 0.0])
+                for name in task.placement_bodies()
+            }
+            yaw = {}
+            if scene.body(task.object_name).joint == "free":
+                yaw[task.object_name] = self.params.object_yaw_rad
+            self.backend.reset(
+                InitialState(
+                    arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions, body_yaw=yaw
+                ),
+                self.params.physics,
+            )
+            pos, _ = self.backend.body_pose(task.object_name)
+            slide = (
+                self.backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
+            )
+            at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
+            if task.quality(at_rest, task.goal_pos(offset)) < cfg.target_quality:
+                return invalid
+            invalid.append(dict(self.sampled))
+        raise EvalError(
+            f"randomization: {task.task_id} was already done at reset in {len(invalid)} draws "
+            "in a row; narrow the placement range (object_xy_offset_m)",
+            key="randomization",
+        )
 
     # ------------------------------------------------------------------ state
 

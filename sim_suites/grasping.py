@@ -19,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol import GRASP_MODES
 from sim_suites.controller import grasp_closes, grasp_releases
 from sim_suites.engines.base import PhysicsBackend
 from sim_suites.tasks import Task
 
-GRASP_MODES = ("contact", "assisted")
 #: Normal force (N) each finger must exert on the part for it to count as grasped: well above
 #: resting contact, well below the grip force (20 N per finger nominally).
 GRASP_CONTACT_N = 2.0

@@ -45,12 +45,19 @@ class PhysicsParams:
 
 @dataclass(frozen=True)
 class InitialState:
-    """Where everything starts: arm joints (7,), finger opening per finger, body positions."""
+    """Where everything starts: arm joints (7,), finger opening per finger, body positions,
+    rotations of free bodies about the vertical (rad), slide positions (m)."""
 
     arm_q: np.ndarray
     finger_q: float
     body_pos: Mapping[str, np.ndarray] = field(default_factory=dict)
     slide_q: Mapping[str, float] = field(default_factory=dict)
+    body_yaw: Mapping[str, float] = field(default_factory=dict)
+
+
+def yaw_quat(yaw_rad: float) -> np.ndarray:
+    """Unit (w, x, y, z) quaternion of a rotation by `yaw_rad` about the world z axis."""
+    return np.array([np.cos(yaw_rad / 2), 0.0, 0.0, np.sin(yaw_rad / 2)])
 
 
 class PhysicsBackend(Protocol):

@@ -33,6 +33,7 @@ from sim_suites.engines.base import (
     PhysicsParams,
     pair_key,
     quat_conj_mul,
+    yaw_quat,
 )
 from sim_suites.panda_description import (
     ARMATURE_KGM2,
@@ -350,7 +351,7 @@ class MujocoBackend:
             if body.joint == "free":
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr : adr + 3] = pos
-                d.qpos[adr + 3 : adr + 7] = (1.0, 0.0, 0.0, 0.0)
+                d.qpos[adr + 3 : adr + 7] = yaw_quat(init.body_yaw.get(body.name, 0.0))
             elif body.name in self._mocap_id:
                 d.mocap_pos[self._mocap_id[body.name]] = pos
             elif body.joint == "slide":

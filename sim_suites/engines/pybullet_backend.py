@@ -39,6 +39,7 @@ from sim_suites.engines.base import (
     pd_torque,
     quat_conj_mul,
     quat_to_matrix,
+    yaw_quat,
 )
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
@@ -314,7 +315,8 @@ class PybulletBackend:
                 c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
                 c.resetJointState(bid, 0, float(init.slide_q.get(body.name, 0.0)), 0.0)
             else:
-                c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
+                quat = _xyzw(yaw_quat(init.body_yaw.get(body.name, 0.0)))
+                c.resetBasePositionAndOrientation(bid, list(pos), quat)
                 c.resetBaseVelocity(bid, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
 
     def _flush_contact_cache(self) -> None:
