@@ -35,23 +35,18 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied_eval.errors import EvalError
-from sim_suites.control_quality import ControlRecorder
+from sim_suites.control_quality import ControlRecorder, unintended_contact
 from sim_suites.controller import V_MAX_MPS, ArmController, capped_velocity
-from sim_suites.engines.base import ROBOT, TABLE, InitialState
+from sim_suites.engines.base import InitialState
 from sim_suites.engines.factory import ENGINES, check_engine, make_backend
 from sim_suites.env_config import EnvConfig, env_config, with_reset_options
 from sim_suites.fault_effects import FaultEffects, obstacle_contact_n, obstacle_warn_n
 from sim_suites.faults import FaultInjector, FaultRequest, FaultView
 from sim_suites.grasping import GraspTracker
-from sim_suites.observations import (
-    NOISY_CHANNELS,
-    StateReading,
-    state_observation,
-    state_space,
-)
-from sim_suites.rendering.appearance import sample_appearance
-from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE, check_image_size
-from sim_suites.rendering.feed import CAMERA_RATE_HZ, CameraFeed, camera_space, check_mode
+from sim_suites.observations import StateReading
+from sim_suites.perception import Perception
+from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE
+from sim_suites.rendering.feed import CAMERA_RATE_HZ
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics, tcp_linear_velocity
 from sim_suites.safety import (
     SEPARATION_RANGE_M,
@@ -73,6 +68,8 @@ from sim_suites.variations import (
 
 __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
 
+#: Draws of an instance already done at reset tolerated before the ranges count as a user error.
+MAX_INVALID_DRAWS = 50
 #: An object faster than this (m/s) means the simulation blew up: the episode is an error.
 DIVERGED_SPEED_MPS = 50.0
 
@@ -96,6 +93,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         max_steps: int = 400,
         target_quality: float | None = None,
         qc_tolerance_m: float | None = None,
+        grasp: str = "contact",
         render_mode: str | None = None,
         observation_mode: str = "state",
         image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
@@ -118,16 +116,13 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.engine = engine
         self.kin = panda_kinematics()
         self._scene = self.task.scene()
-        self.observation_mode = check_mode(observation_mode)
-        size = check_image_size(image_size)
-        cameras = observation_mode != "state"
-        self._feed = CameraFeed(observation_mode, camera_rate_hz) if cameras else None
-        self.backend = make_backend(engine, self._scene, image_size=size if cameras else None)
+        self.perception = Perception(observation_mode, image_size, camera_rate_hz)
+        self.observation_mode = observation_mode
+        self.backend = make_backend(engine, self._scene, image_size=self.perception.image_size)
         self.controller = ArmController(self.kin)
         self.grasp = GraspTracker(self.task)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
-        state = state_space()
-        self.observation_space = camera_space(state, observation_mode, size) if cameras else state
+        self.observation_space = self.perception.space
         self.configure(
             randomization=randomization,
             drift=drift,
@@ -137,6 +132,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             max_steps=max_steps,
             target_quality=target_quality,
             qc_tolerance_m=qc_tolerance_m,
+            grasp=grasp,
         )
         self.params = EpisodeParams()
         self.sampled: dict[str, Any] = {}
@@ -155,8 +151,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         max_steps: int = 400,
         target_quality: float | None = None,
         qc_tolerance_m: float | None = None,
+        grasp: str = "contact",
     ) -> None:
-        """Set the configuration used from the next `reset` (same meaning as the constructor)."""
+        """Set the configuration used from the next `reset` (same meaning as the constructor).
+
+        `grasp` is "contact" (the default: friction holds the part) or "assisted" (a weld holds
+        it; see `sim_suites.grasping`)."""
         self.config = env_config(
             self.task,
             randomization=randomization,
@@ -167,6 +167,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             max_steps=max_steps,
             target_quality=target_quality,
             qc_tolerance_m=qc_tolerance_m,
+            grasp=grasp,
         )
 
     @property
@@ -190,27 +191,14 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self.config = with_reset_options(self.config, self.task, options)
         cfg = self.config
         streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(4)
-        dr_rng, self._noise_rng, fault_rng, look_rng = (np.random.default_rng(s) for s in streams)
-        self.sampled = sample_randomization(variations_from_ranges(cfg.randomization), dr_rng)
-        self.params = episode_params(self.sampled, cfg.drift, cfg.reality_gap)
+        dr_rng, noise_rng, fault_rng, look_rng = (np.random.default_rng(s) for s in streams)
+        self.invalid_draws = self._draw_instance(dr_rng)
         task = self.task
         scene = self._scene
         offset = np.array(self.params.object_xy_offset)
-        positions: dict[str, np.ndarray] = {}
-        for name in task.placement_bodies():
-            body = scene.body(name)
-            positions[name] = np.array(body.pos) + np.array([offset[0], offset[1], 0.0])
-        self.backend.reset(
-            InitialState(arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions),
-            self.params.physics,
-        )
         self.controller.reset(HOME_Q)
-        self.grasp.reset()
-        if self._feed is not None:
-            p = self.params
-            look = sample_appearance(scene, p.lighting_scale, p.colour_jitter, look_rng)
-            self.backend.set_appearance(look)
-            self._feed.reset(p.control_dt)
+        self.grasp.reset(cfg.grasp)
+        self.perception.reset(self.backend, scene, self.params, noise_rng, look_rng)
         self.goal = task.goal_pos(offset)
         self._human = task.human()
         self._monitor = SafetyMonitor(
@@ -249,12 +237,55 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         obs = self._observation()
         info = {
             "randomization": dict(self.sampled),
+            "invalid_draws": [dict(d) for d in self.invalid_draws],
             "drift": dict(cfg.drift),
             "control_dt": self.params.control_dt,
             "quality": self._quality,
             "is_success": False,
         }
         return obs, info
+
+    def _draw_instance(self, dr_rng: np.random.Generator) -> list[dict[str, Any]]:
+        """Sample DR values and place the scene; redraw while the task is already done.
+
+        An instance whose task is satisfied at reset (q ≥ q* before the robot moved: the
+        object dropped on its goal) would be a free success. It is recorded as invalid (its
+        sampled values are returned) and drawn again from the same stream.
+
+        Returns:
+            the sampled values of every invalid draw, in order (usually none).
+        """
+        cfg, task, scene = self.config, self.task, self._scene
+        variations = variations_from_ranges(cfg.randomization)
+        invalid: list[dict[str, Any]] = []
+        for _ in range(MAX_INVALID_DRAWS + 1):
+            self.sampled = sample_randomization(variations, dr_rng)
+            self.params = episode_params(self.sampled, cfg.drift, cfg.reality_gap)
+            offset = np.array(self.params.object_xy_offset)
+            positions = {
+                name: np.array(scene.body(name).pos) + np.array([offset[0], offset[1], 0.0])
+                for name in task.placement_bodies()
+            }
+            yaw = {}
+            if scene.body(task.object_name).joint == "free":
+                yaw[task.object_name] = self.params.object_yaw_rad
+            self.backend.reset(
+                InitialState(
+                    arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions, body_yaw=yaw
+                ),
+                self.params.physics,
+            )
+            pos, _ = self.backend.body_pose(task.object_name)
+            slide = self.backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
+            at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
+            if task.quality(at_rest, task.goal_pos(offset)) < cfg.target_quality:
+                return invalid
+            invalid.append(dict(self.sampled))
+        raise EvalError(
+            f"randomization: {task.task_id} was already done at reset in {len(invalid)} draws "
+            "in a row; narrow the placement range (object_xy_offset_m)",
+            key="randomization",
+        )
 
     # ------------------------------------------------------------------ state
 
@@ -293,12 +324,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
 
     def _observation(self) -> dict[str, np.ndarray]:
         """What the policy sees now (state, or proprioception and camera images)."""
-        noise = self.params.sensor_noise_std
-        eps = (
-            self._noise_rng.normal(0.0, noise, size=NOISY_CHANNELS)
-            if noise > 0
-            else np.zeros(NOISY_CHANNELS)
-        )
         reading = StateReading(
             q=self._q,
             qd=self._qd,
@@ -311,11 +336,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             obstacle=self._faults.obstacle,
             frozen=self._faults.frozen,
         )
-        obs = state_observation(reading, eps)
-        if self._feed is not None:
-            frozen = self._faults.frozen is not None
-            return self._feed.observe(self.backend, obs, self._step, frozen)
-        return obs
+        return self.perception.observe(self.backend, reading, self._step)
 
     # ------------------------------------------------------------------ step
 
@@ -393,7 +414,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._recorder.add(
             command.tcp_target,
             self._tcp,
-            self._unintended_contact(contacts),
+            unintended_contact(contacts, task.object_name),
             power,
             self._point,
             self._error,
@@ -447,19 +468,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._held = self.grasp.holding(self.backend)
         return injected
 
-    def _unintended_contact(self, contacts: Mapping[tuple[str, str], float]) -> float:
-        """Peak contact not part of the task's intended interaction (for QC)."""
-        obj = self.task.object_name
-        worst = 0.0
-        for (a, b), force in contacts.items():
-            if a == ROBOT and b == obj:
-                continue
-            if obj in (a, b) and TABLE in (a, b):
-                continue
-            if a == ROBOT or obj in (a, b):
-                worst = max(worst, force)
-        return worst
-
     # ------------------------------------------------------------------ episode summary
 
     def episode_summary(self) -> dict[str, Any]:
@@ -475,6 +483,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
         control["actions_clipped"] = self._clipped
         control["goal_error_m"] = round(float(self._error), 9)
+        control["grasp_mode"] = self.config.grasp
         t_end = self._step * self.params.control_dt
         done = self._status == "ok" and self._quality >= self.config.target_quality
         return {

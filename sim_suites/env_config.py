@@ -8,6 +8,7 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from sim_suites.faults import FaultRequest, fault_requests
+from sim_suites.grasping import check_grasp_mode
 from sim_suites.safety import SafetyLimits
 from sim_suites.tasks import Task
 from sim_suites.variations import (
@@ -30,6 +31,7 @@ class EnvConfig:
     max_steps: int
     target_quality: float
     qc_tolerance_m: float
+    grasp: str = "contact"
 
 
 def env_config(
@@ -43,11 +45,12 @@ def env_config(
     max_steps: int = 400,
     target_quality: float | None = None,
     qc_tolerance_m: float | None = None,
+    grasp: str = "contact",
 ) -> EnvConfig:
     """Check every setting against `task` and return the configuration (EvalError if bad).
 
     None means the default: mild DR (`DEFAULT_RANDOMIZATION`), no drift, the task's own q* and
-    QC tolerance, default safety limits.
+    QC tolerance, default safety limits. `grasp` is a mode of `sim_suites.grasping`.
     """
     ranges = DEFAULT_RANDOMIZATION if randomization is None else dict(randomization)
     variations_from_ranges(ranges)  # validates
@@ -68,6 +71,7 @@ def env_config(
         max_steps=max_steps,
         target_quality=float(q_star),
         qc_tolerance_m=float(tol),
+        grasp=check_grasp_mode(grasp),
     )
 
 

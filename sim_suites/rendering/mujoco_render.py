@@ -17,6 +17,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from sim_suites.panda_description import pybullet_panda_urdf_path
 from sim_suites.rendering.appearance import TABLE_RGBA, Appearance
 from sim_suites.rendering.cameras import (
     CAMERAS,
@@ -27,7 +28,7 @@ from sim_suites.rendering.cameras import (
     scene_camera_pose,
 )
 from sim_suites.rendering.gl import offscreen_context
-from sim_suites.robot import PandaKinematics, panda_urdf_path
+from sim_suites.robot import PandaKinematics
 
 #: Geom group of the visual meshes (drawn) and of the robot's collision meshes (hidden).
 VISUAL_GROUP, HIDDEN_GROUP = 1, 3
@@ -71,7 +72,7 @@ def _rpy_matrix(r: float, p: float, y: float) -> np.ndarray:
 
 def urdf_visuals(path: Path | None = None) -> list[tuple[str, Path, np.ndarray]]:
     """(link, mesh file, 4×4 pose in the link frame) of every visual mesh of the Panda URDF."""
-    path = path or panda_urdf_path()
+    path = path or pybullet_panda_urdf_path()
     out = []
     for link in ET.parse(path).getroot().findall("link"):
         for visual in link.findall("visual"):
