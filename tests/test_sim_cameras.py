@@ -181,3 +181,16 @@ def test_vision_policy_succeeds_nominally_and_fails_in_the_dark(engine: str) -> 
     # (One second is enough to see that it never finds the cube: nominally it does at once.)
     dark, dark_detections = _vision_episode(engine, {"lighting_scale": 0.25}, steps=50)
     assert not dark and dark_detections == 0
+
+
+def test_missing_offscreen_library_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes.util
+
+    from embodied_eval.errors import EvalError
+    from sim_suites.rendering import gl
+
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    monkeypatch.setattr(ctypes.util, "find_library", lambda name: None)
+    with pytest.raises(EvalError, match=r"libOSMesa\.so .*libosmesa6") as caught:
+        gl.offscreen_context(64, 64)
+    assert "\n" not in str(caught.value)

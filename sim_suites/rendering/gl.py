@@ -2,7 +2,7 @@
 
 MuJoCo picks its OpenGL platform from `MUJOCO_GL` when it is first imported; this module instead
 opens the platform it needs directly, so rendering works whatever was imported before: EGL
-(`libEGL.so.1`, Debian packages `libegl1` and `libgl1-mesa-dri`, GPU or Mesa's software
+(`libEGL.so.1`, Debian packages `libegl1`, `libegl-mesa0`, `libgl1-mesa-dri`; GPU or Mesa software
 rasterizer) by default, OSMesa (`libOSMesa.so.8`, Debian `libosmesa6`) when `MUJOCO_GL=osmesa`
 or when EGL cannot start. When neither works, the error names the missing system library.
 """
@@ -17,7 +17,10 @@ from embodied_eval.errors import EvalError
 
 #: Platform → (shared library MuJoCo needs, the Debian packages that provide it).
 PLATFORM_LIBRARIES = {
-    "egl": ("EGL", "libEGL.so.1 (Debian: apt-get install libegl1 libgl1-mesa-dri)"),
+    "egl": (
+        "EGL",
+        "libEGL.so.1 (Debian: apt-get install libegl1 libegl-mesa0 libgl1-mesa-dri)",
+    ),
     "osmesa": ("OSMesa", "libOSMesa.so (Debian: apt-get install libosmesa6)"),
 }
 
