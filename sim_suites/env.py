@@ -268,9 +268,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
                 self.params.physics,
             )
             pos, _ = self.backend.body_pose(task.object_name)
-            slide = (
-                self.backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
-            )
+            slide = self.backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
             at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
             if task.quality(at_rest, task.goal_pos(offset)) < cfg.target_quality:
                 return invalid
