@@ -65,6 +65,7 @@ from embodied_eval.protocol import (
     protocol_from_mapping,
 )
 from embodied_eval.records import SEVERITIES, Episode, ExposureEntry, Fault, Incident
+from embodied_eval.sensitivity import saturation_warnings
 from embodied_eval.stats import Estimate
 
 #: Label mixed into the protocol's base seed when no generator is passed (reproducible).
@@ -165,6 +166,21 @@ class EmbodimentReport:
             },
             "notes": list(self.notes),
         }
+
+
+def _family_rates(sets: EpisodeSets) -> dict[tuple[str, str], tuple[int, int]]:
+    """(side, family) -> (successes, first scored attempts) of the evaluated policy; the sim
+    side is named by its engine ("sim mujoco")."""
+    rates: dict[tuple[str, str], tuple[int, int]] = {}
+    sides = [("real", sets.real)]
+    sides += [
+        (f"sim {e}", [x for x in sets.sim_every_engine if x.engine == e]) for e in sets.sim_engines
+    ]
+    for side, episodes in sides:
+        for ep in episodes:
+            wins, n = rates.get((side, ep.family), (0, 0))
+            rates[(side, ep.family)] = (wins + int(ep.success), n + 1)
+    return rates
 
 
 def _episode_counts(sets: EpisodeSets) -> dict[str, int]:
@@ -324,6 +340,7 @@ def compute_embodiment(
     baselines = baseline_calibration(sets.first_scored, protocol, sets.policy, level)
     if baselines is not None:
         notes.extend(f"baselines: {w}" for w in baselines.warnings)
+    notes.extend(saturation_warnings(_family_rates(sets), who="the evaluated policy"))
     return EmbodimentReport(
         protocol_name=protocol.name,
         protocol_hash=protocol.protocol_hash,
