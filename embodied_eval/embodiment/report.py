@@ -30,6 +30,7 @@ from embodied_eval.embodiment.beyond import (
     policy_agreement,
 )
 from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
+from embodied_eval.embodiment.cross_engine import EngineAgreement, cross_engine_agreement
 from embodied_eval.embodiment.gates import robotics_gates
 from embodied_eval.embodiment.reliability import (
     RecoveryResult,
@@ -107,6 +108,7 @@ class EmbodimentReport:
     baselines: BaselineCalibration | None = None
     agreement: PolicyAgreement | None = None
     notes: list[str] = field(default_factory=list)
+    cross_engine: dict[str, EngineAgreement] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -139,6 +141,7 @@ class EmbodimentReport:
             "S2R_by_family": {f: t.to_json() for f, t in self.transfer_by_family.items()},
             "S2R_by_engine": {k: t.to_json() for k, t in self.transfer_by_engine.items()},
             "sim_engine": self.sim_engine,
+            "cross_engine": {k: v.to_json() for k, v in self.cross_engine.items()},
             "SS": s.ss.to_json(),
             "rates_per_100h": {sev: s.rates[sev].to_json() for sev in SEVERITIES},
             "incidents": s.to_json(),
@@ -354,6 +357,7 @@ def compute_embodiment(
         transfer=transfer,
         transfer_by_family=by_family,
         transfer_by_engine=by_engine,
+        cross_engine=cross_engine_agreement(sets.sim_every_engine, level),
         sim_engine=sets.sim_engine,
         safety=safety,
         recovery=recovery,
