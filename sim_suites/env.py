@@ -4,17 +4,16 @@ Composition, not inheritance: a physics backend (MuJoCo or PyBullet, `sim_suites
 the robot and the arena; a `Task` scores the physics state; `ArmController` turns actions into
 joint set-points; `GraspTracker` (`sim_suites.grasping`) says whether the part is held;
 `SafetyMonitor`, `FaultEffects` (`sim_suites.fault_effects`) and `ControlRecorder` watch every
-control step; `sim_suites.observations` turns a physics reading into what the policy sees; the
-per-episode settings live in `EnvConfig` (`sim_suites.env_config`).
+control step; `Perception` (`sim_suites.perception`) turns a physics reading into what the
+policy sees; the per-episode settings live in `EnvConfig` (`sim_suites.env_config`).
 
 Spaces:
 
 - action: Box(−1, 1, (4,), float32) = [vx, vy, vz, g], a TCP velocity command (full scale
   0.4 m/s, capped in norm) and the gripper set-point (−1 closed … +1 open); see
   `sim_suites.controller`. Out-of-range actions are clipped and counted (`actions_clipped`).
-- observation: a Dict of float64 arrays (see `sim_suites.observations`) in `state` mode; in the
-  camera modes `rgb` / `rgbd` proprioception plus camera images and no object pose (see
-  `sim_suites.rendering.feed`). Only the camera modes build cameras and render.
+- observation: a Dict: state (`sim_suites.observations`), or in the camera modes `rgb` / `rgbd`
+  proprioception and images without the object pose (`sim_suites.rendering.feed`).
 
 Reward: the current graded quality q (see `sim_suites.tasks.base`). An episode terminates when
 the task is complete (within tolerance, released, at rest for 5 steps), on a protective stop or a

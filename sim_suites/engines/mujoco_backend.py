@@ -30,14 +30,13 @@ from embodied_eval.errors import EvalError
 from sim_suites.arena import Body, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
-    ROBOT,
     TABLE,
     InitialState,
     PhysicsParams,
-    pair_key,
     quat_conj_mul,
     yaw_quat,
 )
+from sim_suites.engines.mujoco_contacts import MujocoContacts
 from sim_suites.panda_description import (
     ARMATURE_KGM2,
     JOINT_FRICTION_NM,
@@ -195,47 +194,12 @@ class MujocoBackend:
             for b in scene.bodies
             if m.body_mocapid[self._body_id[b.name]] >= 0
         }
-        # Body name for every geom, for contact bookkeeping ("robot" for the arm and hand).
+        # The arm's and hand's bodies: "robot" in contact bookkeeping.
         robot_bodies = {m.body(f"panda_link{i}").id for i in range(1, 8)} | {
             m.body("panda_leftfinger").id,
             m.body("panda_rightfinger").id,
         }
-        # Contact book-keeping: an owner code per geom (−1 none, 0 robot, 1 table, 2+ scene
-        # bodies) and a table of which owner pairs are reported (see `contact_forces`).
-        self._owner_names = [ROBOT, TABLE, *[b.name for b in scene.bodies]]
-        code_by_body = {
-            bid: 2 + k for k, bid in enumerate(self._body_id[b.name] for b in scene.bodies)
-        }
-        codes = np.full(m.ngeom, -1, dtype=int)
-        for g in range(m.ngeom):
-            bid = int(m.geom_bodyid[g])
-            if bid in robot_bodies:
-                codes[g] = 0
-            elif bid == 0:
-                codes[g] = 1 if m.geom(g).name == TABLE else -1
-            else:
-                codes[g] = code_by_body.get(bid, -1)
-        self._owner_code = codes
-        n = len(self._owner_names)
-        objects = {2 + k for k, b in enumerate(scene.bodies) if b.role == "object"}
-        relevant = np.zeros((n + 1, n + 1), dtype=bool)  # index −1 (none) maps to the last row
-        for a in range(n):
-            for b in range(n):
-                if a == b:
-                    continue
-                robot_pair = 0 in (a, b)
-                object_on_fixture = (a in objects or b in objects) and 1 not in (a, b)
-                relevant[a, b] = robot_pair or object_on_fixture
-        self._relevant = relevant
-        # The same table per geom pair: the reported key, or None for a pair not reported.
-        owner = codes.tolist()
-        self._geom_pair_keys: list[list[tuple[str, str] | None]] = [
-            [
-                pair_key(self._owner_names[a], self._owner_names[b]) if relevant[a, b] else None
-                for b in owner
-            ]
-            for a in owner
-        ]
+        self.contacts = MujocoContacts(m, scene, self._body_id, robot_bodies)
         # Nominal copies of everything a reset rewrites.
         self._nominal = {
             "body_mass": m.body_mass.copy(),
@@ -265,12 +229,6 @@ class MujocoBackend:
         }
         self._contact_buf = np.zeros(6)
         self._peak: dict[tuple[str, str], float] = {}
-        # Separation queries: the robot's collision geoms, each scene body's geoms, and their
-        # bounding-sphere radii (a cheap lower bound that skips most exact distance queries).
-        self._robot_geoms = np.flatnonzero(codes == 0)
-        self._geoms_of = {
-            b.name: np.flatnonzero(m.geom_bodyid == self._body_id[b.name]) for b in scene.bodies
-        }
         # A live view of the data's warning counters (the data is allocated once) and the
         # counters that mean the simulation went unstable.
         self._warning_counts = self.data.warning.number
@@ -472,46 +430,11 @@ class MujocoBackend:
 
     def _contacts_now(self) -> dict[tuple[str, str], float]:
         """Total normal force per reported body pair at the current physics step."""
-        m, d = self.model, self.data
-        out: dict[tuple[str, str], float] = {}
-        ncon = d.ncon
-        if ncon == 0:
-            return out
-        keys = self._geom_pair_keys
-        buf = self._contact_buf
-        # A handful of contacts per step: a plain loop over Python ints beats numpy indexing.
-        for i, (g1, g2) in enumerate(d.contact.geom[:ncon].tolist()):
-            key = keys[g1][g2]
-            if key is not None:
-                mujoco.mj_contactForce(m, d, i, buf)
-                out[key] = out.get(key, 0.0) + abs(float(buf[0]))
-        return out
+        return self.contacts.forces(self.model, self.data)
 
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
-        """Smallest distance (m) between the robot's collision geometry and each named body.
-
-        Exact convex distances from `mj_geomDistance`, queried in order of a bounding-sphere
-        lower bound and only while that bound is below the best distance so far; 0 when
-        touching or penetrating, `max_m` when farther than that.
-        """
-        m, d = self.model, self.data
-        robot = self._robot_geoms
-        xpos, rbound = d.geom_xpos, m.geom_rbound
-        out: dict[str, float] = {}
-        for name in bodies:
-            geoms = self._geoms_of[name]
-            gap = xpos[robot][:, None, :] - xpos[geoms][None, :, :]
-            lower = np.sqrt((gap * gap).sum(axis=2)) - rbound[robot][:, None] - rbound[geoms]
-            best = max_m
-            flat = lower.ravel()
-            for k in np.argsort(flat, kind="stable").tolist():
-                if flat[k] >= best:
-                    break
-                i, j = divmod(k, len(geoms))
-                dist = mujoco.mj_geomDistance(m, d, int(robot[i]), int(geoms[j]), best, None)
-                best = min(best, dist)
-            out[name] = max(0.0, float(best))
-        return out
+        """Distance from the robot's geometry to each body (see `MujocoContacts.separation`)."""
+        return self.contacts.separation(self.model, self.data, bodies, max_m)
 
     def diverged(self) -> bool:
         counts = self._warning_counts.tolist()

@@ -29,7 +29,7 @@ import pybullet
 from pybullet_utils import bullet_client
 
 from embodied_eval.errors import EvalError
-from sim_suites.arena import Body, Scene
+from sim_suites.arena import Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
     ROBOT,
@@ -43,13 +43,14 @@ from sim_suites.engines.base import (
     quat_to_matrix,
     yaw_quat,
 )
+from sim_suites.engines.pybullet_scene import add_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
     panda_urdf_file,
 )
 from sim_suites.rendering.appearance import Appearance
-from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual, visual_shapes
+from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
@@ -176,7 +177,7 @@ class PybulletBackend:
         )
         self._ids: dict[str, int] = {}
         for body in scene.bodies:
-            self._ids[body.name] = self._add_body(body)
+            self._ids[body.name] = add_body(client, body, image_size is not None)
         self._names = {bid: name for name, bid in self._ids.items()}
         self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role == "object"]
         self._names[self.robot] = ROBOT
@@ -206,81 +207,6 @@ class PybulletBackend:
         self._peak: dict[tuple[str, str], float] = {}
         self.attached: str | None = None
         self._state_id = client.saveState()
-
-    # ------------------------------------------------------------------ build
-
-    def _add_body(self, body: Body) -> int:
-        c = self.client
-        shapes, extents, radii, lengths, positions = [], [], [], [], []
-        for geom in body.geoms:
-            if geom.shape == "box":
-                shapes.append(pybullet.GEOM_BOX)
-                extents.append(list(geom.size))
-                radii.append(0.0)
-                lengths.append(0.0)
-            elif geom.shape in ("capsule", "cylinder"):
-                shapes.append(
-                    pybullet.GEOM_CAPSULE if geom.shape == "capsule" else pybullet.GEOM_CYLINDER
-                )
-                extents.append([0.0, 0.0, 0.0])
-                radii.append(geom.size[0])
-                lengths.append(2.0 * geom.size[1])
-            else:
-                shapes.append(pybullet.GEOM_SPHERE)
-                extents.append([0.0, 0.0, 0.0])
-                radii.append(geom.size[0])
-                lengths.append(0.0)
-            positions.append(list(geom.pos))
-        shape = c.createCollisionShapeArray(
-            shapeTypes=shapes,
-            halfExtents=extents,
-            radii=radii,
-            lengths=lengths,
-            collisionFramePositions=positions,
-        )
-        visual = visual_shapes(c, body) if self.image_size is not None else -1
-        if body.joint == "slide":
-            bid = c.createMultiBody(
-                baseMass=0.0,
-                baseCollisionShapeIndex=-1,
-                basePosition=list(body.pos),
-                linkMasses=[body.mass],
-                linkCollisionShapeIndices=[shape],
-                linkVisualShapeIndices=[visual],
-                linkPositions=[[0.0, 0.0, 0.0]],
-                linkOrientations=[[0.0, 0.0, 0.0, 1.0]],
-                linkInertialFramePositions=[[0.0, 0.0, 0.0]],
-                linkInertialFrameOrientations=[[0.0, 0.0, 0.0, 1.0]],
-                linkParentIndices=[0],
-                linkJointTypes=[pybullet.JOINT_PRISMATIC],
-                linkJointAxis=[list(body.slide_axis)],
-            )
-            c.changeDynamics(
-                bid,
-                0,
-                jointLowerLimit=body.slide_range[0],
-                jointUpperLimit=body.slide_range[1],
-                jointDamping=body.slide_damping,
-                linearDamping=0.0,
-                angularDamping=0.0,
-                lateralFriction=1.0,
-            )
-        else:
-            mass = body.mass if body.joint == "free" else 0.0
-            bid = c.createMultiBody(
-                baseMass=mass,
-                baseCollisionShapeIndex=shape,
-                baseVisualShapeIndex=visual,
-                basePosition=list(body.pos),
-            )
-            c.changeDynamics(
-                bid,
-                -1,
-                linearDamping=0.0,
-                angularDamping=0.0,
-                lateralFriction=body.friction if body.role == "object" else 1.0,
-            )
-        return int(bid)
 
     # ------------------------------------------------------------------ episode
 

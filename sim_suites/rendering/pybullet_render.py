@@ -23,41 +23,6 @@ LIGHT_AMBIENT, LIGHT_DIFFUSE, LIGHT_SPECULAR = 0.45, 0.5, 0.05
 TABLE_HALF_M = (1.0, 1.0, 0.005)
 
 
-def visual_shapes(client: Any, body: Body) -> int:
-    """A visual shape array matching the body's collision geoms (−1 when it has none)."""
-    if not body.geoms:
-        return -1
-    shapes, extents, radii, lengths, positions = [], [], [], [], []
-    for geom in body.geoms:
-        if geom.shape == "box":
-            shapes.append(pybullet.GEOM_BOX)
-            extents.append(list(geom.size))
-            radii.append(0.0)
-            lengths.append(0.0)
-        elif geom.shape in ("capsule", "cylinder"):
-            shapes.append(
-                pybullet.GEOM_CAPSULE if geom.shape == "capsule" else pybullet.GEOM_CYLINDER
-            )
-            extents.append([0.0, 0.0, 0.0])
-            radii.append(geom.size[0])
-            lengths.append(2.0 * geom.size[1])
-        else:
-            shapes.append(pybullet.GEOM_SPHERE)
-            extents.append([0.0, 0.0, 0.0])
-            radii.append(geom.size[0])
-            lengths.append(0.0)
-        positions.append(list(geom.pos))
-    return int(
-        client.createVisualShapeArray(
-            shapeTypes=shapes,
-            halfExtents=extents,
-            radii=radii,
-            lengths=lengths,
-            visualFramePositions=positions,
-        )
-    )
-
-
 def table_visual(client: Any) -> int:
     """A visible table top (the collision plane has no visual in TinyRenderer)."""
     return int(
