@@ -234,8 +234,12 @@ def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, float]:
     return {family: float(np.mean(w)) for family, w in wins.items()}
 
 
-def vision_ar(engine: str, seeds: int, condition: str) -> dict[str, tuple[int, int]]:
-    """(successes, episodes) of the vision policy per family over all instances × `seeds`.
+def vision_ar(
+    engine: str, seeds: int, condition: str, policy: str = "sim_suites.policies:vision"
+) -> dict[str, tuple[int, int]]:
+    """(successes, episodes) of a policy (the vision policy) per family, instances × `seeds`.
+
+    Every (instance, seed) gets its own episode seed, so each draws its own randomization.
 
     Conditions: "nominal" (no DR), "protocol DR" (the example protocol's DR), "day14" (its DR and
     the day14_worn drift), "dim" (its DR, lighting × 0.25).
@@ -254,11 +258,11 @@ def vision_ar(engine: str, seeds: int, condition: str) -> dict[str, tuple[int, i
     elif condition == "dim":
         drift = {"lighting_scale": 0.25}
     wins: dict[str, list[bool]] = {}
-    for task_id, spec in TASK_SPECS.items():
+    for k, (task_id, spec) in enumerate(TASK_SPECS.items()):
         for seed in range(seeds):
-            row = spec_for(task_id, engine, 200 + seed)
+            row = spec_for(task_id, engine, 200 + 1000 * k + seed)
             row = EpisodeSpec(**{**row.to_dict(), "drift_name": condition, "drift": drift})
-            ep = run_episode(row, protocol, policy="sim_suites.policies:vision").episode
+            ep = run_episode(row, protocol, policy=policy).episode
             wins.setdefault(spec.family, []).append(ep.success)
     return {family: (int(sum(w)), len(w)) for family, w in wins.items()}
 
@@ -306,13 +310,16 @@ def main() -> None:
                 cells = ", ".join(f"{f} {v:.2f}" for f, v in ar.items())
                 print(f"reference AR {engine:9s} {label:11s} (n={n}/family): {cells}")
     for condition in ("nominal", "protocol DR", "day14", "dim") if args.vision_seeds > 0 else ():
-        counts = vision_ar("mujoco", args.vision_seeds, condition)
-        cells = ", ".join(
-            f"{f} {s}/{n} [{lo:.2f}, {hi:.2f}]"
-            for f, (s, n) in counts.items()
-            for lo, hi in [wilson_bounds(s, n)]
-        )
-        print(f"vision AR mujoco {condition:11s}: {cells}")
+        for name in ("vision", "scripted"):
+            counts = vision_ar(
+                "mujoco", args.vision_seeds, condition, f"sim_suites.policies:{name}"
+            )
+            cells = ", ".join(
+                f"{f} {s}/{n} [{lo:.2f}, {hi:.2f}]"
+                for f, (s, n) in counts.items()
+                for lo, hi in [wilson_bounds(s, n)]
+            )
+            print(f"{name:8s} AR mujoco {condition:11s}: {cells}")
 
 
 if __name__ == "__main__":
