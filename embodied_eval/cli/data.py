@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.errors import EvalError
 from embodied_eval.interchange import (
     episodes_from_frame,
     episodes_to_frame,
@@ -25,22 +26,38 @@ class Kind(str, Enum):
     episodes = "episodes"
     faults = "faults"
     incidents = "incidents"
+    lerobot = "lerobot"
 
 
 def import_file(
     kind: Kind = typer.Argument(..., help="What the file holds: episodes, faults or incidents."),
     file: Path = typer.Argument(..., help="A .csv or .parquet file."),
     db: Path | None = DbOption,
+    importer: str | None = typer.Option(
+        None, "--importer", help="Who imports (recorded in the trial ledger; default: login name)."
+    ),
 ) -> None:
-    """Import a CSV/Parquet file into the store (all rows or none; re-importing is harmless)."""
+    """Import a CSV/Parquet file into the store (all rows or none; re-importing is harmless).
+    Imported episodes are chained in the trial ledger with the importer and the file's SHA-256."""
     if kind is Kind.incidents:
         count = resolve(INCIDENT_LOG["import"])(db, file)
         console.print(f"imported {count} incident(s) from {file}")
         return
+    if kind is Kind.lerobot:
+        raise EvalError("import lerobot is not supported; import episodes from CSV/Parquet")
     frame = read_table(file)
     with open_store(db) as store:
         if kind is Kind.episodes:
-            new, same = store.write_episodes(episodes_from_frame(frame))
+            import getpass
+
+            from embodied_eval.canonical import file_sha256
+
+            source = {
+                "importer": importer or getpass.getuser(),
+                "source_file": file.name,
+                "source_sha256": file_sha256(file),
+            }
+            new, same = store.write_episodes(episodes_from_frame(frame), source=source)
         else:
             new, same = store.write_faults(faults_from_frame(frame))
     console.print(f"imported {new} new {kind.value} from {file} ({same} already stored)")
@@ -48,11 +65,19 @@ def import_file(
 
 def export_file(
     kind: Kind = typer.Argument(..., help="What to export: episodes, faults or incidents."),
-    out: Path = typer.Option(..., "--out", help="Output file; .csv or .parquet by extension."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output file (.csv or .parquet by extension); a folder for lerobot."
+    ),
     db: Path | None = DbOption,
     window: str | None = typer.Option(None, "--window", help="Only this window id."),
 ) -> None:
-    """Export from the store to CSV or Parquet (written atomically)."""
+    """Export from the store to CSV or Parquet (written atomically), or as a LeRobotDataset
+    folder (`export lerobot --out DIR`)."""
+    if kind is Kind.lerobot:
+        from embodied_eval.cli.export import export_lerobot_command
+
+        export_lerobot_command(out, db, window)
+        return
     if kind is Kind.incidents:
         count = resolve(INCIDENT_LOG["export"])(db, out, window)
         console.print(f"exported {count} incident(s) to {out}")
