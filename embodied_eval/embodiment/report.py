@@ -71,7 +71,14 @@ from embodied_eval.protocol import (
     load_protocol,
     protocol_from_mapping,
 )
-from embodied_eval.records import SEVERITIES, Episode, ExposureEntry, Fault, Incident
+from embodied_eval.records import (
+    SEVERITIES,
+    Episode,
+    ExposureEntry,
+    Fault,
+    Incident,
+    first_attempts,
+)
 from embodied_eval.sensitivity import saturation_warnings
 from embodied_eval.stats import Estimate
 
@@ -182,11 +189,10 @@ class EmbodimentReport:
 def _family_rates(sets: EpisodeSets) -> dict[tuple[str, str], tuple[int, int]]:
     """(side, family) -> (successes, first scored attempts) of the evaluated policy; the sim
     side is named by its engine ("sim mujoco")."""
+    sim = first_attempts([e for e in sets.sim_every_engine if e.scored])
     rates: dict[tuple[str, str], tuple[int, int]] = {}
     sides = [("real", sets.real)]
-    sides += [
-        (f"sim {e}", [x for x in sets.sim_every_engine if x.engine == e]) for e in sets.sim_engines
-    ]
+    sides += [(f"sim {eng}", [x for x in sim if x.engine == eng]) for eng in sets.sim_engines]
     for side, episodes in sides:
         for ep in episodes:
             wins, n = rates.get((side, ep.family), (0, 0))
