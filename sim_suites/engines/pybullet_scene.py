@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import pybullet
-
 from sim_suites.arena import Body
+from sim_suites.engines.quiet import native_output_silenced
+
+with native_output_silenced():  # PyBullet prints its build banner on import
+    import pybullet
 
 
 def shape_arrays(body: Body) -> dict[str, list[Any]]:

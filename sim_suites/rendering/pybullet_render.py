@@ -10,11 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import pybullet
 
 from sim_suites.arena import Body
+from sim_suites.engines.quiet import native_output_silenced
 from sim_suites.rendering.appearance import TABLE_RGBA, Appearance
 from sim_suites.rendering.cameras import CAMERAS, scene_camera_pose, wrist_camera_pose
+
+with native_output_silenced():  # PyBullet prints its build banner on import
+    import pybullet
 
 #: TinyRenderer light at lighting_scale 1 (direction toward the light, coefficients).
 LIGHT_DIRECTION = (-0.3, 0.4, 1.0)
