@@ -13,9 +13,11 @@ from embodied_eval.interchange import (
     episodes_to_frame,
     faults_from_frame,
     faults_to_frame,
+    in_file,
     read_table,
     write_table,
 )
+from embodied_eval.pair_rules import check_pairs, stored_partners
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import load_protocol
 
@@ -37,12 +39,23 @@ def import_file(
         console.print(f"imported {count} incident(s) from {file}")
         return
     frame = read_table(file)
-    with open_store(db) as store:
-        if kind is Kind.episodes:
-            new, same = store.write_episodes(episodes_from_frame(frame))
-        else:
-            new, same = store.write_faults(faults_from_frame(frame))
-    console.print(f"imported {new} new {kind.value} from {file} ({same} already stored)")
+    # Every row is validated before the store is opened: a refused file touches nothing.
+    if kind is Kind.episodes:
+        episodes = in_file(file, episodes_from_frame, frame)
+        check_pairs(episodes, where=str(file))
+        with open_store(db) as store:
+            check_pairs(episodes, where=str(file), stored=stored_partners(store, episodes))
+            new, same = store.write_episodes(
+                episodes, labels=[f"{file}: row {i + 2}" for i in range(len(episodes))]
+            )
+    else:
+        faults = in_file(file, faults_from_frame, frame)
+        with open_store(db) as store:
+            new, same = store.write_faults(faults)
+    typer.echo(
+        f"imported {new} new {kind.value} from {file} ({same} already stored"
+        + (", nothing changed)" if new == 0 else ")")
+    )
 
 
 def export_file(
