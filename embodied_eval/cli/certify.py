@@ -35,7 +35,10 @@ def certify(
         None, "--passphrase-env", help="Environment variable holding the key's passphrase."
     ),
     seed: int | None = typer.Option(
-        None, "--seed", help="Bootstrap RNG seed (default: derived from the protocol's base seed)."
+        None,
+        "--seed",
+        min=0,
+        help="Bootstrap RNG seed (default: derived from the protocol's base seed).",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty --out."),
     as_json: bool = JsonOption,
@@ -97,8 +100,10 @@ def verify(
     recomputed = False
     if db is not None:
         from embodied_eval.certificate.issue import recompute_check
+        from embodied_eval.store_guard import read_only_stores
 
-        recompute_check(verified, db)
+        with read_only_stores():  # verify never writes, not even schema tables
+            recompute_check(verified, db)
         recomputed = True
     if as_json:
         print_json(

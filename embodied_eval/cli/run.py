@@ -90,7 +90,7 @@ def run_command(
         ExecutorChoice.local, "--executor", help="How sim episodes fan out."
     ),
     workers: int | None = typer.Option(
-        None, "--workers", help="Worker processes / Ray CPUs (default: all cores)."
+        None, "--workers", min=1, max=4096, help="Worker processes / Ray CPUs (default: all cores)."
     ),
     db: Path | None = DbOption,
     out: Path | None = typer.Option(
