@@ -149,7 +149,7 @@ def _missing(value: Any) -> bool:
     return isinstance(value, str) and value.strip() == ""
 
 
-_INT_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,40}")
 
 
 def whole_number(value: Any, where: str, key: str) -> int:
