@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_ALL := $(VENV)/.installed-all
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test fuzz lint bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ test: $(STAMP_ALL)
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
 	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=600
+
+# The input fuzz suite with many more examples per input kind than `make test` runs.
+fuzz: $(STAMP_ALL)
+	EMBODIED_EVAL_FUZZ_PROFILE=fuzz $(BIN)/python -m pytest -q -p no:cacheprovider \
+		--timeout=7200 --hypothesis-show-statistics tests/test_input_fuzz.py
 
 lint: $(STAMP_ALL)
 	$(BIN)/ruff check .

@@ -18,11 +18,9 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.parse import quote
 
 from embodied_eval.errors import EvalError
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 #: Side files SQLite keeps beside a WAL database.
 SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 
@@ -43,16 +41,15 @@ def stores_are_read_only() -> bool:
     return _READ_ONLY.get()
 
 
-def _read_only_uri(path: Path) -> str:
-    """URI of a read-only connection; `immutable` when no WAL is pending, so no -shm is made."""
-    mode = "mode=ro" if Path(f"{path}-wal").exists() else "immutable=1"
-    return f"file:{quote(str(path.resolve()))}?{mode}"
-
-
 def open_read_only(path: Path) -> sqlite3.Connection:
-    """A connection that cannot write to `path` (EvalError when it is not SQLite)."""
+    """A connection used only to read `path` (EvalError when it is not SQLite).
+
+    A plain connection that runs SELECTs only: it takes SQLite's shared locks like any reader,
+    so it is safe while other processes write (a `mode=ro` or `immutable` connection is not:
+    it can see a half-written WAL database as malformed).
+    """
     try:
-        conn = sqlite3.connect(_read_only_uri(path), uri=True)
+        conn = sqlite3.connect(str(path), timeout=60.0)
         conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
     except sqlite3.DatabaseError as exc:
         raise EvalError(f"store {str(path)!r} is not a usable SQLite database: {exc}") from None
@@ -88,15 +85,16 @@ def check_is_store(path: Path) -> bool:
         raise EvalError(f"store {str(path)!r} is not a regular file", key="db")
     if st.st_size == 0:
         return False
-    with open(path, "rb") as handle:
-        header = handle.read(len(SQLITE_HEADER))
-    if header != SQLITE_HEADER:
+    # The file is only ever opened through SQLite: opening and closing it with open() would drop
+    # the POSIX locks of this process's other connections to it (and corrupt a live store).
+    try:
+        conn = open_read_only(path)
+    except EvalError:
         raise EvalError(
             f"store {str(path)!r} is not an SQLite database (not an embodied-eval store); "
             "give another --db path",
             key="db",
-        )
-    conn = open_read_only(path)
+        ) from None
     try:
         tables = _tables(conn)
         if tables and "schema_migrations" not in tables:
