@@ -378,6 +378,9 @@ class Store:
         ).fetchone()
         return None if row is None else self._load_episode(episode_id, row[0])
 
+    def episode_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
+
     def episode_ids(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT episode_id FROM episodes")}
 

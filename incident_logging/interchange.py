@@ -261,15 +261,25 @@ def read_incidents_file(
 
 
 def check_incident_episodes(
-    records: list[IncidentRecord], episode: Callable[[str], Episode | None], where: str
+    records: list[IncidentRecord],
+    episode: Callable[[str], Episode | None],
+    where: str,
+    *,
+    episodes_stored: bool = True,
 ) -> None:
     """An incident that names an episode must name a stored one, on the same side, and cannot
-    have occurred before that episode started."""
+    have occurred before that episode started.
+
+    While the store holds no episodes at all, incidents may come first (they count once their
+    episode is imported; until then the reports say how many do not).
+    """
     for record in records:
         if record.episode_id is None:
             continue
         ep = episode(record.episode_id)
         prefix = f"{where}: incident {record.incident_id!r}"
+        if ep is None and not episodes_stored:
+            continue
         if ep is None:
             raise EvalError(
                 f"{prefix} names episode {record.episode_id!r}, which is not in the store "
@@ -307,7 +317,12 @@ def import_incidents_file(db_path: str | os.PathLike[str] | None, file: Path) ->
             return episode.window if episode is not None else UNASSIGNED_WINDOW
 
         records = read_incidents_file(file, table, window_of)
-        check_incident_episodes(records, episodes.get_episode, Path(file).name)
+        check_incident_episodes(
+            records,
+            episodes.get_episode,
+            Path(file).name,
+            episodes_stored=bool(episodes.episode_count()),
+        )
     with IncidentStore(db) as store:
         fresh = []
         for record in records:

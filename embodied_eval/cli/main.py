@@ -152,19 +152,29 @@ def _run(cli: typer.Typer, argv: list[str] | None) -> int:
         if exc.code is None:
             return 0
         return exc.code if isinstance(exc.code, int) else 1
+    except OSError as exc:
+        if exc.filename is None:
+            return _crash(exc, argv)
+        # the system refused a path the user named: name too long, no permission, disk full, ...
+        typer.echo(f"error: {str(exc.filename)[:200]}: {exc.strerror or exc}", err=True)
+        return 2
     except Exception as exc:
-        try:
-            log = write_crash_log(exc, argv)
-        except OSError:
-            typer.echo(f"error: internal error {type(exc).__name__} (no log written)", err=True)
-            return CRASH_EXIT_CODE
-        typer.echo(
-            f"error: internal error {type(exc).__name__}; the traceback is in {log} "
-            "(please report it)",
-            err=True,
-        )
-        return CRASH_EXIT_CODE
+        return _crash(exc, argv)
     return result if isinstance(result, int) else 0
+
+
+def _crash(exc: BaseException, argv: list[str] | None) -> int:
+    """Log an unexpected exception with its traceback; one line naming the log file."""
+    try:
+        log = write_crash_log(exc, argv)
+    except OSError:
+        typer.echo(f"error: internal error {type(exc).__name__} (no log written)", err=True)
+        return CRASH_EXIT_CODE
+    typer.echo(
+        f"error: internal error {type(exc).__name__}; the traceback is in {log} (please report it)",
+        err=True,
+    )
+    return CRASH_EXIT_CODE
 
 
 if __name__ == "__main__":

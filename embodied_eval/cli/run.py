@@ -115,10 +115,14 @@ def run_command(
         help="'module:function' scoring a Gymnasium rollout (else info['is_success']).",
     ),
     max_retries: int = typer.Option(
-        1, "--max-retries", help="Retries after an error/aborted attempt."
+        1, "--max-retries", min=0, max=1000, help="Retries after an error/aborted attempt."
     ),
     timeout: float | None = typer.Option(
-        None, "--timeout", help="Wall-clock limit per sim episode, seconds (local/ray executors)."
+        None,
+        "--timeout",
+        min=0.001,
+        max=7 * 24 * 3600.0,
+        help="Wall-clock limit per sim episode, seconds (local/ray executors).",
     ),
     record: bool = typer.Option(False, "--record", help="Let sim engines write recordings."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster to join."),
