@@ -16,7 +16,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[randomization]` domain-randomization knobs as [low, high] ranges
 - `[drift.<name>]` day index and parameter changes (payload, friction, lighting, firmware)
 - `[incidents]` severity weights, safety threshold overrides
-- `[embodiment]` anchors L, U for φ_E
+- `[embodiment]` anchors L, U for φ_E; `ar_estimator` ("classical" or "ppi")
 - `[price_card]` energy, wear, consumables, operator time
 - `[sim]` engines, max_steps, policy; `[real]` backend, robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
@@ -39,6 +39,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
 from embodied_eval.plugins import INCIDENT_LOG, ROBOT_BACKENDS, SIM_ENGINES, resolve
 from embodied_eval.protocol_model import (
+    AR_ESTIMATORS,
     DEFAULT_M_MIN,
     DR_KNOBS,
     DRIFT_KEYS,
@@ -60,6 +61,7 @@ from embodied_eval.validation import (
 )
 
 __all__ = [
+    "AR_ESTIMATORS",
     "DEFAULT_M_MIN",
     "DRIFT_KEYS",
     "DR_KNOBS",
@@ -168,6 +170,8 @@ DR_KNOB_BOUNDS: dict[str, tuple[float, float]] = {
 EMBODIMENT_KEYS: dict[str, Key] = {
     "L": Key(float, 0.0, low=0.0, high=1.0),
     "U": Key(float, 1.0, low=0.0, high=1.0),
+    # "ppi" = prediction-powered AR in E and the AR gate; in the hash only when not the default
+    "ar_estimator": Key(str, "classical", choices=AR_ESTIMATORS),
 }
 PRICE_CARD_KEYS: dict[str, Key] = {
     "currency": Key(str, "USD", nonempty=True),
@@ -425,7 +429,8 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         },
         "randomization": {k: list(v) for k, v in sorted(randomization.items())},
         "incidents": {"weights": severity_weights, "thresholds": _jsonable(thresholds)},
-        "embodiment": emb,
+        "embodiment": {k: v for k, v in emb.items() if k != "ar_estimator"}
+        | ({"ar_estimator": emb["ar_estimator"]} if emb["ar_estimator"] != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
         "sim": sim,
         "real": real,
@@ -463,6 +468,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         baselines=baselines,
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
+        ar_estimator=emb["ar_estimator"],
     )
 
 

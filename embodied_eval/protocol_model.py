@@ -17,6 +17,9 @@ from embodied_eval.errors import EvalError
 #: Seed §3: an admissible battery has at least m_min instances in every family.
 DEFAULT_M_MIN = 5
 
+#: `[embodiment] ar_estimator`: which AR enters E and the AR gate ("ppi" = prediction-powered).
+AR_ESTIMATORS = ("classical", "ppi")
+
 #: Domain-randomization knobs a protocol may set, as [low, high] ranges.
 DR_KNOBS = (
     "friction_scale",
@@ -141,6 +144,7 @@ class Protocol:
     baselines: Mapping[str, str]
     raw: Mapping[str, Any]
     protocol_hash: str
+    ar_estimator: str = "classical"
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:
