@@ -225,8 +225,10 @@ def report(
     )
     if record.episode_id is not None:
         _check_named_episode(record, db)
+    table = threshold_table_for(proto)
+    record.classify(table)  # a value the classifier refuses is refused before the log is opened
     with open_log(db) as log:
-        stored = log.report(record, threshold_table_for(proto))
+        stored = log.report(record, table)
     if as_json:
         print_json(stored.to_dict())
         return

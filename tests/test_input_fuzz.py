@@ -51,6 +51,7 @@ EXAMPLES = {
         "evidence": 80,
         "bundle": 25,
         "robot": 60,
+        "cli": 60,
     },
     "fuzz": {
         "protocol": 3000,
@@ -61,6 +62,7 @@ EXAMPLES = {
         "evidence": 1500,
         "bundle": 300,
         "robot": 1000,
+        "cli": 1000,
     },
 }
 PROFILE = os.environ.get("EMBODIED_EVAL_FUZZ_PROFILE", "ci")
@@ -516,3 +518,67 @@ def test_dates_in_trees_survive_mutation():
     # the protocol tree holds TOML dates; mutation copies them (sanity check of the harness)
     tree = copy.deepcopy(BASE_PROTOCOL)
     assert isinstance(tree["window"]["start"], dt.date)
+
+
+# --------------------------------------------------------------------------- command lines
+
+REPORT = [
+    "incidents", "report", "--event-type", "protective_stop", "--reporter", "me",
+    "--occurred", "2026-11-03T10:10:00Z", "--window", "fixture-2026-11", "--stop-category", "1",
+]  # fmt: skip
+EXPOSURE = [
+    "incidents", "exposure", "add", "--window", "fixture-2026-11", "--start",
+    "2026-11-01T00:00:00Z", "--end", "2026-11-02T00:00:00Z", "--hours", "1", "--how-measured",
+    "robot_clock",
+]  # fmt: skip
+COMMANDS = [
+    [*REPORT, "--force", "{}"],
+    [*REPORT, "--separation", "{}"],
+    [*REPORT, "--damage-cost", "{}"],
+    [*REPORT, "--episode-id", "{}"],
+    [*REPORT, "--body-region", "{}", "--force", "10"],
+    [*REPORT[:4], "{}", *REPORT[5:]],
+    [*EXPOSURE[:7], "{}", *EXPOSURE[8:]],
+    [*EXPOSURE[:11], "{}", *EXPOSURE[12:]],
+    ["incidents", "rates", "--level", "{}", "--protocol", str(PROTOCOL)],
+    ["incidents", "show", "{}"],
+    ["plan", "rate", "--max-per-100h", "{}"],
+    ["plan", "success", "--threshold", "0.9", "--trials", "{}"],
+    ["plan", "mtbsi", "--min-hours", "{}", "--observed", "1"],
+    ["protocol", "check", "{}"],
+    ["score", "{}"],
+    ["import", "{}", str(PAIRS)],
+    ["export", "episodes", "--out", "{}.csv", "--window", "none"],
+]
+cli_values = st.one_of(
+    st.sampled_from([str(s) for s in STRANGE if not isinstance(s, (list, dict))]),
+    st.text(max_size=30).filter(lambda t: "/" not in t and not t.startswith("-")),
+)
+
+
+@fuzz_settings("cli")
+@given(command=st.sampled_from(COMMANDS), value=cli_values)
+def test_fuzz_command_lines(base_store, tmp_path_factory, monkeypatch, command, value):
+    folder = tmp_path_factory.mktemp("c")
+    db = folder / "s.db"
+    shutil.copy(base_store, db)
+    monkeypatch.chdir(folder)  # anything a command writes lands in this folder
+    args = [value if a == "{}" else a.replace("{}", value) for a in command]
+    before = store_rows(db)
+    code, _ = run_cli([*args, "--db", db])
+    if code != 0:  # a read command may add the incident log's empty tables; never a row
+        assert store_rows(db) == before, "a refused command changed the store's rows"
+
+
+def store_rows(db: Path) -> dict[str, list[str]]:
+    """Every row of every table but the schema versions (the store's data, not its schema)."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if r[0] != "schema_migrations" and not r[0].startswith("sqlite_")
+        ]
+        rows = {t: sorted(map(repr, conn.execute(f'SELECT * FROM "{t}"'))) for t in tables}
+    return {t: r for t, r in rows.items() if r}
