@@ -10,7 +10,8 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 
 - `[protocol]` name, version, base_seed, confidence, bootstrap_resamples, majors_allowed, m_min
 - `[window]` id, start, end (dates)
-- `[battery.<family>]` target_quality (family default), instances (≥ 5), each instance with
+- `[battery.<family>]` target_quality (family default), instances (≥ 5; optional `env_id` and
+  `make_kwargs` map an instance to a Gymnasium environment), each instance with
   task_id, optional target_quality and qc_tolerance
 - `[sampling]` seeds_per_instance, drifts (names from `[drift.<name>]`), real_fraction
 - `[randomization]` domain-randomization knobs as [low, high] ranges
@@ -162,6 +163,8 @@ def _read_battery(root: TableReader, m_min: int) -> list[TaskInstance]:
                     if values["qc_tolerance"] is None
                     else values["qc_tolerance"],
                     params=dict(values["params"]),
+                    env_id=values["env_id"],
+                    make_kwargs=dict(values["make_kwargs"]),
                 )
             )
         if len(raw_instances) < m_min:
@@ -308,6 +311,9 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
                 "target_quality": t.target_quality,
                 "qc_tolerance": t.qc_tolerance,
                 "params": dict(t.params),
+                # Only mapped instances carry these, so other protocols keep their hashes.
+                **({"env_id": t.env_id} if t.env_id else {}),
+                **({"make_kwargs": dict(t.make_kwargs)} if t.make_kwargs else {}),
             }
             for t in instances
         ],

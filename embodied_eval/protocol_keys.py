@@ -75,6 +75,9 @@ INSTANCE_KEYS: dict[str, Key] = {
     "target_quality": Key(float, None, low=0.0, high=1.0),
     "qc_tolerance": Key(float, None, low=0.0, high=1.0),
     "params": Key(dict, {}),
+    # `gymnasium.make(env_id, **make_kwargs)` for `--engine gymnasium`
+    "env_id": Key(str, ""),
+    "make_kwargs": Key(dict, {}),
 }
 DRIFT_TABLE_KEYS: dict[str, Key] = {
     "day": Key(int, 0, low=0, high=100_000),

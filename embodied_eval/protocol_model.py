@@ -55,13 +55,19 @@ FAMILY_NAMES_HINT = "pick_place, drawer_open, peg_insert, push"
 
 @dataclass(frozen=True)
 class TaskInstance:
-    """One named task instance of a family, with its target quality q* and QC tolerance."""
+    """One named task instance of a family, with its target quality q* and QC tolerance.
+
+    `env_id` / `make_kwargs` map the instance to a registered Gymnasium environment (run with
+    `--engine gymnasium`): `gymnasium.make(env_id, **make_kwargs)`.
+    """
 
     task_id: str
     family: str
     target_quality: float
     qc_tolerance: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    env_id: str = ""
+    make_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,6 @@ from embodied_eval.certificate.bundle import (
     SIGNATURE_FILE,
     SIGNATURE_FORMAT,
 )
-from embodied_eval.certificate.signing import (
-    ALGORITHM,
-    load_public_key_pem,
-    public_key_fingerprint,
-    signature_is_valid,
-)
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import (
     MAX_CONFIG_BYTES,
@@ -35,6 +29,12 @@ from embodied_eval.input_files import (
     parse_json,
     read_user_bytes,
     read_user_json,
+)
+from embodied_eval.keys import (
+    ALGORITHM,
+    load_public_key_pem,
+    public_key_fingerprint,
+    signature_is_valid,
 )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.errors import EvalError
 from embodied_eval.interchange import (
     episodes_from_frame,
     episodes_to_frame,
@@ -26,27 +27,49 @@ class Kind(str, Enum):
     episodes = "episodes"
     faults = "faults"
     incidents = "incidents"
+    lerobot = "lerobot"
 
 
 def import_file(
     kind: Kind = typer.Argument(..., help="What the file holds: episodes, faults or incidents."),
     file: Path = typer.Argument(..., help="A .csv or .parquet file."),
     db: Path | None = DbOption,
+    importer: str | None = typer.Option(
+        None, "--importer", help="Who imports (recorded in the trial ledger; default: login name)."
+    ),
 ) -> None:
-    """Import a CSV/Parquet file into the store (all rows or none; re-importing is harmless)."""
+    """Import a CSV/Parquet file into the store (all rows or none; re-importing is harmless).
+    Imported episodes are chained in the trial ledger with the importer and the file's SHA-256."""
     if kind is Kind.incidents:
         count = resolve(INCIDENT_LOG["import"])(db, file)
         console.print(f"imported {count} incident(s) from {file}")
         return
+    if kind is Kind.lerobot:
+        raise EvalError("import lerobot is not supported; import episodes from CSV/Parquet")
     frame = read_table(file)
     # Every row is validated before the store is opened: a refused file touches nothing.
     if kind is Kind.episodes:
+        import getpass
+
+        from embodied_eval.canonical import file_sha256
+
         episodes = in_file(file, episodes_from_frame, frame)
         check_pairs(episodes, where=str(file))
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no login name in this environment
+            user = "unknown"
+        source = {
+            "importer": importer or user,
+            "source_file": file.name,
+            "source_sha256": file_sha256(file),
+        }
         with open_store(db) as store:
             check_pairs(episodes, where=str(file), stored=stored_partners(store, episodes))
             new, same = store.write_episodes(
-                episodes, labels=[f"{file}: row {i + 2}" for i in range(len(episodes))]
+                episodes,
+                source=source,
+                labels=[f"{file}: row {i + 2}" for i in range(len(episodes))],
             )
     else:
         faults = in_file(file, faults_from_frame, frame)
@@ -60,11 +83,19 @@ def import_file(
 
 def export_file(
     kind: Kind = typer.Argument(..., help="What to export: episodes, faults or incidents."),
-    out: Path = typer.Option(..., "--out", help="Output file; .csv or .parquet by extension."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output file (.csv or .parquet by extension); a folder for lerobot."
+    ),
     db: Path | None = DbOption,
     window: str | None = typer.Option(None, "--window", help="Only this window id."),
 ) -> None:
-    """Export from the store to CSV or Parquet (written atomically)."""
+    """Export from the store to CSV or Parquet (written atomically), or as a LeRobotDataset
+    folder (`export lerobot --out DIR`)."""
+    if kind is Kind.lerobot:
+        from embodied_eval.cli.export import export_lerobot_command
+
+        export_lerobot_command(out, db, window)
+        return
     if kind is Kind.incidents:
         count = resolve(INCIDENT_LOG["export"])(db, out, window)
         console.print(f"exported {count} incident(s) to {out}")
