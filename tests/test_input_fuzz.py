@@ -446,7 +446,7 @@ def test_fuzz_gate_evidence_values(value):
 @pytest.fixture(scope="module")
 def base_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from embodied_eval.certificate.bundle import write_bundle
-    from embodied_eval.certificate.signing import create_private_key, load_private_key
+    from embodied_eval.keys import create_private_key, load_private_key
 
     tmp = tmp_path_factory.mktemp("bundle")
     create_private_key(tmp / "k.pem")

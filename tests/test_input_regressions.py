@@ -263,7 +263,7 @@ def test_a_foreign_sqlite_file_is_refused_and_unchanged(tmp_path: Path, capsys, 
 
 def test_verify_with_a_foreign_db_writes_nothing(tmp_path: Path, capsys):
     from embodied_eval.certificate.bundle import write_bundle
-    from embodied_eval.certificate.signing import create_private_key, load_private_key
+    from embodied_eval.keys import create_private_key, load_private_key
 
     key = tmp_path / "k.pem"
     create_private_key(key)
@@ -349,7 +349,7 @@ def test_twenty_thousand_kappa_checkpoints_are_refused(tmp_path: Path, capsys):
 @pytest.fixture
 def signed_bundle(tmp_path: Path) -> Path:
     from embodied_eval.certificate.bundle import write_bundle
-    from embodied_eval.certificate.signing import create_private_key, load_private_key
+    from embodied_eval.keys import create_private_key, load_private_key
 
     key = tmp_path / "k.pem"
     create_private_key(key)
