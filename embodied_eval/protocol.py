@@ -19,7 +19,9 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[incidents]` severity weights, safety threshold overrides
 - `[embodiment]` anchors L, U for φ_E; `ar_estimator` ("classical" or "ppi")
 - `[price_card]` energy, wear, consumables, operator time
-- `[sim]` engines, max_steps, policy; `[real]` backend, robot_id, policy
+- `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
+  parts; certify refuses assisted episodes unless the protocol declares it); `[real]` backend,
+  robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
 """
@@ -62,6 +64,7 @@ from embodied_eval.protocol_model import (
     DR_KNOBS,
     DRIFT_KEYS,
     FAMILY_NAMES_HINT,
+    GRASP_MODES,
     SEVERITY_WEIGHT_DEFAULTS,
     DriftSetting,
     PriceCard,
@@ -83,6 +86,7 @@ __all__ = [
     "DRIFT_KEYS",
     "DR_KNOBS",
     "FAMILY_NAMES_HINT",
+    "GRASP_MODES",
     "SEVERITY_WEIGHT_DEFAULTS",
     "DriftSetting",
     "PriceCard",
@@ -358,6 +362,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         engines=tuple(sim["engines"]),
         max_steps=sim["max_steps"],
         sim_policy=sim["policy"],
+        sim_grasp=sim["grasp"],
         real_backend=real["backend"],
         real_policy=real["policy"],
         robot_id=real["robot_id"],

@@ -9,11 +9,12 @@ To add a key, add it to its section's table here (and, if code needs it as an at
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from typing import Any
 
 from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES
-from embodied_eval.protocol_model import AR_ESTIMATORS, DEFAULT_M_MIN, DRIFT_KEYS
+from embodied_eval.protocol_model import AR_ESTIMATORS, DEFAULT_M_MIN, DRIFT_KEYS, GRASP_MODES
 from embodied_eval.validation import MAX_INT64, Key
 
 #: Dates a window may span (episodes recorded before 1970 or after 2200 are typing mistakes).
@@ -104,6 +105,9 @@ DR_KNOB_BOUNDS: dict[str, tuple[float, float]] = {
     "action_latency_steps": (0.0, 1000.0),
     "control_rate_hz": (1e-3, 100_000.0),
     "lighting_scale": (1e-6, 100.0),
+    "grip_force_scale": (1e-6, 100.0),
+    "object_yaw_rad": (-math.pi, math.pi),
+    "colour_jitter": (0.0, 1.0),
 }
 EMBODIMENT_KEYS: dict[str, Key] = {
     "L": Key(float, 0.0, low=0.0, high=1.0),
@@ -123,6 +127,8 @@ SIM_KEYS: dict[str, Key] = {
     "engines": Key(list, ["mujoco"], check=_engines_problem),
     "max_steps": Key(int, 400, low=1, high=1_000_000),
     "policy": Key(str, "sim_suites.policies:scripted", nonempty=True),
+    # "assisted": a weld holds grasped parts (certify refuses it unless declared here)
+    "grasp": Key(str, "contact", choices=GRASP_MODES),
 }
 REAL_KEYS: dict[str, Key] = {
     "backend": Key(str, "ros2", check=_backend_problem),

@@ -17,6 +17,9 @@ from embodied_eval.errors import EvalError
 #: Seed §3: an admissible battery has at least m_min instances in every family.
 DEFAULT_M_MIN = 5
 
+#: How simulated grasps are held: by contact friction, or by an assisting weld (declared).
+GRASP_MODES = ("contact", "assisted")
+
 #: `[embodiment] ar_estimator`: which AR enters E and the AR gate ("ppi" = prediction-powered).
 AR_ESTIMATORS = ("classical", "ppi")
 
@@ -32,6 +35,9 @@ DR_KNOBS = (
     "action_latency_steps",
     "control_rate_hz",
     "lighting_scale",
+    "grip_force_scale",
+    "object_yaw_rad",
+    "colour_jitter",
 )
 
 #: Parameters a drift setting δ may change on top of DR (maintenance closure, seed §7).
@@ -150,6 +156,7 @@ class Protocol:
     baselines: Mapping[str, str]
     raw: Mapping[str, Any]
     protocol_hash: str
+    sim_grasp: str = "contact"
     ar_estimator: str = "classical"
 
     @property
