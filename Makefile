@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_ALL := $(VENV)/.installed-all
 
-.PHONY: demo test lint bench clean system-deps
+.PHONY: demo test fuzz lint bench clean system-deps
 
 # Camera observations render offscreen with EGL (Mesa's software rasterizer when there is no
 # GPU): Debian packages libegl1, libegl-mesa0 and libgl1-mesa-dri. Installed when missing and
@@ -43,6 +43,11 @@ test: $(STAMP_ALL) system-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
 	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=600
+
+# The input fuzz suite with many more examples per input kind than `make test` runs.
+fuzz: $(STAMP_ALL)
+	EMBODIED_EVAL_FUZZ_PROFILE=fuzz $(BIN)/python -m pytest -q -p no:cacheprovider \
+		--timeout=7200 --hypothesis-show-statistics tests/test_input_fuzz.py
 
 lint: $(STAMP_ALL)
 	$(BIN)/ruff check .

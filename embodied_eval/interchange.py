@@ -6,8 +6,11 @@ column, so an import is all-or-nothing. The format follows the file extension (`
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -16,7 +19,9 @@ import pandas as pd
 
 from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
+from embodied_eval.input_files import decode_text, parse_json, read_user_bytes
 from embodied_eval.records import Artifact, Episode, Fault
+from embodied_eval.validation import MAX_INT64
 
 #: Required flat columns of an episodes file, in order.
 EPISODE_COLUMNS = (
@@ -69,19 +74,58 @@ def _format_of(path: Path) -> str:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame of raw values (CSV cells as text)."""
+    """Read a CSV or Parquet file into a DataFrame of raw values (CSV cells as text).
+
+    A CSV file is UTF-8 (a byte-order mark is accepted); every row must have as many cells as the
+    header (a row cut short is refused, not padded), and column names must be present and unique.
+    """
     p = Path(path)
     fmt = _format_of(p)
-    if not p.is_file():
-        raise EvalError(f"{str(p)!r} does not exist", key="file")
+    data = read_user_bytes(p, "file")
+    if fmt == "csv":
+        return csv_frame(decode_text(data, str(p)), str(p))
     try:
-        if fmt == "csv":
-            return pd.read_csv(p, dtype=str, keep_default_na=False)
-        return pd.read_parquet(p)
-    except EvalError:
-        raise
-    except Exception as exc:  # pandas/pyarrow raise many types for malformed files
-        raise EvalError(f"{str(p)!r} could not be read as {fmt}: {exc}", key="file") from None
+        frame = pd.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # pyarrow raises many types for malformed files
+        raise EvalError(
+            f"{str(p)!r} could not be read as parquet: {' '.join(str(exc).split())[:200]}",
+            key="file",
+        ) from None
+    _check_header([str(c) for c in frame.columns], str(p))
+    return frame
+
+
+def _check_header(header: list[str], where: str) -> None:
+    for i, name in enumerate(header, start=1):
+        if not name.strip():
+            raise EvalError(f"{where}: column {i} has no name in the header", key="file")
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise EvalError(f"{where}: column {name!r} appears twice in the header", key=name)
+        seen.add(name)
+
+
+def csv_frame(text: str, where: str) -> pd.DataFrame:
+    """The cells of CSV text as a DataFrame of strings (header = row 1)."""
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise EvalError(f"{where}: not valid CSV ({exc})", key="file") from None
+    while rows and not any(cell.strip() for cell in rows[-1]):
+        rows.pop()  # trailing blank lines
+    if not rows:
+        raise EvalError(f"{where}: the file is empty (expected a header row)", key="file")
+    header = rows[0]
+    _check_header(header, where)
+    for number, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise EvalError(
+                f"{where}: row {number} has {len(row)} cells but the header has {len(header)} "
+                "(a row cut short, or an unquoted comma)",
+                key="file",
+            )
+    return pd.DataFrame(rows[1:], columns=header, dtype=object)
 
 
 def write_table(frame: pd.DataFrame, path: str | Path) -> str:
@@ -91,8 +135,6 @@ def write_table(frame: pd.DataFrame, path: str | Path) -> str:
     if fmt == "csv":
         data = frame.to_csv(index=False).encode("utf-8")
     else:
-        import io
-
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
         data = buffer.getvalue()
@@ -107,29 +149,55 @@ def _missing(value: Any) -> bool:
     return isinstance(value, str) and value.strip() == ""
 
 
+_INT_TEXT = re.compile(r"[+-]?[0-9]{1,40}")
+
+
+def whole_number(value: Any, where: str, key: str) -> int:
+    """An exact integer from a cell: integer text or an integer value is kept exact (never
+    through a float); a float is accepted only when it is whole and at most 2**53."""
+    if isinstance(value, bool):
+        raise EvalError(f"{where}: expected a whole number, got {value!r}", key=key)
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
+        number = int(value.strip())
+    elif isinstance(value, (float, str)):
+        try:
+            as_float = float(value)
+        except ValueError:
+            as_float = math.nan
+        if not (math.isfinite(as_float) and as_float.is_integer() and abs(as_float) <= 2**53):
+            raise EvalError(f"{where}: expected a whole number, got {value!r:.40}", key=key)
+        number = int(as_float)
+    else:
+        raise EvalError(f"{where}: expected a whole number, got {value!r:.40}", key=key)
+    if abs(number) > MAX_INT64:
+        raise EvalError(f"{where}: {number} does not fit in 64 bits", key=key)
+    return number
+
+
+def finite_number(value: Any, where: str, key: str) -> float:
+    """A finite float from a cell; EvalError naming `where` (row and column) otherwise."""
+    if isinstance(value, bool):
+        raise EvalError(f"{where}: expected a number, got {value!r}", key=key)
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise EvalError(f"{where}: expected a number, got {value!r:.40}", key=key) from None
+    if not math.isfinite(number):
+        raise EvalError(f"{where}: expected a finite number, got {value!r:.40}", key=key)
+    return number
+
+
 def _cell(value: Any, column: str, row: int) -> Any:
     """Convert one raw cell to the record's type; raise EvalError naming row and column."""
     where = f"row {row}, column {column!r}"
     if hasattr(value, "item") and not isinstance(value, (str, bytes)):
         value = value.item()  # numpy scalar → Python
     if column in _INT_COLUMNS:
-        try:
-            number = float(value)
-            if not math.isfinite(number) or not number.is_integer():
-                raise ValueError
-            return int(number)
-        except (TypeError, ValueError):
-            raise EvalError(
-                f"{where}: expected a whole number, got {value!r}", key=column
-            ) from None
+        return whole_number(value, where, column)
     if column in _FLOAT_COLUMNS:
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            raise EvalError(f"{where}: expected a number, got {value!r}", key=column) from None
-        if not math.isfinite(number):
-            raise EvalError(f"{where}: expected a finite number, got {value!r}", key=column)
-        return number
+        return finite_number(value, where, column)
     if column in ("recovered", "audited_success", "success"):
         if isinstance(value, bool):
             return value
@@ -140,13 +208,18 @@ def _cell(value: Any, column: str, row: int) -> Any:
             return False
         raise EvalError(f"{where}: expected true/false, got {value!r}", key=column)
     if column in EPISODE_JSON_COLUMNS:
-        if isinstance(value, (dict, list)):
-            return value
-        try:
-            return json.loads(str(value))
-        except json.JSONDecodeError:
-            raise EvalError(f"{where}: expected JSON text, got {value!r}", key=column) from None
-    return str(value)
+        parsed = value if isinstance(value, (dict, list)) else parse_json(str(value), where)
+        wanted = list if column == "artifacts" else dict
+        if not isinstance(parsed, wanted):
+            raise EvalError(
+                f"{where}: expected a JSON {'list' if wanted is list else 'object'}, got "
+                f"{json.dumps(parsed)[:40]}",
+                key=column,
+            )
+        return parsed
+    if not isinstance(value, str):
+        raise EvalError(f"{where}: expected text, got {value!r:.40}", key=column)
+    return value
 
 
 def _rows(
@@ -186,9 +259,29 @@ def _rows(
     return out
 
 
+def in_file(
+    path: str | Path, read: Callable[[pd.DataFrame], list[R]], frame: pd.DataFrame
+) -> list[R]:
+    """`read(frame)` with the file's name put in front of any refusal."""
+    try:
+        return read(frame)
+    except EvalError as exc:
+        raise EvalError(f"{path}: {exc}", key=exc.key) from None
+
+
+def _not_an_artifact(item: Any) -> Artifact:
+    raise EvalError(
+        f"artifacts: each artifact is an object with path and sha256, got {item!r:.40}",
+        key="artifacts",
+    )
+
+
 def _episode_from_flat(values: dict[str, Any]) -> Episode:
     if "artifacts" in values:
-        values["artifacts"] = tuple(Artifact.from_dict(a) for a in values["artifacts"])
+        values["artifacts"] = tuple(
+            Artifact.from_dict(a) if isinstance(a, dict) else _not_an_artifact(a)
+            for a in values["artifacts"]
+        )
     stated = values.pop("success", None)
     episode = Episode(**values)
     if stated is not None and stated != episode.success:

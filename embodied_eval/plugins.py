@@ -39,6 +39,7 @@ INCIDENT_LOG: dict[str, str] = {
     "ingest_safety_events": "incident_logging.ingest:ingest_safety_events",
     "chain_rows": "incident_logging.chain:rows",
     "integrity_state": "incident_logging.store:integrity_state",
+    "threshold_table": "incident_logging.thresholds:threshold_table",
 }
 
 #: Extra CLI command groups, by name: a `typer.Typer` each.

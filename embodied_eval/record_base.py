@@ -13,10 +13,19 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, TypeVar
 
 from embodied_eval.errors import EvalError
+from embodied_eval.validation import MAX_INT64, first_nonfinite, text_problem
+
+#: Deepest nesting of a dict field of a record (drift, control, measurements, ...).
+MAX_RECORD_DEPTH = 32
 
 SEVERITIES = ("near_miss", "minor", "major", "critical")
 
 T = TypeVar("T", bound="Record")
+
+
+#: Times a record may carry: earlier or later ones are typing or clock mistakes.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_TIME = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 def utc_now_iso() -> str:
@@ -34,6 +43,12 @@ def parse_utc(value: str, *, key: str) -> datetime:
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
+    if not EARLIEST_TIME <= parsed < LATEST_TIME:
+        raise EvalError(
+            f"{key}: {value!r} is not a plausible time (between {EARLIEST_TIME.year} and "
+            f"{LATEST_TIME.year})",
+            key=key,
+        )
     return parsed
 
 
@@ -55,6 +70,9 @@ def _check_str(name: str, value: Any, *, allow_empty: bool = False) -> None:
         raise EvalError(f"{name}: expected text, got {type(value).__name__}", key=name)
     if not allow_empty and not value.strip():
         raise EvalError(f"{name}: must not be empty", key=name)
+    problem = text_problem(value)
+    if problem:
+        raise EvalError(f"{name}: {problem}", key=name)
 
 
 def _check_enum(name: str, value: Any, allowed: tuple[str, ...]) -> None:
@@ -72,9 +90,15 @@ def _check_number(
 ) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise EvalError(f"{name}: expected a number, got {value!r}", key=name)
-    if integer and not (isinstance(value, int) or float(value).is_integer()):
+    if (
+        integer
+        and not isinstance(value, int)
+        and not (math.isfinite(value) and value.is_integer() and abs(value) <= 2**53)
+    ):
         raise EvalError(f"{name}: expected a whole number, got {value!r}", key=name)
-    if not math.isfinite(float(value)):
+    if isinstance(value, int) and abs(value) > MAX_INT64:
+        raise EvalError(f"{name}: {value} does not fit in 64 bits (max {MAX_INT64})", key=name)
+    if isinstance(value, float) and not math.isfinite(value):
         raise EvalError(f"{name}: must be finite, got {value!r}", key=name)
     if low is not None and value < low:
         raise EvalError(f"{name}: {value!r} is below the minimum {low}", key=name)
@@ -85,6 +109,9 @@ def _check_number(
 def _check_mapping(name: str, value: Any) -> None:
     if not isinstance(value, Mapping):
         raise EvalError(f"{name}: expected a JSON object, got {type(value).__name__}", key=name)
+    problem = first_nonfinite(value, name, max_depth=MAX_RECORD_DEPTH)
+    if problem:
+        raise EvalError(problem, key=name)
     try:
         json.dumps(dict(value), allow_nan=False)
     except (TypeError, ValueError) as exc:

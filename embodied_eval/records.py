@@ -35,10 +35,46 @@ from embodied_eval.record_base import utc_now_iso as utc_now_iso
 
 SIDES = ("sim", "real")
 ENGINES = ("mujoco", "pybullet", "ros2", "manual", "gymnasium", "external")
+#: Engines that only run one side: a `real` episode cannot come from a simulator, nor a `sim`
+#: one from a robot backend. Engines not named here (a lab's own) may run either side.
+SIM_ONLY_ENGINES = ("mujoco", "pybullet", "gymnasium")
+REAL_ONLY_ENGINES = ("ros2", "manual")
+#: Longest plausible episode, s (a week): longer durations are unit or typing mistakes.
+MAX_EPISODE_DURATION_S = 7 * 24 * 3600.0
+#: Most attempts of one manifest entry.
+MAX_ATTEMPTS = 10_000
 STATUSES = ("ok", "safety_stop", "out_of_bounds", "aborted", "error")
 #: Statuses whose episodes count in the metrics (z is defined for them).
 SCORED_STATUSES = ("ok", "safety_stop", "out_of_bounds")
 INCIDENT_SOURCES = ("auto", "manual")
+
+
+# --------------------------------------------------------------------------- cross-field rules
+
+
+def check_side_engine(side: str, engine: str) -> None:
+    """A simulator runs only the sim side and a robot backend only the real side."""
+    if side == "real" and engine in SIM_ONLY_ENGINES:
+        raise EvalError(
+            f"engine: {engine!r} is a simulator; a real episode comes from a robot backend "
+            f"({', '.join(REAL_ONLY_ENGINES)}, ...) or side must be sim",
+            key="engine",
+        )
+    if side == "sim" and engine in REAL_ONLY_ENGINES:
+        raise EvalError(
+            f"engine: {engine!r} is a robot backend; a sim episode comes from a simulator "
+            f"({', '.join(SIM_ONLY_ENGINES)}, ...) or side must be real",
+            key="engine",
+        )
+
+
+def check_family_task(family: str, task_id: str) -> None:
+    """A task id '<family>/<name>' belongs to its family."""
+    prefix, slash, _ = task_id.partition("/")
+    if slash and prefix != family:
+        raise EvalError(
+            f"task_id: {task_id!r} belongs to family {prefix!r}, not {family!r}", key="task_id"
+        )
 
 
 # --------------------------------------------------------------------------- records
@@ -137,20 +173,22 @@ class Episode(Record):
             _check_str(name, getattr(self, name))
         _check_enum("side", self.side, SIDES)
         _check_str("engine", self.engine)
-        _check_number("seed", self.seed, integer=True)
+        check_side_engine(self.side, self.engine)
+        check_family_task(self.family, self.task_id)
+        _check_number("seed", self.seed, low=0, integer=True)
         _check_number("quality", self.quality, low=0.0, high=1.0)
         _check_number("target_quality", self.target_quality, low=0.0, high=1.0)
         _check_enum("status", self.status, STATUSES)
-        _check_number("duration_s", self.duration_s, low=0.0)
+        _check_number("duration_s", self.duration_s, low=0.0, high=MAX_EPISODE_DURATION_S)
         _check_mapping("drift", self.drift)
         _check_mapping("randomization", self.randomization)
         _check_mapping("control", self.control)
         _check_mapping("cost", self.cost)
         for key, amount in self.cost.items():
-            _check_number(f"cost.{key}", amount)
+            _check_number(f"cost.{key}", amount, low=0.0)
         for name in ("actions", "plan_depth", "interventions"):
             _check_number(name, getattr(self, name), low=0, integer=True)
-        _check_number("attempt", self.attempt, low=0, integer=True)
+        _check_number("attempt", self.attempt, low=1, high=MAX_ATTEMPTS, integer=True)
         if self.qc is not None:
             _check_number("qc", self.qc, low=0.0, high=1.0)
         _check_number("energy_wh", self.energy_wh, low=0.0)
@@ -178,6 +216,8 @@ class Episode(Record):
         if self.audited_success is not None and not isinstance(self.audited_success, bool):
             raise EvalError("audited_success: expected true/false or empty", key="audited_success")
         _check_str("status_reason", self.status_reason, allow_empty=True)
+        _check_str("window", self.window, allow_empty=True)
+        _check_str("protocol_hash", self.protocol_hash, allow_empty=True)
         # Normalize ints stored as floats (CSV) so equality and hashing are stable.
         for name in ("seed", "actions", "plan_depth", "interventions", "attempt"):
             object.__setattr__(self, name, int(getattr(self, name)))
@@ -404,9 +444,10 @@ class EpisodeSpec(Record):
             _check_str(name, getattr(self, name))
         _check_enum("side", self.side, SIDES)
         _check_str("engine", self.engine)
-        _check_number("seed", self.seed, integer=True)
+        check_side_engine(self.side, self.engine)
+        _check_number("seed", self.seed, low=0, integer=True)
         _check_mapping("drift", self.drift)
-        _check_number("attempt", self.attempt, low=0, integer=True)
+        _check_number("attempt", self.attempt, low=1, high=MAX_ATTEMPTS, integer=True)
         _check_number("target_quality", self.target_quality, low=0.0, high=1.0)
 
     def to_episode(self, quality: float, **fields: Any) -> Episode:

@@ -26,6 +26,7 @@ from embodied_eval import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, Fault, utc_now_iso
+from embodied_eval.store_guard import check_is_store, memory_copy, stores_are_read_only
 
 DEFAULT_DB = "embodied-eval.db"
 DB_ENV_VAR = "EMBODIED_EVAL_DB"
@@ -86,9 +87,20 @@ def default_db_path() -> Path:
 
 
 def connect(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Connection:
-    """Open the SQLite file in WAL mode with a generous busy timeout (several writers OK)."""
+    """Open the SQLite file in WAL mode with a generous busy timeout (several writers OK).
+
+    A path that is not one of our stores is refused before anything is written to it; inside
+    `store_guard.read_only_stores()` the store is opened as an in-memory copy instead.
+    """
     p = Path(path)
-    if not create and not p.exists():
+    is_new = check_is_store(p)
+    if stores_are_read_only():
+        if is_new:
+            raise EvalError(f"store {str(p)!r} does not exist", key="db")
+        conn = memory_copy(p)
+        conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+    if not create and is_new:
         raise EvalError(
             f"store {str(p)!r} does not exist (run a trial or import episodes first, or pass --db)",
             key="db",
@@ -181,6 +193,12 @@ def apply_migrations(conn: sqlite3.Connection, component: str, migrations: Seque
     return len(migrations)
 
 
+def first_difference(stored: Episode, given: Episode) -> str:
+    """The name of the first field in which two episodes with one id differ."""
+    a, b = stored.to_dict(), given.to_dict()
+    return next((k for k in a if a[k] != b.get(k)), "episode_id")
+
+
 def _episode_body(ep: Episode) -> str:
     data = ep.to_dict()
     data.pop("faults")
@@ -228,20 +246,31 @@ class Store:
             return self._write_episode_locked(episode, safety_events)
 
     def write_episodes(
-        self, episodes: Iterable[Episode], *, source: Mapping[str, Any] | None = None
+        self,
+        episodes: Iterable[Episode],
+        *,
+        source: Mapping[str, Any] | None = None,
+        labels: Sequence[str] | None = None,
     ) -> tuple[int, int]:
         """Store many episodes all-or-nothing; returns (new, already present).
 
         `source` describes an import — {"importer", "source_file", "source_sha256"}: the new
         episodes are chained naming an `import` record that holds it (none when nothing is new).
+        `labels` name each episode's origin (e.g. "row 7") in a refusal.
         """
         new = same = 0
         import_id = None
         if source is not None:
             import_id = ledger.new_record_id("IMP")
         with transaction(self.conn):
-            for ep in episodes:
-                if self._write_episode_locked(ep, (), import_id):
+            for i, ep in enumerate(episodes):
+                try:
+                    stored = self._write_episode_locked(ep, (), import_id)
+                except EvalError as exc:
+                    if labels is None:
+                        raise
+                    raise EvalError(f"{labels[i]}: {exc}", key=exc.key) from None
+                if stored:
                     new += 1
                 else:
                     same += 1
@@ -267,11 +296,16 @@ class Store:
         events_json = [canonical_json(dict(ev)) for ev in safety_events]
         if row is not None:
             stored = self._load_episode(episode.episode_id, row[0])
+            if not episode.faults:  # an episodes file carries no faults: they come separately
+                stored = stored.replace(faults=())
             if stored != episode:
+                field = first_difference(stored, episode)
                 raise EvalError(
-                    f"episode_id {episode.episode_id!r} is already stored with different "
-                    "contents; a retry must use a new attempt number and episode id",
-                    key="episode_id",
+                    f"episode_id {episode.episode_id!r} is already stored with a different "
+                    f"{field} (stored {getattr(stored, field)!r:.60}, given "
+                    f"{getattr(episode, field)!r:.60}); a retry must use a new attempt number "
+                    "and episode id",
+                    key=field,
                 )
             return False
         self.conn.execute(
@@ -389,6 +423,9 @@ class Store:
             "SELECT record_json FROM episodes WHERE episode_id = ?", (episode_id,)
         ).fetchone()
         return None if row is None else self._load_episode(episode_id, row[0])
+
+    def episode_count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM episodes").fetchone()[0])
 
     def episode_ids(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT episode_id FROM episodes")}

@@ -12,6 +12,7 @@ from embodied_eval.canonical import file_sha256
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import SEVERITIES, Artifact, utc_now_iso
+from embodied_eval.store import Store, default_db_path
 from incident_logging.cli_support import (
     ProtocolOption,
     choice,
@@ -28,6 +29,19 @@ from incident_logging.record import IncidentRecord
 from incident_logging.taxonomy import EVENT_TYPES, INJURY_LEVELS, ROLES
 
 # --------------------------------------------------------------------------- report
+
+
+def _check_named_episode(record: IncidentRecord, db: Path | None) -> None:
+    """A report naming an episode must name a stored one, on its side, not before it started."""
+    from incident_logging.interchange import check_incident_episodes
+
+    path = db if db is not None else default_db_path()
+    if not path.exists():
+        return  # no episodes stored yet: the incident counts once its episode is imported
+    with Store(path, create=False) as store:
+        check_incident_episodes(
+            [record], store.get_episode, "report", episodes_stored=bool(store.episode_count())
+        )
 
 
 def _prompt_missing(values: dict, interactive: bool) -> None:
@@ -243,8 +257,12 @@ def report(
         counts_justification=not_counting
         or ("sim-side incident: never counts toward the safety score" if side == "sim" else ""),
     )
+    if record.episode_id is not None:
+        _check_named_episode(record, db)
+    table = threshold_table_for(proto)
+    record.classify(table)  # a value the classifier refuses is refused before the log is opened
     with open_log(db) as log:
-        stored = log.report(record, threshold_table_for(proto))
+        stored = log.report(record, table)
     if as_json:
         print_json(stored.to_dict())
         return

@@ -39,8 +39,10 @@ import pandas as pd
 
 from embodied_eval.canonical import atomic_write_bytes, canonical_json
 from embodied_eval.errors import EvalError
-from embodied_eval.interchange import read_table, write_table
-from embodied_eval.records import Artifact, severity_rank
+from embodied_eval.input_files import parse_json, read_user_text
+from embodied_eval.interchange import finite_number, read_table, whole_number, write_table
+from embodied_eval.record_base import parse_utc
+from embodied_eval.records import Artifact, Episode, severity_rank
 from embodied_eval.store import UNASSIGNED_WINDOW, Store, default_db_path
 from incident_logging.record import IncidentRecord
 from incident_logging.store import IncidentStore
@@ -101,23 +103,12 @@ def _cell(column: str, value: Any) -> Any:
         value = value.item()  # numpy scalar
     if column in _JSON_FIELDS:
         if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise EvalError(f"expected JSON text, got {value!r}", key=column) from None
+            value = parse_json(value, "JSON text")
         return value
     if column in _INT_FIELDS:
-        number = float(value) if not isinstance(value, bool) else math.nan
-        if not math.isfinite(number) or not number.is_integer():
-            raise EvalError(f"expected a whole number, got {value!r}", key=column)
-        return int(number)
+        return whole_number(value, "value", column)
     if column in _FLOAT_FIELDS:
-        if isinstance(value, bool):
-            raise EvalError(f"expected a number, got {value!r}", key=column)
-        number = float(value)
-        if not math.isfinite(number):
-            raise EvalError(f"expected a finite number, got {value!r}", key=column)
-        return number
+        return finite_number(value, "value", column)
     if column in _BOOL_FIELDS:
         if isinstance(value, bool):
             return value
@@ -134,20 +125,12 @@ def _cell(column: str, value: Any) -> Any:
 
 def _raw_rows(path: Path) -> list[dict[str, Any]]:
     if _format(path) == "jsonl":
-        if not path.is_file():
-            raise EvalError(f"{str(path)!r} does not exist", key="file")
         out = []
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError:
-            raise EvalError(f"{str(path)!r} is not UTF-8 text", key="file") from None
+        lines = read_user_text(path, "file").splitlines()
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvalError(f"line {number}: not valid JSON ({exc.msg})", key="file") from None
+            item = parse_json(line, f"{path.name} line {number}")
             if not isinstance(item, dict):
                 raise EvalError(f"line {number}: expected a JSON object", key="file")
             out.append(item)
@@ -277,6 +260,47 @@ def read_incidents_file(
     return records
 
 
+def check_incident_episodes(
+    records: list[IncidentRecord],
+    episode: Callable[[str], Episode | None],
+    where: str,
+    *,
+    episodes_stored: bool = True,
+) -> None:
+    """An incident that names an episode must name a stored one, on the same side, and cannot
+    have occurred before that episode started.
+
+    While the store holds no episodes at all, incidents may come first (they count once their
+    episode is imported; until then the reports say how many do not).
+    """
+    for record in records:
+        if record.episode_id is None:
+            continue
+        ep = episode(record.episode_id)
+        prefix = f"{where}: incident {record.incident_id!r}"
+        if ep is None and not episodes_stored:
+            continue
+        if ep is None:
+            raise EvalError(
+                f"{prefix} names episode {record.episode_id!r}, which is not in the store "
+                "(import the episodes first)",
+                key="episode_id",
+            )
+        if record.side != ep.side:
+            raise EvalError(
+                f"{prefix} is on side {record.side!r} but episode {ep.episode_id!r} is {ep.side!r}",
+                key="side",
+            )
+        if parse_utc(record.occurred_at, key="occurred_at") < parse_utc(
+            ep.started_at, key="started_at"
+        ):
+            raise EvalError(
+                f"{prefix} occurred at {record.occurred_at}, before its episode "
+                f"{ep.episode_id!r} started ({ep.started_at})",
+                key="occurred_at",
+            )
+
+
 def _facts(record: IncidentRecord) -> dict[str, Any]:
     data = record.to_dict()
     return {k: data[k] for k in _FACTS}
@@ -293,6 +317,12 @@ def import_incidents_file(db_path: str | os.PathLike[str] | None, file: Path) ->
             return episode.window if episode is not None else UNASSIGNED_WINDOW
 
         records = read_incidents_file(file, table, window_of)
+        check_incident_episodes(
+            records,
+            episodes.get_episode,
+            Path(file).name,
+            episodes_stored=bool(episodes.episode_count()),
+        )
     with IncidentStore(db) as store:
         fresh = []
         for record in records:

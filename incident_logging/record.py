@@ -39,6 +39,7 @@ from embodied_eval.records import (
     parse_utc,
     severity_rank,
 )
+from embodied_eval.validation import text_problem
 from incident_logging.classifier import Classification, RuleFired, classify
 from incident_logging.taxonomy import EVENT_TYPES, INJURY_LEVELS, OPERATING_MODES, SEVERITIES
 from incident_logging.thresholds import ThresholdTable
@@ -99,6 +100,9 @@ def _text(name: str, value: Any, *, empty: bool = True) -> None:
         raise EvalError(f"{name}: expected text, got {type(value).__name__}", key=name)
     if not empty and not value.strip():
         raise EvalError(f"{name}: must not be empty", key=name)
+    problem = text_problem(value)
+    if problem:
+        raise EvalError(f"{name}: {problem}", key=name)
 
 
 @dataclass(frozen=True)

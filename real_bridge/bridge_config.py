@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import Any, TypeVar, get_type_hints
 
 from embodied_eval.errors import EvalError
+from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
+from embodied_eval.validation import Key, check_value
 
 RELIABILITIES = ("reliable", "best_effort")
 DURABILITIES = ("volatile", "transient_local")
@@ -230,22 +232,9 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
     """Check one TOML value against a field's type, converting ints to floats and lists to tuples."""
     if dataclasses.is_dataclass(hint):
         return config_from_mapping(hint, value, prefix=key)  # type: ignore[arg-type]
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise EvalError(f"{key}: expected true or false, got {value!r}", key=key)
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise EvalError(f"{key}: expected a whole number, got {value!r}", key=key)
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise EvalError(f"{key}: expected a number, got {value!r}", key=key)
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise EvalError(f"{key}: expected text, got {value!r}", key=key)
-        return value
+    if hint in (bool, int, float, str):
+        # finite numbers, 64-bit integers, text without control characters (one rule set)
+        return check_value(key, value, Key(hint))
     if hint == tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise EvalError(f"{key}: expected a list of strings", key=key)
@@ -289,10 +278,11 @@ def config_from_mapping(cls: type[C], data: Any, *, prefix: str = "") -> C:
 def load_bridge_config(path: str | Path) -> BridgeConfig:
     """Read and validate a bridge TOML file (see the module docstring for the keys)."""
     p = Path(path)
-    if not p.is_file():
-        raise EvalError(f"bridge config {str(p)!r} does not exist", key="bridge_config")
+    text = read_user_text(p, "bridge config", max_bytes=MAX_CONFIG_BYTES)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise EvalError(f"bridge config {str(p)!r} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise EvalError(f"bridge config {str(p)!r} is nested too deeply") from None
     return config_from_mapping(BridgeConfig, data)

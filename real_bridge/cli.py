@@ -76,7 +76,7 @@ def twin_run(
     robot_id: str = typer.Option("", "--robot-id", help="Robot id in diagnostics."),
     rate_hz: float = typer.Option(500.0, "--rate-hz", help="Joint-state publishing rate, Hz."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Sim seconds per wall second."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the twin's own noise."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the twin's own noise."),
     engine: str = typer.Option("mujoco", "--engine", help="mujoco or pybullet."),
     friction_scale: float = typer.Option(0.85, "--friction-scale", help="Friction × this."),
     link_mass_scale: float = typer.Option(1.05, "--link-mass-scale", help="Link masses × this."),

@@ -26,8 +26,12 @@ SLEEP_ENV = "RUNNER_TEST_SLEEP_S"
 def tiny_protocol(**changes: Any) -> Protocol:
     """One family of 5 instances (the admissible minimum), 2 drifts, 2 seeds: 20 pairs.
 
-    `changes` patch sections key by key; `battery` and `drift` are replaced whole.
+    `changes` patch sections key by key; `battery` and `drift` are replaced whole. The "fake"
+    robot backend is registered first, as a lab registers its backend before loading a protocol.
     """
+    from embodied_eval.plugins import ROBOT_BACKENDS
+
+    ROBOT_BACKENDS.setdefault("fake", f"{HERE}:FakeBackend")
     data: dict[str, Any] = {
         "protocol": {"name": "runner-tiny", "version": "1", "base_seed": 7},
         "window": {"id": "w-test", "start": "2026-11-01", "end": "2026-11-30"},

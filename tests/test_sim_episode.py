@@ -112,8 +112,10 @@ def test_user_errors() -> None:
         run_episode(make_spec("push/block_upside_down"))
     with pytest.raises(EvalError, match="belongs to 'push'"):
         run_episode(make_spec(family="pick_place"))
+    with pytest.raises(EvalError, match="'ros2' is a robot backend"):
+        make_spec(engine="ros2")  # the manifest row itself is refused
     with pytest.raises(EvalError, match="not a sim engine"):
-        run_episode(make_spec(engine="ros2"))
+        run_episode(make_spec(engine="external"))
     with pytest.raises(EvalError, match="no attribute"):
         run_episode(make_spec(policy="sim_suites.policies:expert"))
 

@@ -26,7 +26,9 @@ def test_writing_the_same_episode_twice_stores_it_once(db_path: Path):
 def test_a_different_episode_under_an_existing_id_is_rejected(db_path: Path):
     with Store(db_path) as store:
         store.write_episode(make_episode(quality=0.9))
-        with pytest.raises(EvalError, match="already stored with different contents"):
+        with pytest.raises(
+            EvalError, match=r"already stored with a different quality \(stored 0.9, given 0.1\)"
+        ):
             store.write_episode(make_episode(quality=0.1))
         assert store.get_episode("p0001-real-a1").quality == 0.9  # type: ignore[union-attr]
 
@@ -53,7 +55,11 @@ def test_query_filters(db_path: Path):
     with Store(db_path) as store:
         store.write_episode(make_episode(episode_id="a", side="sim", engine="mujoco", window="w1"))
         store.write_episode(make_episode(episode_id="b", side="real", window="w1"))
-        store.write_episode(make_episode(episode_id="c", side="real", window="w2", family="push"))
+        store.write_episode(
+            make_episode(
+                episode_id="c", side="real", window="w2", family="push", task_id="push/block_left"
+            )
+        )
         assert {e.episode_id for e in store.episodes(side="real")} == {"b", "c"}
         assert {e.episode_id for e in store.episodes(window="w1")} == {"a", "b"}
         assert {e.episode_id for e in store.episodes(family="push")} == {"c"}
@@ -114,7 +120,7 @@ def test_migrations_are_versioned_and_refuse_a_newer_schema(db_path: Path):
 def test_opening_a_non_database_is_a_clear_error(tmp_path: Path):
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(EvalError, match="not a usable SQLite"):
+    with pytest.raises(EvalError, match=r"not an SQLite database \(not an embodied-eval store\)"):
         Store(junk)
     with pytest.raises(EvalError, match="does not exist"):
         Store(tmp_path / "absent.db", create=False)

@@ -45,6 +45,7 @@ from embodied_eval.keys import (
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import protocol_from_mapping
 from embodied_eval.scoring import load_evidence
+from embodied_eval.store_guard import check_is_store
 
 #: Certificate entries that legitimately differ when recomputed later (when, by whom, with which
 #: build, what the log looks like now, which artifact files are on this disk).
@@ -306,6 +307,7 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
     db_path = Path(db)
     if not db_path.is_file():
         raise EvalError(f"store {str(db_path)!r} does not exist", key="db")
+    check_is_store(db_path)
     protocol_bytes, protocol = _read_protocol(root / PROTOCOL_FILE)
     if protocol.protocol_hash != cert.get("protocol", {}).get("hash"):
         raise EvalError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,13 @@ from embodied_eval.certificate.bundle import (
     SIGNATURE_FORMAT,
 )
 from embodied_eval.errors import EvalError
+from embodied_eval.input_files import (
+    MAX_CONFIG_BYTES,
+    decode_text,
+    parse_json,
+    read_user_bytes,
+    read_user_json,
+)
 from embodied_eval.keys import (
     ALGORITHM,
     load_public_key_pem,
@@ -51,26 +59,59 @@ def _fail(path: str, problem: str) -> EvalError:
     return EvalError(f"verification failed: {path}: {problem}", key=path)
 
 
+#: Largest file a bundle may hold (recordings are referenced by hash, not shipped whole).
+MAX_BUNDLE_FILE_BYTES = 1024 * 1024 * 1024
+#: Most files a bundle may hold.
+MAX_BUNDLE_FILES = 10_000
+
+
 def _bundle_files(root: Path) -> set[str]:
-    """Every file below `root` (links and other non-files included), relative, `/`-separated."""
+    """Every regular file below `root`, relative, `/`-separated.
+
+    A bundle holds only regular files and folders: a symbolic link (which could point anywhere,
+    or loop), a FIFO (reading it would block for ever) or a device is refused by name, before any
+    file is opened; so is a file above `MAX_BUNDLE_FILE_BYTES`.
+    """
     found: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         base = Path(dirpath)
-        for name in filenames:
-            found.add((base / name).relative_to(root).as_posix())
-        for name in dirnames:
-            if (base / name).is_symlink():
-                found.add((base / name).relative_to(root).as_posix())
+        for name in (*dirnames, *filenames):
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            try:
+                st = path.lstat()
+            except OSError as exc:
+                raise _fail(rel, f"cannot be read ({exc.strerror})") from None
+            if stat.S_ISLNK(st.st_mode):
+                raise _fail(rel, "is a symbolic link; a bundle holds only regular files")
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise _fail(rel, "is not a regular file (a pipe, socket or device)")
+            if st.st_size > MAX_BUNDLE_FILE_BYTES:
+                raise _fail(rel, f"is {st.st_size} bytes; at most {MAX_BUNDLE_FILE_BYTES}")
+            found.add(rel)
+            if len(found) > MAX_BUNDLE_FILES:
+                raise _fail(".", f"holds more than {MAX_BUNDLE_FILES} files")
     return found
 
 
 def _read_signature(root: Path) -> tuple[dict[str, Any], str]:
     """Parse `signature` and check the Ed25519 signature over its signed block."""
     sig_path = root / SIGNATURE_FILE
-    if not sig_path.is_file():
+    if not sig_path.is_file() or sig_path.is_symlink():
         raise _fail(SIGNATURE_FILE, "missing (not a signed certificate bundle)")
     try:
-        doc = json.loads(sig_path.read_bytes().decode("utf-8"))
+        doc = parse_json(
+            decode_text(
+                read_user_bytes(sig_path, SIGNATURE_FILE, max_bytes=MAX_CONFIG_BYTES),
+                SIGNATURE_FILE,
+            ),
+            SIGNATURE_FILE,
+        )
+    except EvalError as exc:
+        raise _fail(SIGNATURE_FILE, f"unreadable ({exc})") from None
+    try:
         block = doc["signed"]
         pem = doc["public_key_pem"]
         signature = doc["signature"]
@@ -112,9 +153,9 @@ def verify_bundle(
     root = Path(path)
     if not root.is_dir():
         raise EvalError(f"{str(root)!r} is not a certificate bundle folder", key="bundle")
+    present = _bundle_files(root) - {SIGNATURE_FILE}
     block, pem = _read_signature(root)
     signed_files: dict[str, str] = dict(block["files"])
-    present = _bundle_files(root) - {SIGNATURE_FILE}
     missing = sorted(set(signed_files) - present)
     if missing:
         raise _fail(missing[0], "missing (listed in the signature)")
@@ -129,11 +170,16 @@ def verify_bundle(
                 f"contents changed since signing (sha256 {actual[:12]}…, signed "
                 f"{str(signed_files[rel])[:12]}…)",
             )
-    if (root / PUBLIC_KEY_FILE).read_text(encoding="ascii", errors="replace") != pem:
+    if PUBLIC_KEY_FILE not in present:
+        raise _fail(PUBLIC_KEY_FILE, "missing")
+    key_bytes = read_user_bytes(root / PUBLIC_KEY_FILE, PUBLIC_KEY_FILE)
+    if key_bytes.decode("ascii", errors="replace") != pem:
         raise _fail(PUBLIC_KEY_FILE, "differs from the key in the signature")
+    if CERTIFICATE_FILE not in present:
+        raise _fail(CERTIFICATE_FILE, "missing")
     try:
-        certificate = json.loads((root / CERTIFICATE_FILE).read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        certificate = read_user_json(root / CERTIFICATE_FILE, CERTIFICATE_FILE)
+    except EvalError as exc:
         raise _fail(CERTIFICATE_FILE, f"not valid JSON ({exc})") from None
     if not isinstance(certificate, dict):
         raise _fail(CERTIFICATE_FILE, "not a JSON object")

@@ -24,7 +24,10 @@ def certify(
         None, "--passphrase-env", help="Environment variable holding the key's passphrase."
     ),
     seed: int | None = typer.Option(
-        None, "--seed", help="Bootstrap RNG seed (default: derived from the protocol's base seed)."
+        None,
+        "--seed",
+        min=0,
+        help="Bootstrap RNG seed (default: derived from the protocol's base seed).",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty --out."),
     fail_on_gate: bool = typer.Option(
@@ -109,9 +112,12 @@ def verify(
     recomputed = False
     if db is not None:
         from embodied_eval.certificate.issue import check_signer_registry, recompute_check
+        from embodied_eval.store_guard import check_is_store, read_only_stores
 
-        registered = check_signer_registry(verified, db) or registered
-        recompute_check(verified, db)
+        check_is_store(Path(db))  # a foreign file is refused before anything reads it
+        with read_only_stores():  # verify never writes, not even schema tables
+            registered = check_signer_registry(verified, db) or registered
+            recompute_check(verified, db)
         recomputed = True
     who = (
         f"{registered.get('holder')} ({registered.get('role')})"

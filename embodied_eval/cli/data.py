@@ -14,9 +14,11 @@ from embodied_eval.interchange import (
     episodes_to_frame,
     faults_from_frame,
     faults_to_frame,
+    in_file,
     read_table,
     write_table,
 )
+from embodied_eval.pair_rules import check_pairs, stored_partners
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import Protocol, load_protocol
 from embodied_eval.sensitivity import run_sweep, sweep_table
@@ -46,21 +48,38 @@ def import_file(
     if kind is Kind.lerobot:
         raise EvalError("import lerobot is not supported; import episodes from CSV/Parquet")
     frame = read_table(file)
-    with open_store(db) as store:
-        if kind is Kind.episodes:
-            import getpass
+    # Every row is validated before the store is opened: a refused file touches nothing.
+    if kind is Kind.episodes:
+        import getpass
 
-            from embodied_eval.canonical import file_sha256
+        from embodied_eval.canonical import file_sha256
 
-            source = {
-                "importer": importer or getpass.getuser(),
-                "source_file": file.name,
-                "source_sha256": file_sha256(file),
-            }
-            new, same = store.write_episodes(episodes_from_frame(frame), source=source)
-        else:
-            new, same = store.write_faults(faults_from_frame(frame))
-    console.print(f"imported {new} new {kind.value} from {file} ({same} already stored)")
+        episodes = in_file(file, episodes_from_frame, frame)
+        check_pairs(episodes, where=str(file))
+        try:
+            user = getpass.getuser()
+        except (KeyError, OSError):  # no login name in this environment
+            user = "unknown"
+        source = {
+            "importer": importer or user,
+            "source_file": file.name,
+            "source_sha256": file_sha256(file),
+        }
+        with open_store(db) as store:
+            check_pairs(episodes, where=str(file), stored=stored_partners(store, episodes))
+            new, same = store.write_episodes(
+                episodes,
+                source=source,
+                labels=[f"{file}: row {i + 2}" for i in range(len(episodes))],
+            )
+    else:
+        faults = in_file(file, faults_from_frame, frame)
+        with open_store(db) as store:
+            new, same = store.write_faults(faults)
+    typer.echo(
+        f"imported {new} new {kind.value} from {file} ({same} already stored"
+        + (", nothing changed)" if new == 0 else ")")
+    )
 
 
 def export_file(

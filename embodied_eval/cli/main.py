@@ -2,7 +2,9 @@
 
 Each command group lives in its own module exposing `register(app)`; groups owned by the other
 packages (incidents, keys, twin, trial) are reached through `embodied_eval.plugins.CLI_GROUPS`.
-A user error (`EvalError`) prints one line and exits 2; anything else keeps its traceback.
+A user error (`EvalError`) and a usage error (unknown option, missing argument, bad choice) print
+one line and exit 2. No traceback reaches the user: an unexpected exception is written with its
+traceback to a log file and reported in one line naming that file (exit 1).
 
 Commands are loaded lazily: `--help` and `--version` list them from `COMMANDS` without importing
 their modules (which pull in numpy, pandas, the simulators and ROS 2); a command's module is
@@ -11,9 +13,14 @@ imported only when that command runs or its own help is asked for.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib
 import importlib.util
+import os
 import sys
+import tempfile
+import traceback
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -21,6 +28,7 @@ from typer import _click as click  # typer vendors click; its groups are click g
 from typer.core import TyperGroup, TyperOption
 
 from embodied_eval import __version__
+from embodied_eval.cli.guard import discard_new_stores, new_store_paths
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import CLI_GROUPS, resolve
 
@@ -152,6 +160,12 @@ class LazyGroup(TyperGroup):
             self._listing = False
 
 
+try:  # typer ≥ 0.22 carries its own copy of click
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - older typer on top of click
+    from click.exceptions import ClickException, UsageError  # type: ignore[no-redef,assignment]
+
+
 app = typer.Typer(
     name="embodied-eval",
     cls=LazyGroup,
@@ -196,18 +210,98 @@ def all_commands() -> dict[str, click.Command]:
     return out
 
 
+#: Where crash logs go (default: the system's temporary folder).
+CRASH_DIR_ENV_VAR = "EMBODIED_EVAL_CRASH_DIR"
+#: Exit status of an unexpected failure (a bug, not a user error).
+CRASH_EXIT_CODE = 1
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and runs of spaces folded into single spaces."""
+    return " ".join(str(text).split())
+
+
+def _usage_error(exc: UsageError) -> str:
+    command = exc.ctx.command_path if exc.ctx is not None else "embodied-eval"
+    return f"{command}: {one_line(exc.format_message())} (see '{command} --help')"
+
+
+def write_crash_log(exc: BaseException, argv: list[str] | None) -> Path:
+    """Write the traceback of an unexpected exception to a new log file; returns its path."""
+    folder = Path(os.environ.get(CRASH_DIR_ENV_VAR) or tempfile.gettempdir())
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    fd, name = tempfile.mkstemp(prefix=f"embodied-eval-crash-{stamp}-", suffix=".log", dir=folder)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(
+            f"embodied-eval {__version__}\nargv: {argv if argv is not None else sys.argv}\n"
+        )
+        handle.write("".join(traceback.format_exception(exc)))
+    return Path(name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; user errors print one line to stderr and exit 2."""
+    """Run the CLI and return its exit status; every failure prints exactly one line.
+
+    User errors (`EvalError`) and usage errors exit 2; an unexpected exception is logged with its
+    traceback to a file (see `write_crash_log`) and reported in one line naming it. A failed
+    command leaves no new, empty store behind.
+    """
+    new_stores = new_store_paths(argv)
+    code = _run(app, argv)
+    if code != 0:
+        discard_new_stores(new_stores)
+    return code
+
+
+def _run(cli: typer.Typer, argv: list[str] | None) -> int:
     try:
-        app(args=argv, prog_name="embodied-eval")
+        result = cli(args=argv, prog_name="embodied-eval", standalone_mode=False)
     except EvalError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        typer.echo(f"error: {one_line(str(exc))}", err=True)
         return exc.exit_code
+    except UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help is the answer to no arguments
+            help_text = exc.format_message()
+            if help_text.strip():
+                typer.echo(help_text, err=True)
+            return 2
+        typer.echo(f"error: {_usage_error(exc)}", err=True)
+        return 2
+    except ClickException as exc:
+        typer.echo(f"error: {one_line(exc.format_message())}", err=True)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("error: interrupted", err=True)
+        return 130
     except SystemExit as exc:
         if exc.code is None:
             return 0
         return exc.code if isinstance(exc.code, int) else 1
-    return 0
+    except OSError as exc:
+        if exc.filename is None:
+            return _crash(exc, argv)
+        # the system refused a path the user named: name too long, no permission, disk full, ...
+        typer.echo(f"error: {str(exc.filename)[:200]}: {exc.strerror or exc}", err=True)
+        return 2
+    except Exception as exc:
+        return _crash(exc, argv)
+    return result if isinstance(result, int) else 0
+
+
+def _crash(exc: BaseException, argv: list[str] | None) -> int:
+    """Log an unexpected exception with its traceback; one line naming the log file."""
+    try:
+        log = write_crash_log(exc, argv)
+    except OSError:
+        typer.echo(f"error: internal error {type(exc).__name__} (no log written)", err=True)
+        return CRASH_EXIT_CODE
+    typer.echo(
+        f"error: internal error {type(exc).__name__}; the traceback is in {log} (please report it)",
+        err=True,
+    )
+    return CRASH_EXIT_CODE
 
 
 if __name__ == "__main__":

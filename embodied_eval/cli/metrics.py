@@ -79,7 +79,6 @@ object); absent items are evidence_missing.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +91,7 @@ from embodied_eval.cli.summaries import print_remains, print_verdict
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.embodiment.report import EmbodimentReport, compute_embodiment
 from embodied_eval.errors import EvalError
+from embodied_eval.input_files import read_user_json
 from embodied_eval.protocol import example_protocol_path, load_protocol
 from embodied_eval.records import SEVERITIES
 from embodied_eval.stats import Estimate
@@ -101,12 +101,7 @@ from embodied_eval.verdict import WindowVerdict, window_verdict
 def _read_evidence(path: Path | None) -> dict[str, Any] | None:
     if path is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise EvalError(f"--evidence: {str(path)!r} does not exist", key="evidence") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise EvalError(f"--evidence: {str(path)!r} is not JSON ({exc})", key="evidence") from None
+    data = read_user_json(path, "--evidence")
     if not isinstance(data, dict):
         raise EvalError("--evidence: expected a JSON object", key="evidence")
     return data
@@ -231,7 +226,10 @@ def metrics(
         None, "--evidence", help="JSON with closures, P, W and the delivery attestation."
     ),
     seed: int | None = typer.Option(
-        None, "--seed", help="Bootstrap seed (default: derived from the protocol's base seed)."
+        None,
+        "--seed",
+        min=0,
+        help="Bootstrap seed (default: derived from the protocol's base seed).",
     ),
     as_json: bool = JsonOption,
 ) -> None:

@@ -46,7 +46,9 @@ def _print_hours(plan: HoursPlan, bound_name: str, unit: str) -> None:
 @plan_app.command("rate")
 def plan_rate(
     max_per_100h: float = typer.Option(..., "--max-per-100h", help="Gate: events per 100 h."),
-    observed: int = typer.Option(0, "--observed", help="Events observed so far."),
+    observed: int = typer.Option(
+        0, "--observed", min=0, max=10**12, help="Events observed so far."
+    ),
     hours: float = typer.Option(0.0, "--hours", help="Exposure hours so far."),
     level: float = LevelOption,
     as_json: bool = JsonOption,
@@ -64,7 +66,9 @@ def plan_mtbsi(
     min_hours: float = typer.Option(
         ..., "--min-hours", "--min-mtbsi", "--min-mtbsi-h", help="Gate: minimum MTBSI in hours."
     ),
-    observed: int = typer.Option(0, "--observed", help="Safety incidents observed so far."),
+    observed: int = typer.Option(
+        0, "--observed", min=0, max=10**12, help="Safety incidents observed so far."
+    ),
     hours: float = typer.Option(0.0, "--hours", help="Exposure hours so far."),
     level: float = LevelOption,
     as_json: bool = JsonOption,
@@ -132,8 +136,10 @@ def plan_success(
     threshold: float = typer.Option(
         ..., "--threshold", "--min-rate", help="Gate: minimum success rate."
     ),
-    successes: int = typer.Option(0, "--successes", help="Successful trials so far."),
-    trials: int = typer.Option(0, "--trials", help="Scored trials so far."),
+    successes: int = typer.Option(
+        0, "--successes", min=0, max=10**12, help="Successful trials so far."
+    ),
+    trials: int = typer.Option(0, "--trials", min=0, max=10**12, help="Scored trials so far."),
     level: float = LevelOption,
     with_sim: bool = typer.Option(
         False, "--with-sim", help="Use the stored window's sim/real pairs (prediction-powered)."

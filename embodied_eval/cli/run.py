@@ -121,7 +121,9 @@ def run_command(
         1, "--max-retries", help="Retries after an error/aborted attempt."
     ),
     timeout: float | None = typer.Option(
-        None, "--timeout", help="Wall-clock limit per sim episode, seconds (local/ray executors)."
+        None,
+        "--timeout",
+        help="Wall-clock limit per sim episode, seconds (local/ray executors).",
     ),
     record: bool = typer.Option(False, "--record", help="Let sim engines write recordings."),
     ray_address: str | None = typer.Option(

@@ -77,8 +77,10 @@ def score(
     profile: Profile | None = typer.Option(
         None, "--profile", help="Weight profile (default: the evidence's, else default)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the bootstrap generator."),
-    resamples: int = typer.Option(2000, "--resamples", min=100, help="Bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", min=0, help="Seed of the bootstrap generator."),
+    resamples: int = typer.Option(
+        2000, "--resamples", min=100, max=1_000_000, help="Bootstrap resamples."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Score an evidence file: axes, AAI-Index with intervals, U, AAI*, κ, closures and level."""

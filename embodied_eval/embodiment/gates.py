@@ -48,6 +48,7 @@ from embodied_eval.gates import (
     check_at_most,
     combine_verdicts,
 )
+from embodied_eval.scoring.evidence_fields import estimate
 from embodied_eval.stats import (
     Estimate,
     plan_mtbf_gate,
@@ -238,6 +239,15 @@ def s2r_families_check(
     )
 
 
+def _check_unit_estimate(est: Estimate, key: str) -> None:
+    for part, value in (("value", est.value), ("low", est.low), ("high", est.high)):
+        if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+            raise EvalError(
+                f"evidence.{key}.{part}: {value!r} must be a number in [0, 1]",
+                key=f"evidence.{key}.{part}",
+            )
+
+
 def evidence_check(
     name: str, key: str, evidence: Mapping[str, Any] | None, threshold: float | None = None
 ) -> GateCheck:
@@ -276,22 +286,19 @@ def evidence_check(
     if isinstance(item, bool):
         verdict = Verdict.PASS if item else Verdict.FAIL
         return GateCheck(name, verdict, threshold, cmp, detail="supplied attestation")
-    if threshold is not None and isinstance(item, (int, float, Estimate)):
-        est = (
-            item if isinstance(item, Estimate) else Estimate(float(item), None, None, 0.95, "point")
-        )
-        detail = "" if est.low is not None else "point value without a confidence bound"
-        return check_at_least(name, est, threshold, detail=detail)
-    if threshold is not None and isinstance(item, Mapping) and "value" in item:
-        est = Estimate(
-            None if item["value"] is None else float(item["value"]),
-            None if item.get("low") is None else float(item["low"]),
-            None if item.get("high") is None else float(item["high"]),
-            float(item.get("level", 0.95)),
-            str(item.get("method", "supplied")),
-            int(item.get("n", 0)),
-        )
-        return check_at_least(name, est, threshold, detail="supplied estimate")
+    if threshold is not None and isinstance(item, Estimate):
+        _check_unit_estimate(item, key)
+        detail = "" if item.low is not None else "point value without a confidence bound"
+        return check_at_least(name, item, threshold, detail=detail)
+    if threshold is not None and (
+        (isinstance(item, (int, float)) and not isinstance(item, bool))
+        or (isinstance(item, Mapping) and "value" in item)
+    ):
+        # P and W are axis values in [0, 1]: anything outside is an error, never a pass.
+        est = estimate(item, f"evidence.{key}", low=0.0, high=1.0)
+        if isinstance(item, Mapping):
+            return check_at_least(name, est, threshold, detail="supplied estimate")
+        return check_at_least(name, est, threshold, detail="point value without a confidence bound")
     if isinstance(item, Mapping) and item.get("verdict") in verdicts:
         return GateCheck(
             name, Verdict(item["verdict"]), threshold, cmp, detail=str(item.get("detail", ""))

@@ -8,6 +8,7 @@ ledger, and the notes say so.
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 import os
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import Protocol
+from embodied_eval.record_base import parse_utc
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
 from embodied_eval.safety_metrics import split_by_episode, unassigned_incident_notes
 from embodied_eval.store import UNASSIGNED_WINDOW, Store, default_db_path
@@ -125,4 +127,22 @@ def load_window(
             notes += unassigned_incident_notes(len(tied), len(untied), window_id)
     else:
         notes.append("incident log not installed: no incidents counted and no exposure ledger read")
+    if window_id == protocol.window_id:
+        check_exposure_dates(exposure, protocol)
     return WindowData(episodes, faults, incidents, exposure, notes, used, verified.summary())
+
+
+def check_exposure_dates(exposure: list[ExposureEntry], protocol: Protocol) -> None:
+    """Every exposure period of the protocol's window lies within its dates (start to end,
+    both days included); a period outside is refused naming the entry."""
+    first = dt.datetime.combine(protocol.window_start, dt.time(), tzinfo=dt.UTC)
+    after = dt.datetime.combine(protocol.window_end + dt.timedelta(days=1), dt.time(), dt.UTC)
+    for entry in exposure:
+        start, end = parse_utc(entry.start, key="start"), parse_utc(entry.end, key="end")
+        if start < first or end > after:
+            raise EvalError(
+                f"exposure {entry.entry_id}: {entry.start} to {entry.end} lies outside window "
+                f"{protocol.window_id!r} ({protocol.window_start.isoformat()} to "
+                f"{protocol.window_end.isoformat()}); amend the entry",
+                key="exposure",
+            )

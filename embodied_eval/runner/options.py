@@ -8,6 +8,7 @@ before anything runs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,11 @@ from embodied_eval.remote.client import parse_policy_url
 from embodied_eval.runner.backend import backend_target
 from embodied_eval.runner.plan import Manifest, plan_manifest
 from embodied_eval.runner.work import GYM_ENGINE, GymSource
+
+#: Bounds of the run options (a larger value is a typing mistake).
+MAX_RETRIES = 1000
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_WORKERS = 4096
 
 EXECUTORS = ("sequential", "local", "ray")
 
@@ -85,10 +91,18 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
         )
     if options.max_retries < 0:
         raise EvalError("--max-retries: must be 0 or more", key="max_retries")
-    if options.timeout_s is not None and options.timeout_s <= 0:
+    if options.max_retries > MAX_RETRIES:
+        raise EvalError(f"--max-retries: must be at most {MAX_RETRIES}", key="max_retries")
+    if options.timeout_s is not None and not (
+        math.isfinite(options.timeout_s) and options.timeout_s > 0
+    ):
         raise EvalError("--timeout: must be a positive number of seconds", key="timeout")
+    if options.timeout_s is not None and options.timeout_s > MAX_TIMEOUT_S:
+        raise EvalError(f"--timeout: must be at most {MAX_TIMEOUT_S:g} s (a week)", key="timeout")
     if options.workers is not None and options.workers < 1:
         raise EvalError("--workers: must be at least 1", key="workers")
+    if options.workers is not None and options.workers > MAX_WORKERS:
+        raise EvalError(f"--workers: must be at most {MAX_WORKERS}", key="workers")
     sim_task = ""
     gym_engine = options.gym is not None or tuple(options.engines or ()) == (GYM_ENGINE,)
     if gym_engine:

@@ -7,13 +7,13 @@ A quantity is a bare number (a point value, no interval) or an object {"value", 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.input_files import read_user_json
 from embodied_eval.stats.estimate import SIDED, Estimate
 
 ESTIMATE_KEYS = ("value", "low", "high", "level", "method", "n", "sided", "note")
@@ -22,18 +22,7 @@ ESTIMATE_KEYS = ("value", "low", "high", "level", "method", "n", "sided", "note"
 def load_evidence(path: str | Path) -> dict[str, Any]:
     """Read an evidence JSON file (EvalError on a missing file or bad JSON)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise EvalError(
-            f"{p}: cannot read evidence file ({exc.strerror})", key="evidence"
-        ) from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EvalError(
-            f"{p}: not valid JSON (line {exc.lineno}: {exc.msg})", key="evidence"
-        ) from None
+    data = read_user_json(p, "evidence file")
     if not isinstance(data, dict):
         raise EvalError(f"{p}: the evidence must be a JSON object", key="evidence")
     return data
@@ -116,9 +105,15 @@ def estimate(
     return Estimate(v, lo, hi, level, method, n, sided, str(note))
 
 
+#: Longest list of numbers (bootstrap replicates) an evidence file may carry.
+MAX_NUMBERS = 1_000_000
+
+
 def number_list(obj: Any, key: str) -> list[float]:
     if not isinstance(obj, list) or not obj:
         raise EvalError(f"{key}: expected a non-empty list of numbers", key=key)
+    if len(obj) > MAX_NUMBERS:
+        raise EvalError(f"{key}: {len(obj)} numbers; at most {MAX_NUMBERS}", key=key)
     return [number(x, f"{key}[{i}]") for i, x in enumerate(obj)]
 
 

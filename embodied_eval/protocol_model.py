@@ -1,0 +1,186 @@
+"""The typed protocol: what a validated protocol file holds (seed §3 battery B).
+
+`embodied_eval.protocol` reads and validates protocol files into these records; everything else
+reads protocols only through them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from embodied_eval.errors import EvalError
+
+#: Seed §3: an admissible battery has at least m_min instances in every family.
+DEFAULT_M_MIN = 5
+
+#: How simulated grasps are held: by contact friction, or by an assisting weld (declared).
+GRASP_MODES = ("contact", "assisted")
+
+#: `[embodiment] ar_estimator`: which AR enters E and the AR gate ("ppi" = prediction-powered).
+AR_ESTIMATORS = ("classical", "ppi")
+
+#: Domain-randomization knobs a protocol may set, as [low, high] ranges.
+DR_KNOBS = (
+    "friction_scale",
+    "object_mass_scale",
+    "link_mass_scale",
+    "joint_damping_scale",
+    "actuator_gain_scale",
+    "object_xy_offset_m",
+    "sensor_noise_std",
+    "action_latency_steps",
+    "control_rate_hz",
+    "lighting_scale",
+    "grip_force_scale",
+    "object_yaw_rad",
+    "colour_jitter",
+)
+
+#: Parameters a drift setting δ may change on top of DR (maintenance closure, seed §7).
+DRIFT_KEYS = (
+    "payload_kg",
+    "friction_scale",
+    "lighting_scale",
+    "controller_gain_scale",
+    "latency_steps",
+    "control_rate_hz",
+    "firmware",
+)
+
+SEVERITY_WEIGHT_DEFAULTS = {"near_miss": 0.25, "minor": 1.0, "major": 5.0, "critical": 20.0}
+
+FAMILY_NAMES_HINT = "pick_place, drawer_open, peg_insert, push"
+
+
+# --------------------------------------------------------------------------- typed protocol
+
+
+@dataclass(frozen=True)
+class TaskInstance:
+    """One named task instance of a family, with its target quality q* and QC tolerance.
+
+    `env_id` / `make_kwargs` map the instance to a registered Gymnasium environment (run with
+    `--engine gymnasium`): `gymnasium.make(env_id, **make_kwargs)`.
+    """
+
+    task_id: str
+    family: str
+    target_quality: float
+    qc_tolerance: float | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    env_id: str = ""
+    make_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DriftSetting:
+    """A drift δ: a day index on the drift calendar and the parameters it changes."""
+
+    name: str
+    day: int
+    params: Mapping[str, Any]
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class PriceCard:
+    """Declared prices for $_phys (seed §3.1 $, §7): cost per hour is itemized from these."""
+
+    currency: str = "USD"
+    energy_per_kwh: float = 0.30
+    wear_per_hour: float = 0.0
+    consumables_per_task: float = 0.0
+    operator_per_hour: float = 0.0
+    operator_fraction: float = 1.0
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """Anytime-valid stopping of the real side against an AR gate.
+
+    `p1` and `beta` are used by `method = "sprt"` only (H0: p = ar_threshold against H1: p = p1,
+    P(fail | p1) = beta); they enter the protocol hash only for that method.
+    """
+
+    enabled: bool = False
+    ar_threshold: float = 0.75
+    method: str = "mixture"
+    min_trials: int = 5
+    max_trials: int = 400
+    p1: float | None = None
+    beta: float = 0.10
+
+    def canonical(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        if self.method != "sprt":
+            out.pop("p1")
+            out.pop("beta")
+        return out
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """A validated protocol. Build it with `load_protocol` or `protocol_from_mapping`."""
+
+    name: str
+    version: str
+    base_seed: int
+    window_id: str
+    window_start: dt.date
+    window_end: dt.date
+    instances: tuple[TaskInstance, ...]
+    drifts: tuple[DriftSetting, ...]
+    seeds_per_instance: int
+    randomization: Mapping[str, tuple[float, float]]
+    severity_weights: Mapping[str, float]
+    safety_thresholds: Mapping[str, Any]
+    majors_allowed: bool
+    e_anchor_low: float
+    e_anchor_high: float
+    price_card: PriceCard
+    confidence: float
+    bootstrap_resamples: int
+    m_min: int
+    engines: tuple[str, ...]
+    max_steps: int
+    sim_policy: str
+    real_backend: str
+    real_policy: str
+    robot_id: str
+    real_fraction: float
+    stopping: StoppingRule
+    baselines: Mapping[str, str]
+    raw: Mapping[str, Any]
+    protocol_hash: str
+    sim_grasp: str = "contact"
+    ar_estimator: str = "classical"
+
+    @property
+    def families(self) -> dict[str, list[TaskInstance]]:
+        out: dict[str, list[TaskInstance]] = {}
+        for inst in self.instances:
+            out.setdefault(inst.family, []).append(inst)
+        return out
+
+    def instance(self, task_id: str) -> TaskInstance:
+        for inst in self.instances:
+            if inst.task_id == task_id:
+                return inst
+        raise EvalError(f"task_id: {task_id!r} is not in protocol {self.name!r}", key="task_id")
+
+    def drift(self, name: str) -> DriftSetting:
+        for d in self.drifts:
+            if d.name == name:
+                return d
+        raise EvalError(f"drift: {name!r} is not in protocol {self.name!r}", key="drift")
+
+    def canonical(self) -> dict[str, Any]:
+        """The canonical (validated, defaults filled) form that `protocol_hash` hashes.
+
+        The hash covers the validated form, so comments and key order in the file do not change it.
+        """
+        return dict(self.raw)
