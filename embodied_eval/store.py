@@ -26,10 +26,11 @@ from embodied_eval import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, Fault, utc_now_iso
+from embodied_eval.store_guard import DB_ENV_VAR as DB_ENV_VAR
+from embodied_eval.store_guard import DEFAULT_DB as DEFAULT_DB
 from embodied_eval.store_guard import check_is_store, memory_copy, stores_are_read_only
+from embodied_eval.store_guard import default_db_path as default_db_path
 
-DEFAULT_DB = "embodied-eval.db"
-DB_ENV_VAR = "EMBODIED_EVAL_DB"
 #: Window id of records stored without one (e.g. imported from a file without a `window` column).
 UNASSIGNED_WINDOW = ""
 
@@ -79,11 +80,6 @@ CORE_MIGRATIONS: tuple[str, ...] = (
     );
     """,
 )
-
-
-def default_db_path() -> Path:
-    """`$EMBODIED_EVAL_DB` if set, else `./embodied-eval.db`."""
-    return Path(os.environ.get(DB_ENV_VAR, DEFAULT_DB))
 
 
 def connect(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Connection:

@@ -21,6 +21,15 @@ from pathlib import Path
 
 from embodied_eval.errors import EvalError
 
+DEFAULT_DB = "embodied-eval.db"
+DB_ENV_VAR = "EMBODIED_EVAL_DB"
+
+
+def default_db_path() -> Path:
+    """`$EMBODIED_EVAL_DB` if set, else `./embodied-eval.db`."""
+    return Path(os.environ.get(DB_ENV_VAR, DEFAULT_DB))
+
+
 #: Side files SQLite keeps beside a WAL database.
 SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from embodied_eval.store_guard import discard_new_store
+from embodied_eval.store_guard import default_db_path, discard_new_store
 
 
 def store_paths(argv: list[str] | None) -> list[Path]:
@@ -22,12 +22,7 @@ def store_paths(argv: list[str] | None) -> list[Path]:
             found.append(Path(args[i + 1]))
         elif arg.startswith("--db="):
             found.append(Path(arg.partition("=")[2]))
-    if found:
-        return found
-    # Imported here: the store module pulls in pandas, and `--help` must stay cheap.
-    from embodied_eval.store import default_db_path
-
-    return [default_db_path()]
+    return found or [default_db_path()]
 
 
 def new_store_paths(argv: list[str] | None) -> list[Path]:
