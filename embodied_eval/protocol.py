@@ -21,6 +21,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[sim]` engines, max_steps, policy; `[real]` backend, robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
+- `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_hash
+from embodied_eval.closure_protocol import (
+    ExpansionPlan,
+    MaintenancePlan,
+    read_expansion,
+    read_maintenance,
+)
 from embodied_eval.errors import EvalError
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
@@ -163,6 +170,8 @@ class Protocol:
     baselines: Mapping[str, str]
     raw: Mapping[str, Any]
     protocol_hash: str
+    maintenance: MaintenancePlan | None = None
+    expansion: ExpansionPlan | None = None
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:
@@ -492,6 +501,11 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
     baselines = {k: base.get(k, str) for k in list(base.table)}
     base.done()
 
+    maintenance = read_maintenance(root.sub("maintenance"), used_drifts)
+    expansion = read_expansion(
+        root.sub("expansion"), sorted({t.family for t in instances}), engines
+    )
+
     root.done()
 
     canonical_form = {
@@ -533,6 +547,11 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "stopping": stopping.canonical(),
         "baselines": dict(baselines),
     }
+    # Declared only: protocols without closure audits keep their hash.
+    if maintenance is not None:
+        canonical_form["maintenance"] = maintenance.canonical()
+    if expansion is not None:
+        canonical_form["expansion"] = expansion.canonical()
     return Protocol(
         name=name,
         version=version,
@@ -564,6 +583,8 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         baselines=baselines,
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
+        maintenance=maintenance,
+        expansion=expansion,
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
+from embodied_eval.patches import HumanPatch, window_patches
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
@@ -42,6 +43,7 @@ class WindowInputs:
             signer_registration ({"holder", "role"} of the signer's key, or None).
         threshold_tables: (version, hash) of the classification threshold tables used.
         notes: what the window selection had to say (e.g. episodes imported without a window).
+        patches: technician-entered human patches of the window (maintenance closure).
     """
 
     protocol: Protocol
@@ -56,6 +58,7 @@ class WindowInputs:
     chain: dict[str, Any]
     threshold_tables: tuple[tuple[str, str], ...]
     notes: tuple[str, ...] = ()
+    patches: tuple[HumanPatch, ...] = ()
 
     def episodes_digest(self) -> str:
         """SHA-256 of the canonical JSON of the episodes (sorted by id): what was certified."""
@@ -153,4 +156,5 @@ def gather_inputs(
         chain=chain,
         threshold_tables=tuple(tables),
         notes=tuple(window.notes),
+        patches=tuple(window_patches(db_path, protocol.window_id)),
     )

@@ -86,6 +86,11 @@ def run_command(
     policy: str | None = typer.Option(
         None, "--policy", help="Policy 'module:factory' for both sides (default: the protocol's)."
     ),
+    condition: str | None = typer.Option(
+        None,
+        "--condition",
+        help="Run an [expansion] audit condition: pre, post or ablated (its policy, both sides).",
+    ),
     executor: ExecutorChoice = typer.Option(
         ExecutorChoice.local, "--executor", help="How sim episodes fan out."
     ),
@@ -133,6 +138,14 @@ def run_command(
     protocol = load_protocol(protocol_file)
     if quality and not gym_id:
         raise EvalError("--quality needs --gym-id", key="quality")
+    if condition is not None:
+        if protocol.expansion is None:
+            raise EvalError(
+                "--condition: the protocol declares no [expansion] audit", key="condition"
+            )
+        if policy is not None:
+            raise EvalError("--condition sets the policy; drop --policy", key="condition")
+        policy = protocol.expansion.policy(condition)
     options = RunOptions(
         sides=("sim", "real") if side is SideChoice.both else (side.value,),
         engines=tuple(engine) if engine else None,

@@ -73,6 +73,20 @@ def pair_id_for(key: str, task_id: str, drift_name: str, seed_index: int) -> str
     return f"{key}:{task_id}:{drift_name}:s{seed_index}"
 
 
+def drift_name_of_pair(pair_id: str) -> str | None:
+    """The drift setting's name inside a pair id made by `pair_id_for` (None if not one)."""
+    parts = pair_id.rsplit(":", 2)
+    if len(parts) != 3 or not parts[2].startswith("s") or not parts[2][1:].isdigit():
+        return None
+    return parts[1] or None
+
+
+def manifest_row_key(pair_id: str) -> str:
+    """The pair id without its run key, "<task id>:<drift>:s<k>": the same for every policy run
+    under one protocol (how the conditions of an expansion audit are matched row by row)."""
+    return pair_id.partition(":")[2]
+
+
 def episode_id_for(pair_id: str, side: str, engine: str, attempt: int) -> str:
     """The episode id: "<pair id>-<side>-<engine>-a<attempt>" (a retry is a new attempt)."""
     return f"{pair_id}-{side}-{engine}-a{attempt}"

@@ -27,6 +27,7 @@ from embodied_eval.stats.mttr import mttr_interval
 from embodied_eval.stats.paired import (
     GapEquivalence,
     McNemarResult,
+    difference_of_independent,
     gap_equivalence_test,
     mcnemar_test,
     paired_gap_interval,
@@ -82,6 +83,7 @@ __all__ = [
     "clopper_pearson_interval",
     "cluster_bootstrap_mean",
     "cluster_weights",
+    "difference_of_independent",
     "fixed_duration_plan",
     "fixed_plan_risks",
     "gap_equivalence_test",
