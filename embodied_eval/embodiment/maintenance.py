@@ -31,7 +31,6 @@ from embodied_eval.embodiment.reliability import actuation_reliability
 from embodied_eval.embodiment.safety import summarize_safety
 from embodied_eval.embodiment.selection import choose_policy, select_episodes
 from embodied_eval.embodiment.transfer import transfer_overall
-from embodied_eval.errors import EvalError
 from embodied_eval.gates import GateCheck, GateResult, Verdict
 from embodied_eval.patches import HumanPatch
 from embodied_eval.protocol import Protocol
@@ -92,6 +91,9 @@ class MaintenanceResult:
             "Y_days": self.plan.days,
             "planned_span_days": self.plan.planned_span,
             "patches_allowed": self.plan.patches_allowed,
+            "calendar": [
+                {"drift": c.drift, "day": c.day, "kinds": list(c.kinds)} for c in self.plan.calendar
+            ],
             "policy": self.policy,
             "baseline": None if self.audit is None else self.audit.baseline.to_json(),
             "threshold": self.threshold,
@@ -258,14 +260,3 @@ def maintenance_audit(
         )
         closure = GateResult(closure.name, (*closure.checks, check))
     return MaintenanceResult(plan, chosen, tuple(days), tuple(patches), audit, closure, notes)
-
-
-def require_declared(protocol: Protocol) -> MaintenancePlan:
-    """The protocol's maintenance plan, or an error saying how to declare one."""
-    if protocol.maintenance is None:
-        raise EvalError(
-            "maintenance: the protocol declares no [maintenance] audit (add a [maintenance] table "
-            "naming the drift-calendar days)",
-            key="maintenance",
-        )
-    return protocol.maintenance
