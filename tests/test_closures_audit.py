@@ -18,6 +18,7 @@ statistics notes:
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -327,7 +328,7 @@ def test_expansion_without_conditions_is_evidence_missing() -> None:
                 }
             },
             "expansion.kind",
-        ),  # fmt: skip
+        ),
         (
             {
                 "expansion": {
@@ -340,7 +341,7 @@ def test_expansion_without_conditions_is_evidence_missing() -> None:
                 }
             },
             "expansion.families",
-        ),  # fmt: skip
+        ),
         (
             {
                 "expansion": {
@@ -353,7 +354,7 @@ def test_expansion_without_conditions_is_evidence_missing() -> None:
                 }
             },
             "expansion.ablated",
-        ),  # fmt: skip
+        ),
         (
             {
                 "expansion": {
@@ -367,7 +368,7 @@ def test_expansion_without_conditions_is_evidence_missing() -> None:
                 }
             },
             "expansion.control_families",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_bad_closure_tables_name_the_key(tables: dict[str, Any], key: str) -> None:
@@ -382,3 +383,46 @@ def test_closure_tables_enter_the_protocol_hash_only_when_declared() -> None:
     assert "maintenance" not in plain.canonical()
     assert declared.canonical()["maintenance"]["calendar"] == ["d0", "d7", "d14"]
     assert plain.protocol_hash != declared.protocol_hash
+
+
+# --- technician command -----------------------------------------------------------------------
+
+
+def test_trial_patch_command_records_a_patch(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    pytest.importorskip("real_bridge.cli")
+    from embodied_eval.cli.main import main
+
+    db = tmp_path / "store.db"
+    eps = day("d7", 1, n=1)
+    with Store(db) as store:
+        store.write_episodes(eps)
+    args = ["trial", "patch", "--db", str(db), "--kind", "parameter_change"]
+    args += ["--technician", "tech-c", "--text", "raised the grip force", "--json"]
+    assert main([*args, "--episode-id", eps[0].episode_id]) == 0
+    patch = json.loads(capsys.readouterr().out)
+    assert patch["kind"] == "parameter_change" and patch["window"] == "w-closures"
+    assert [p.episode_id for p in window_patches(db, "w-closures")] == [eps[0].episode_id]
+    # Bad input: one line naming what to fix, exit 2.
+    assert main([*args[:4], "--kind", "nap", *args[6:], "--episode-id", eps[0].episode_id]) == 2
+    assert "kind: 'nap' is not one of" in capsys.readouterr().err
+    assert main([*args, "--episode-id", "nope"]) == 2
+    assert "not in the store" in capsys.readouterr().err
+
+
+def test_run_condition_needs_an_expansion_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from embodied_eval.cli.main import main
+
+    path = tmp_path / "p.toml"
+    path.write_text(
+        '[protocol]\nname = "x"\nversion = "1"\nbase_seed = 1\n'
+        "[window]\nstart = 2026-11-01\nend = 2026-11-30\n"
+        "[battery.push]\ninstances = " + json.dumps(PUSH) + "\n",
+        encoding="utf-8",
+    )
+    assert (
+        main(["run", str(path), "--condition", "pre", "--dry-run", "--db", str(tmp_path / "s.db")])
+        == 2
+    )
+    assert "declares no [expansion] audit" in capsys.readouterr().err

@@ -176,7 +176,7 @@ def test_a_patch_recorded_later_changes_the_recomputed_closure(
     m = again.certificate["closures"]["maintenance"]
     assert m["verdict"] == "fail"
     assert [d["patches"] for d in m["days"]] == [0, 1, 0]
-    with pytest.raises(EvalError, match="closures.maintenance"):
+    with pytest.raises(EvalError, match=r"closures\.maintenance"):
         recompute_check(verify_bundle(issued["result"].path), db)
 
 
