@@ -117,6 +117,7 @@ def test_certificate_shows_the_computed_maintenance_closure(issued: dict[str, An
     expected = "pass" if bound >= 0.8 else "inconclusive"
     assert m["verdict"] == expected
     assert days[14]["kinds"] == ["firmware", "friction", "lighting", "payload"]
+    assert days[7]["kinds"] == ["friction", "lighting", "payload"]
     # The §7 AAI-2 gate reads the computed closure, named with its source.
     aai2 = cert["embodiment"]["gates"]["AAI-2"]["checks"]
     closure = next(c for c in aai2 if c["name"].startswith("maintenance closure"))
