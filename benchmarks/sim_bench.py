@@ -2,7 +2,7 @@
 
 Harness: `sim_suites.episode.run_episode` with domain randomization, safety monitors, fault
 book-keeping, QC/energy signals, the Episode record and a trajectory file written per episode.
-Bare loop: the same physics model, controller, grasp rule and scripted policy stepping the same
+Bare loop: the same physics model, controller, contact grasp rule and scripted policy stepping the same
 task to the same completion rule, with nominal parameters and nothing else.
 
 Also prints the reference policy's AR per family and engine, nominal and under strong DR
@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.records import EpisodeSpec
-from sim_suites.controller import ArmController, capped_velocity, grasp_closes, grasp_releases
+from sim_suites.controller import ArmController, capped_velocity
 from sim_suites.engines.base import InitialState, PhysicsParams
-from sim_suites.env import make_backend
+from sim_suites.engines.factory import make_backend
 from sim_suites.episode import episode_seeds, run_episode
+from sim_suites.grasping import both_fingers_press
 from sim_suites.policies import scripted
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
 from sim_suites.tasks import TASK_SPECS, TaskState, make_task
@@ -49,7 +50,6 @@ def bare_episode(engine_state: dict[str, Any], seed: int) -> int:
     controller.reset(HOME_Q)
     policy.reset(seed)
     goal = task.goal_pos(np.zeros(2))
-    width = task.grasp_width()
     name = task.object_name
     complete = 0
     zeros4 = np.zeros(4)
@@ -59,7 +59,7 @@ def bare_episode(engine_state: dict[str, Any], seed: int) -> int:
         tcp, _ = kin.tcp_from_frames(rots[6], origins[6])
         pos, _ = backend.body_pose(name)
         point = task.tracked_point(pos)
-        attached = backend.attached is not None
+        attached = both_fingers_press(*backend.finger_contact_forces(name))
         obs = {
             "tcp_pos": tcp,
             "tcp_target": controller.tcp_target,
@@ -78,12 +78,9 @@ def bare_episode(engine_state: dict[str, Any], seed: int) -> int:
         q, _ = backend.joint_state()
         tcp = kin.forward(q[:7])[0]
         point = task.tracked_point(backend.body_pose(name)[0])
-        if attached and grasp_releases(cmd.finger, width):
-            backend.detach()
-        elif not attached and grasp_closes(cmd.finger, q[7] + q[8], width, point - tcp):
-            backend.attach(name)
+        held = both_fingers_press(*backend.finger_contact_forces(name))
         speed = float(np.linalg.norm(backend.body_velocity(name)))
-        state = TaskState(point, speed, 0.0, backend.attached is not None)
+        state = TaskState(point, speed, 0.0, held)
         complete = complete + 1 if task.complete(state, goal) else 0
         if complete >= COMPLETION_HOLD_STEPS:
             return step + 1
@@ -107,7 +104,7 @@ def throughput(engine: str, episodes: int, record_dir: Path) -> dict[str, float]
     """Median episode wall times (s) and episodes/s for the harness and the bare loop."""
     task = make_task(TASK)
     state: dict[str, Any] = {
-        "backend": make_backend(engine, task),
+        "backend": make_backend(engine, task.scene()),
         "task": task,
         "kin": panda_kinematics(),
         "policy": scripted(TASK),

@@ -68,6 +68,7 @@ def run_episode(
     reality_gap: RealityGap | None = None,
     started_at: str | None = None,
     safety: SafetyLimits | None = None,
+    grasp: str | None = None,
 ) -> EpisodeOutcome:
     """Run one simulated episode of a manifest row.
 
@@ -84,6 +85,8 @@ def run_episode(
         reality_gap: extra physics offsets (the twin robot's "real" world).
         started_at: ISO-8601 start time to record; None derives it deterministically.
         safety: monitor limits; None uses the protocol's thresholds over the defaults.
+        grasp: "contact" or "assisted" (see `sim_suites.grasping`); None uses the protocol's
+            `[sim] grasp` (default "contact"). The mode is recorded in `control["grasp_mode"]`.
     Returns:
         the Episode record plus the SafetyEvents the monitors emitted.
     """
@@ -102,6 +105,7 @@ def run_episode(
     randomization: dict[str, Any] = dict(DEFAULT_RANDOMIZATION)
     steps = 400
     limits = safety or SafetyLimits()
+    grasp_mode = grasp or (protocol.sim_grasp if protocol is not None else "contact")
     if protocol is not None:
         inst = protocol.instance(spec.task_id)
         target_quality = inst.target_quality
@@ -129,6 +133,7 @@ def run_episode(
         max_steps=steps,
         target_quality=target_quality,
         qc_tolerance_m=qc_tolerance,
+        grasp=grasp_mode,
     )
     agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
     policy_name = policy if isinstance(policy, str) else getattr(agent, "name", spec.policy)
@@ -157,6 +162,9 @@ def run_episode(
     if record_dir is not None:
         artifacts = (_write_trace(Path(record_dir), spec.episode_id, trace),)
     randomization_record = dict(reset_info["randomization"])
+    if reset_info["invalid_draws"]:
+        # Instances already done at reset: recorded, redrawn, never counted.
+        randomization_record["invalid_draws"] = reset_info["invalid_draws"]
     if reality_gap is not None:
         randomization_record["reality_gap"] = reality_gap.to_dict()
     # The record keeps the policy actually run, the protocol's q* for the instance and the

@@ -126,20 +126,25 @@ def test_episode_params_fold_dr_drift_and_reality_gap() -> None:
         "controller_gain_scale": 0.8,
         "latency_steps": 2,
         "payload_kg": 0.3,
-        "firmware": "fw-2.1",
+        "firmware": "5.0.0",
     }
     gap = RealityGap(
         friction_scale=1.1, actuator_delay_steps=1, payload_kg=0.2, sensor_noise_std=0.003
     )
     params = episode_params({**sampled, "sensor_noise_std": 0.004}, drift, gap)
-    # friction 1.2 * 0.5 * 1.1 = 0.66; gain 0.9 * 0.8 = 0.72; latency 1 + 2 + 1 = 4;
-    # payload 0.3 + 0.2 = 0.5 kg; noise sqrt(0.004^2 + 0.003^2) = 0.005.
+    # friction 1.2 * 0.5 * 1.1 = 0.66; gain 0.9 * 0.8 * 0.7 (firmware 5.0.0) = 0.504;
+    # latency 1 + 2 + 1 (firmware) + 1 (gap) = 5; payload 0.3 + 0.2 = 0.5 kg;
+    # noise sqrt(0.004^2 + 0.003^2) = 0.005.
     assert params.physics.friction_scale == pytest.approx(0.66)
-    assert params.physics.actuator_gain_scale == pytest.approx(0.72)
-    assert params.action_latency_steps == 4
+    assert params.physics.actuator_gain_scale == pytest.approx(0.504)
+    assert params.action_latency_steps == 5
     assert params.physics.payload_kg == pytest.approx(0.5)
     assert params.sensor_noise_std == pytest.approx(0.005)
-    assert params.firmware == "fw-2.1"
+    assert params.firmware == "5.0.0"
+    # Firmware 5.1.0-lowrate runs the command interface at 25 Hz: 20 substeps of 2 ms.
+    assert episode_params({}, {"firmware": "5.1.0-lowrate"}).substeps == 20
+    with pytest.raises(EvalError, match=r"drift\.firmware: unknown firmware 'fw-9'"):
+        episode_params({}, {"firmware": "fw-9"})
     # 50 Hz at 2 ms physics: 10 substeps; 30 Hz rounds to 17 substeps (29.4 Hz actually run).
     assert params.substeps == 10
     assert episode_params({"control_rate_hz": 30.0}).substeps == 17

@@ -30,7 +30,8 @@ class PhysicsParams:
     """Per-episode physical parameters, after domain randomization, drift and reality gap.
 
     Scales are multiplicative on the nominal values; `payload_kg` is lumped at the hand's centre
-    of mass; `friction_scale` multiplies object friction and the drawer's slide friction.
+    of mass; `friction_scale` multiplies object friction and the drawer's slide friction;
+    `grip_force_scale` multiplies the gripper's force limit (GRIP_FORCE_N per finger).
     """
 
     friction_scale: float = 1.0
@@ -39,16 +40,24 @@ class PhysicsParams:
     joint_damping_scale: float = 1.0
     actuator_gain_scale: float = 1.0
     payload_kg: float = 0.0
+    grip_force_scale: float = 1.0
 
 
 @dataclass(frozen=True)
 class InitialState:
-    """Where everything starts: arm joints (7,), finger opening per finger, body positions."""
+    """Where everything starts: arm joints (7,), finger opening per finger, body positions,
+    rotations of free bodies about the vertical (rad), slide positions (m)."""
 
     arm_q: np.ndarray
     finger_q: float
     body_pos: Mapping[str, np.ndarray] = field(default_factory=dict)
     slide_q: Mapping[str, float] = field(default_factory=dict)
+    body_yaw: Mapping[str, float] = field(default_factory=dict)
+
+
+def yaw_quat(yaw_rad: float) -> np.ndarray:
+    """Unit (w, x, y, z) quaternion of a rotation by `yaw_rad` about the world z axis."""
+    return np.array([np.cos(yaw_rad / 2), 0.0, 0.0, np.sin(yaw_rad / 2)])
 
 
 class PhysicsBackend(Protocol):
@@ -77,8 +86,11 @@ class PhysicsBackend(Protocol):
     def slide_q(self, name: str) -> float:
         """Position of a slide-jointed body along its axis (m)."""
 
+    def finger_contact_forces(self, name: str) -> tuple[float, float]:
+        """Total normal force (N) between body `name` and the left and the right finger."""
+
     def attach(self, name: str) -> None:
-        """Weld a body to the hand at its current relative pose (the grasp model)."""
+        """Weld a body to the hand at its current relative pose (assisted grasping only)."""
 
     def detach(self) -> None:
         """Remove the grasp weld, if any."""

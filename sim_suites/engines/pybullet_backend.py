@@ -1,11 +1,18 @@
-"""PyBullet backend: the same Panda URDF, scene and servo law, in a private DIRECT client.
+"""PyBullet backend: the same Panda description, scene and servo law, in a private DIRECT client.
 
 Each backend connects its own client (`BulletClient` in DIRECT mode) and never touches PyBullet's
-global default client, so several environments can live in one process. The arm is torque
-controlled: the default velocity motors are switched off and the PD law of
-`sim_suites.engines.base.pd_torque` runs every 2 ms physics step with the same gains and limits as
-MuJoCo's position actuators. Link inertias come from the URDF (`URDF_USE_INERTIA_FROM_FILE`) and
-PyBullet's default link damping is removed, so both engines integrate the same model.
+global default client, so several environments can live in one process. The robot is the
+corrected Panda URDF of `sim_suites.panda_description` (identified link dynamics, finger pads;
+`URDF_USE_INERTIA_FROM_FILE`), with self-collision on. The arm is torque controlled: the default
+velocity motors are re-purposed as Coulomb joint friction (a zero-velocity motor whose force cap is
+the friction), and the PD law of `sim_suites.engines.base.pd_torque` runs every 2 ms physics step
+with the same gains and limits as MuJoCo's position actuators; the fingers are force-limited to
+the grip force and coupled (each finger's servo acts on the mean opening, plus a stiff term
+keeping the two equal). PyBullet's default link damping is removed.
+
+Engine differences: PyBullet has no joint armature (rotor inertia), so its
+copy of the description folds the armature into the link inertias (see
+`sim_suites.panda_description`); friction uses PyBullet's pyramid approximation of the cone.
 
 The initial world is saved once (`saveState`) and restored on every reset, which also restores
 the contact solver's warm-start cache: episodes are deterministic within one client.
@@ -32,19 +39,27 @@ from sim_suites.engines.base import (
     pd_torque,
     quat_conj_mul,
     quat_to_matrix,
+    yaw_quat,
+)
+from sim_suites.panda_description import (
+    JOINT_FRICTION_NM,
+    SELF_COLLISION_EXCLUDE,
+    panda_urdf_file,
 )
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
     ARM_KP,
     ARM_KV,
-    FINGER_INERTIA,
     FINGER_JOINTS,
     FINGER_KP,
     FINGER_KV,
+    GRIP_FORCE_N,
     PandaKinematics,
-    panda_urdf_path,
 )
+
+#: Constraint-solver iterations per step (PyBullet's default; enough for the grasps here).
+PYBULLET_SOLVER_ITERATIONS = 50
 
 
 def _wxyz(q_xyzw: tuple[float, ...]) -> np.ndarray:
@@ -69,6 +84,24 @@ def _close_live_backends() -> None:
         backend.close()
 
 
+def coupled_finger_force(
+    q: np.ndarray, qd: np.ndarray, cmd: float, kp: float, kv: float, limit: float
+) -> np.ndarray:
+    """Forces (2,) N on the two fingers of a single-drive gripper, force-limited to `limit`.
+
+    The drive servoes the mean opening q̄ to `cmd` (F = clip(kp·(cmd − q̄) − kv·q̄̇, ±limit)); a
+    stiff coupling term kp·(q̄ − q_i) − kv·(q̇_i − q̄̇) keeps the fingers together, as the
+    hand's mechanism does, and each finger's total stays within ±limit.
+
+    Args:
+        q, qd: (2,) finger positions (m) and velocities (m/s). cmd: set-point per finger, m.
+    """
+    mean, mean_v = 0.5 * float(q[0] + q[1]), 0.5 * float(qd[0] + qd[1])
+    drive = min(limit, max(-limit, kp * (cmd - mean) - kv * mean_v))
+    out = drive + kp * (mean - q) - kv * (qd - mean_v)
+    return np.clip(out, -limit, limit)
+
+
 class PybulletBackend:
     """One PyBullet DIRECT client for one scene. See `PhysicsBackend`."""
 
@@ -82,12 +115,17 @@ class PybulletBackend:
         _LIVE_BACKENDS.add(self)
         client.setGravity(0.0, 0.0, -9.81)
         client.setPhysicsEngineParameter(
-            fixedTimeStep=PHYSICS_DT, numSubSteps=1, deterministicOverlappingPairs=1
+            fixedTimeStep=PHYSICS_DT,
+            numSubSteps=1,
+            deterministicOverlappingPairs=1,
+            numSolverIterations=PYBULLET_SOLVER_ITERATIONS,
         )
         self.robot = client.loadURDF(
-            str(panda_urdf_path()),
+            str(panda_urdf_file(armature_in_links=True)),
             useFixedBase=True,
-            flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
+            flags=pybullet.URDF_USE_INERTIA_FROM_FILE
+            | pybullet.URDF_USE_SELF_COLLISION
+            | pybullet.URDF_USE_SELF_COLLISION_EXCLUDE_PARENT,
         )
         joint_index = {}
         link_index = {}
@@ -97,18 +135,25 @@ class PybulletBackend:
             link_index[info[12].decode()] = j
         self._joints = [joint_index[n] for n in (*ARM_JOINTS, *FINGER_JOINTS)]
         self._hand = link_index["panda_hand"]
-        for name in ("panda_leftfinger", "panda_rightfinger"):
-            client.changeDynamics(
-                self.robot, link_index[name], localInertiaDiagonal=[FINGER_INERTIA] * 3
-            )
+        self._fingers = (link_index["panda_leftfinger"], link_index["panda_rightfinger"])
         self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
+        client.changeDynamics(self.robot, -1, linearDamping=0.0, angularDamping=0.0)
         for link in self._robot_links:
-            client.changeDynamics(
-                self.robot, link, linearDamping=0.0, angularDamping=0.0, lateralFriction=1.0
+            # A separate call: combined with the damping arguments, PyBullet leaves the links'
+            # friction at its 0.5 default.
+            client.changeDynamics(self.robot, link, lateralFriction=1.0)
+        for a, b in SELF_COLLISION_EXCLUDE:
+            client.setCollisionFilterPair(
+                self.robot, self.robot, link_index[a], link_index[b], enableCollision=0
             )
-        # Switch off the default velocity motors: torques come from our PD law.
+        # The default velocity motors become Coulomb friction (zero target velocity, force cap =
+        # friction); torques come from our PD law.
         client.setJointMotorControlArray(
-            self.robot, self._joints, pybullet.VELOCITY_CONTROL, forces=[0.0] * 9
+            self.robot,
+            self._joints,
+            pybullet.VELOCITY_CONTROL,
+            targetVelocities=[0.0] * 9,
+            forces=[*map(float, JOINT_FRICTION_NM), 0.0, 0.0],
         )
         plane = client.createCollisionShape(pybullet.GEOM_PLANE)
         self.table = client.createMultiBody(0.0, plane)
@@ -137,9 +182,9 @@ class PybulletBackend:
         }
         self._kp = np.concatenate([ARM_KP, [FINGER_KP, FINGER_KP]])
         self._kv = np.concatenate([ARM_KV, [FINGER_KV, FINGER_KV]])
-        self._limit = np.concatenate(
-            [kinematics.effort, [kinematics.finger_effort, kinematics.finger_effort]]
-        )
+        grip = min(GRIP_FORCE_N, kinematics.finger_effort)
+        self._nominal_limit = np.concatenate([kinematics.effort, [grip, grip]])
+        self._limit = self._nominal_limit.copy()
         self._gain = 1.0
         self._damping = np.zeros(9)
         self._tau = np.zeros(9)
@@ -255,6 +300,8 @@ class PybulletBackend:
                     force=body.slide_friction_n * params.friction_scale,
                 )
         self._gain = params.actuator_gain_scale
+        self._limit = self._nominal_limit.copy()
+        self._limit[7:] *= params.grip_force_scale
         self._damping = np.zeros(9)
         self._damping[:7] = ARM_DAMPING * params.joint_damping_scale
         qs = np.concatenate([init.arm_q, [init.finger_q, init.finger_q]])
@@ -268,7 +315,8 @@ class PybulletBackend:
                 c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
                 c.resetJointState(bid, 0, float(init.slide_q.get(body.name, 0.0)), 0.0)
             else:
-                c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
+                quat = _xyzw(yaw_quat(init.body_yaw.get(body.name, 0.0)))
+                c.resetBasePositionAndOrientation(bid, list(pos), quat)
                 c.resetBaseVelocity(bid, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
 
     def _flush_contact_cache(self) -> None:
@@ -294,6 +342,7 @@ class PybulletBackend:
             q = np.array([s[0] for s in states])
             qd = np.array([s[1] for s in states])
             tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
+            tau[7:] = coupled_finger_force(q[7:], qd[7:], finger_cmd, kp[7], kv[7], self._limit[7])
             self._tau = tau
             # Passive joint damping acts outside the servo's torque limit, as in MuJoCo.
             c.setJointMotorControlArray(
@@ -331,6 +380,14 @@ class PybulletBackend:
 
     def slide_q(self, name: str) -> float:
         return float(self.client.getJointState(self._ids[name], 0)[0])
+
+    def finger_contact_forces(self, name: str) -> tuple[float, float]:
+        c, bid = self.client, self._ids[name]
+        left, right = self._fingers
+        return (
+            sum(abs(p[9]) for p in c.getContactPoints(self.robot, bid, left)),
+            sum(abs(p[9]) for p in c.getContactPoints(self.robot, bid, right)),
+        )
 
     def attach(self, name: str) -> None:
         c = self.client
