@@ -229,3 +229,17 @@ def test_external_audited_closure_is_used_and_marked_when_nothing_is_computed(
     closure = next(c for c in aai2 if c["name"].startswith("maintenance closure"))
     assert closure["verdict"] == "pass" and "external" in closure["detail"]
     assert cert["closures"]["expansion"] == {"source": None, "verdict": "evidence_missing"}
+
+
+def test_metrics_shows_the_same_computed_closures(
+    issued: dict[str, Any], capsys: pytest.CaptureFixture
+) -> None:
+    from embodied_eval.cli.main import main
+
+    args = ["metrics", "--db", str(issued["db"]), "--protocol", str(issued["protocol"]), "--json"]
+    assert main(args) == 0
+    gates = json.loads(capsys.readouterr().out)["gates"]
+    checks = {c["name"].split(" ")[0]: c for g in gates.values() for c in g["checks"]}
+    cert = issued["result"].certificate["closures"]
+    assert checks["maintenance"]["verdict"] == cert["maintenance"]["verdict"]
+    assert checks["expansion"]["verdict"] == cert["expansion"]["verdict"] == "inconclusive"

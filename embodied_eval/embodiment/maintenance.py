@@ -151,6 +151,21 @@ def _e_index(
     return emb.score, emb.bound, len(sets.real)
 
 
+def _ordered(e: Estimate) -> Estimate:
+    """`e` with low ≤ value ≤ high (a percentile interval of a degenerate bootstrap can sit on
+    one side of its point; the bound then falls back to the point, the conservative side)."""
+    assert e.value is not None
+    low = None if e.low is None else min(e.low, e.value)
+    high = None if e.high is None else max(e.high, e.value)
+    return dataclasses.replace(e, low=low, high=high)
+
+
+def _checkpoint(d: DayIndex, level: float) -> Estimate:
+    """A checkpoint's index for the closure: the point with its one-sided lower bound."""
+    est = Estimate(d.estimate.value, d.bound.low, None, level, d.bound.method, d.episodes, "lower")
+    return _ordered(est)
+
+
 def maintenance_audit(
     episodes: Sequence[Episode],
     incidents: Sequence[Incident],
@@ -237,14 +252,9 @@ def maintenance_audit(
     audit = None
     if baseline is not None and checkpoints:
         audit = MaintenanceAudit(
-            baseline=baseline.estimate,
+            baseline=_ordered(baseline.estimate),
             days=[float(d.day) for d in checkpoints],
-            indices=[
-                Estimate(
-                    d.estimate.value, d.bound.low, None, level, d.bound.method, d.episodes, "lower"
-                )
-                for d in checkpoints
-            ],
+            indices=[_checkpoint(d, level) for d in checkpoints],
             human_patches=len(patches),
             drifts=kinds,
             planned_span=float(plan.planned_span),
