@@ -4,47 +4,29 @@ A maintenance closure (seed §3.4) requires *zero human patches* over the audit.
 technician does to keep the robot working that the system did not do itself: re-teaching a
 waypoint or grasp, recalibrating (camera, hand-eye, force sensor, joint offsets), or changing a
 parameter (gains, speeds, thresholds, firmware settings). Each is recorded with who did it, when,
-the window, and the episode or drift-calendar day it belongs to, in the store's
-`human_patches` table (append-only: a patch cannot be edited or deleted through the harness).
+the window, and the episode or drift-calendar day it belongs to, as a `patch` record of the
+store's trial ledger (`embodied_eval.ledger`): chained like every episode, so a patch cannot be
+edited or deleted without `store verify` saying so.
 
-Record one with `embodied-eval trial patch --kind recalibration --episode ID --text "..."`.
+Record one with `embodied-eval trial patch --kind recalibration --episode-id ID --text "..."`.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embodied_eval import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.record_base import parse_utc
 from embodied_eval.records import utc_now_iso
-from embodied_eval.store import apply_migrations, connect, transaction
+from embodied_eval.store import Store, transaction
 
 #: Kinds of human patch (anything else is `other`, with the text saying what).
 PATCH_KINDS = ("reteach", "recalibration", "parameter_change", "other")
-
-MIGRATIONS = (
-    """
-    CREATE TABLE human_patches (
-        patch_id TEXT PRIMARY KEY,
-        window TEXT NOT NULL,
-        recorded_at TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        technician TEXT NOT NULL,
-        episode_id TEXT,
-        drift TEXT,
-        text TEXT NOT NULL
-    );
-    CREATE TRIGGER human_patches_no_update BEFORE UPDATE ON human_patches
-    BEGIN SELECT RAISE(ABORT, 'human patches are append-only'); END;
-    CREATE TRIGGER human_patches_no_delete BEFORE DELETE ON human_patches
-    BEGIN SELECT RAISE(ABORT, 'human patches are append-only'); END;
-    """,
-)
 
 
 @dataclass(frozen=True)
@@ -62,12 +44,6 @@ class HumanPatch:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def _open(db: str | os.PathLike[str], *, create: bool) -> sqlite3.Connection:
-    conn = connect(Path(db), create=create)
-    apply_migrations(conn, "human_patches", MIGRATIONS)
-    return conn
 
 
 def record_patch(
@@ -115,49 +91,40 @@ def record_patch(
         drift or None,
         text.strip(),
     )
-    conn = _open(db, create=False)
-    try:
-        if episode_id:
-            row = conn.execute(
-                "SELECT 1 FROM episodes WHERE episode_id = ?", (episode_id,)
-            ).fetchone()
-            if row is None:
-                raise EvalError(
-                    f"episode: {episode_id!r} is not in the store {str(db)!r}", key="episode"
-                )
-        with transaction(conn):
-            conn.execute(
-                "INSERT INTO human_patches VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    patch.patch_id,
-                    patch.window,
-                    patch.recorded_at,
-                    patch.kind,
-                    patch.technician,
-                    patch.episode_id,
-                    patch.drift,
-                    patch.text,
-                ),
+    with Store(Path(db), create=False) as store:
+        if episode_id and store.get_episode(episode_id) is None:
+            raise EvalError(
+                f"episode: {episode_id!r} is not in the store {str(db)!r}", key="episode"
             )
-    finally:
-        conn.close()
+        data = {k: v for k, v in patch.to_dict().items() if k not in ("patch_id", "window")}
+        with transaction(store.conn):
+            ledger.append(
+                store.conn,
+                "patch",
+                patch.patch_id,
+                data,
+                window=window,
+                subject=patch.episode_id,
+                at=patch.recorded_at,
+            )
     return patch
 
 
 def window_patches(db: str | os.PathLike[str], window: str) -> list[HumanPatch]:
-    """The window's human patches in the order recorded (none when the store has no table)."""
-    conn = connect(Path(db), create=False)
-    try:
-        exists = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'human_patches'"
-        ).fetchone()
-        if exists is None:
-            return []
-        rows = conn.execute(
-            "SELECT patch_id, window, recorded_at, kind, technician, episode_id, drift, text "
-            "FROM human_patches WHERE window = ? ORDER BY recorded_at, patch_id",
-            (window,),
-        ).fetchall()
-    finally:
-        conn.close()
-    return [HumanPatch(*row) for row in rows]
+    """The window's human patches from the trial ledger, in chain order."""
+    with Store(Path(db), create=False) as store:
+        found = ledger.rows(store.conn, "kind != 'episode' AND kind = 'patch'")
+    return [
+        HumanPatch(
+            patch_id=row.record_id,
+            window=row.window,
+            recorded_at=str(row.data["recorded_at"]),
+            kind=str(row.data["kind"]),
+            technician=str(row.data["technician"]),
+            episode_id=row.data.get("episode_id"),
+            drift=row.data.get("drift"),
+            text=str(row.data["text"]),
+        )
+        for row in found
+        if row.window == window
+    ]

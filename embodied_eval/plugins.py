@@ -34,6 +34,7 @@ INCIDENT_LOG: dict[str, str] = {
     "window_exposure": "incident_logging.store:window_exposure",
     "ingest_safety_events": "incident_logging.ingest:ingest_safety_events",
     "chain_rows": "incident_logging.chain:rows",
+    "integrity_state": "incident_logging.store:integrity_state",
 }
 
 #: Extra CLI command groups, by name: a `typer.Typer` each.
@@ -46,8 +47,11 @@ CLI_GROUPS: dict[str, str] = {
 
 
 def resolve(target: str) -> Any:
-    """Import "package.module:attribute" and return the attribute (EvalError if missing)."""
-    module_name, _, attr = target.partition(":")
+    """Import "package.module:attribute" and return the attribute (EvalError if missing).
+
+    Anything after a "?" (keyword options of a policy factory) is ignored here.
+    """
+    module_name, _, attr = target.partition("?")[0].partition(":")
     if not module_name or not attr:
         raise EvalError(f"{target!r}: expected 'package.module:attribute'", key="import_path")
     try:

@@ -16,7 +16,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[randomization]` domain-randomization knobs as [low, high] ranges
 - `[drift.<name>]` day index and parameter changes (payload, friction, lighting, firmware)
 - `[incidents]` severity weights, safety threshold overrides
-- `[embodiment]` anchors L, U for φ_E
+- `[embodiment]` anchors L, U for φ_E; `ar_estimator` ("classical" or "ppi")
 - `[price_card]` energy, wear, consumables, operator time
 - `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
   parts; certify refuses assisted episodes unless the protocol declares it); `[real]` backend,
@@ -50,6 +50,9 @@ GRASP_MODES = ("contact", "assisted")
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
 DEFAULT_M_MIN = 5
+
+#: `[embodiment] ar_estimator`: which AR enters E and the AR gate ("ppi" = prediction-powered).
+AR_ESTIMATORS = ("classical", "ppi")
 
 #: Domain-randomization knobs a protocol may set, as [low, high] ranges.
 DR_KNOBS = (
@@ -180,6 +183,7 @@ class Protocol:
     sim_grasp: str = "contact"
     maintenance: MaintenancePlan | None = None
     expansion: ExpansionPlan | None = None
+    ar_estimator: str = "classical"
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:
@@ -442,6 +446,13 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
     e_high = emb.get("U", float, 1.0, low=0.0, high=1.0)
     if e_high <= e_low:
         raise EvalError("embodiment.U: must be greater than embodiment.L", key="embodiment.U")
+    ar_estimator = emb.get("ar_estimator", str, "classical")
+    if ar_estimator not in AR_ESTIMATORS:
+        raise EvalError(
+            f"embodiment.ar_estimator: {ar_estimator!r} is not one of "
+            f'{", ".join(AR_ESTIMATORS)} ("ppi" = prediction-powered AR in E and the AR gate)',
+            key="embodiment.ar_estimator",
+        )
     emb.done()
 
     pc = root.sub("price_card")
@@ -554,7 +565,9 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "sampling": {"seeds_per_instance": seeds_per_instance, "real_fraction": real_fraction},
         "randomization": {k: list(v) for k, v in sorted(randomization.items())},
         "incidents": {"weights": severity_weights, "thresholds": _jsonable(thresholds)},
-        "embodiment": {"L": e_low, "U": e_high},
+        # ar_estimator enters the hash only when set away from the default.
+        "embodiment": {"L": e_low, "U": e_high}
+        | ({"ar_estimator": ar_estimator} if ar_estimator != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
         "sim": {
             "engines": list(engines),
@@ -605,6 +618,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         sim_grasp=sim_grasp,
         maintenance=maintenance,
         expansion=expansion,
+        ar_estimator=ar_estimator,
     )
 
 

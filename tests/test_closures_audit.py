@@ -185,11 +185,14 @@ def test_one_human_patch_fails_the_closure(tmp_path: Path) -> None:
     check = checks(result)["zero"]
     assert check.verdict is Verdict.FAIL and check.detail == "1 human patch(es)"
     assert [d.patches for d in result.days] == [0, 1, 0]
-    # Patches are append-only.
+    # A patch is a trial-ledger record: it cannot be deleted, and the store still verifies.
     import sqlite3
 
-    with sqlite3.connect(db) as conn, pytest.raises(sqlite3.DatabaseError, match="append-only"):
-        conn.execute("DELETE FROM human_patches")
+    from embodied_eval.store_verify import verify_store
+
+    with sqlite3.connect(db) as conn, pytest.raises(sqlite3.DatabaseError):
+        conn.execute("DELETE FROM episode_chain WHERE json_extract(body, '$.kind') = 'patch'")
+    assert verify_store(db).ok
 
 
 def test_a_ten_day_calendar_fails_y_14() -> None:

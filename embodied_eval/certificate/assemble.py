@@ -13,7 +13,8 @@ certificate.json (format "embodied-eval-certificate/1"):
                         {"holder", "role"} or null}
     protocol            {"name", "version", "hash", "file", "file_sha256", "robot_id",
                         "confidence", "bootstrap_resamples", "majors_allowed",
-                        "window": {"id", "start", "end"}}
+                        "ar_estimator" ("classical", or "ppi": AR_ppi in E and the AR
+                        gate; the embodiment notes say so), "window": {"id", "start", "end"}}
     rng                 {"seed", "streams"}: every bootstrap derives from this seed
     manifests           [{"manifest_hash", "created_at", "episodes"}] escrowed for the window
     window              {"id", "valid", "invalid_reason", "exposure_hours", "exposure_source",
@@ -43,6 +44,12 @@ certificate.json (format "embodied-eval-certificate/1"):
                         (cumulative exposure hours at each counted incident), "chain"
                         (head_hash, record_count, verification, signatures_checked,
                         key_fingerprints, window_close, signer_registration)}
+    ledger              the trial ledger: {"head_hash", "record_count" (when certified),
+                        "verification" (whole-store verify, one line), "seal" (the window's
+                        signed seal: "seq", "hash", "episode_head" and "incident_head" {"head_hash",
+                        "record_count"}, "episodes", "incidents", "exposure_h", "signer", "owner";
+                        null when the window is not sealed), "amendments_used" (chained audits
+                        and corrections applied to the episodes)}
     artifacts           {"count", "digest", "rehashed_at_certification",
                         "not_on_disk_at_certification", "checksums": [{"episode_id", "path",
                         "sha256", "kind", "size_bytes"}]}
@@ -246,6 +253,7 @@ def build_certificate(
             "confidence": protocol.confidence,
             "bootstrap_resamples": protocol.bootstrap_resamples,
             "majors_allowed": protocol.majors_allowed,
+            "ar_estimator": protocol.ar_estimator,
             "window": {
                 "id": protocol.window_id,
                 "start": protocol.window_start.isoformat(),
@@ -288,6 +296,7 @@ def build_certificate(
         "level": results.level,
         "closures": results.closures,
         "incidents": incidents_section(inputs, results),
+        "ledger": dict(inputs.ledger or {}),
         "artifacts": artifacts_section(inputs.episodes),
         "evidence": (
             None if evidence is None else {"file": "evidence.json", "sha256": evidence_sha256}
