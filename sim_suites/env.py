@@ -35,12 +35,13 @@ from gymnasium import spaces
 from embodied_eval.errors import EvalError
 from sim_suites.control_quality import ControlRecorder
 from sim_suites.controller import V_MAX_MPS, ArmController, capped_velocity
-from sim_suites.engines.base import ROBOT, TABLE, InitialState
+from sim_suites.engines.base import ROBOT, TABLE
 from sim_suites.engines.factory import ENGINES, check_engine, make_backend
 from sim_suites.env_config import EnvConfig, env_config, with_reset_options
 from sim_suites.fault_effects import FaultEffects, obstacle_contact_n, obstacle_warn_n
 from sim_suites.faults import FaultInjector, FaultRequest, FaultView
 from sim_suites.grasping import GraspTracker
+from sim_suites.instances import draw_instance
 from sim_suites.observations import (
     NOISY_CHANNELS,
     StateReading,
@@ -55,15 +56,10 @@ from sim_suites.variations import (
     NOMINAL_CONTROL_RATE_HZ,
     EpisodeParams,
     RealityGap,
-    episode_params,
-    sample_randomization,
-    variations_from_ranges,
 )
 
 __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
 
-#: Draws of an instance already done at reset tolerated before the ranges count as a user error.
-MAX_INVALID_DRAWS = 50
 #: An object faster than this (m/s) means the simulation blew up: the episode is an error.
 DIVERGED_SPEED_MPS = 50.0
 
@@ -185,7 +181,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         cfg = self.config
         streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(3)
         dr_rng, self._noise_rng, fault_rng = (np.random.default_rng(s) for s in streams)
-        self.invalid_draws = self._draw_instance(dr_rng)
+        draw = draw_instance(self.backend, self.task, self._scene, cfg, dr_rng)
+        self.sampled, self.params, self.invalid_draws = draw.sampled, draw.params, draw.invalid
         task = self.task
         scene = self._scene
         offset = np.array(self.params.object_xy_offset)
@@ -236,48 +233,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             "is_success": False,
         }
         return obs, info
-
-    def _draw_instance(self, dr_rng: np.random.Generator) -> list[dict[str, Any]]:
-        """Sample DR values and place the scene; redraw while the task is already done.
-
-        An instance whose task is satisfied at reset (q ≥ q* before the robot moved: the
-        object dropped on its goal) would be a free success. It is recorded as invalid (its
-        sampled values are returned) and drawn again from the same stream.
-
-        Returns:
-            the sampled values of every invalid draw, in order (usually none).
-        """
-        cfg, task, scene = self.config, self.task, self._scene
-        variations = variations_from_ranges(cfg.randomization)
-        invalid: list[dict[str, Any]] = []
-        for _ in range(MAX_INVALID_DRAWS + 1):
-            self.sampled = sample_randomization(variations, dr_rng)
-            self.params = episode_params(self.sampled, cfg.drift, cfg.reality_gap)
-            offset = np.array(self.params.object_xy_offset)
-            positions = {
-                name: np.array(scene.body(name).pos) + np.array([offset[0], offset[1], 0.0])
-                for name in task.placement_bodies()
-            }
-            yaw = {}
-            if scene.body(task.object_name).joint == "free":
-                yaw[task.object_name] = self.params.object_yaw_rad
-            self.backend.reset(
-                InitialState(
-                    arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions, body_yaw=yaw
-                ),
-                self.params.physics,
-            )
-            pos, _ = self.backend.body_pose(task.object_name)
-            slide = self.backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
-            at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
-            if task.quality(at_rest, task.goal_pos(offset)) < cfg.target_quality:
-                return invalid
-            invalid.append(dict(self.sampled))
-        raise EvalError(
-            f"randomization: {task.task_id} was already done at reset in {len(invalid)} draws "
-            "in a row; narrow the placement range (object_xy_offset_m)",
-            key="randomization",
-        )
 
     # ------------------------------------------------------------------ state
 

@@ -128,3 +128,33 @@ def test_object_yaw_turns_the_part() -> None:
         assert obs["object_pos"][2] == pytest.approx(CUBE_HALF, abs=1e-3)
     finally:
         env.close()
+
+
+def test_one_description_reaches_both_engines() -> None:
+    from sim_suites.engines.factory import make_backend
+    from sim_suites.tasks import make_task
+
+    scene = make_task("pick_place/cube_center").scene()
+    mj = make_backend("mujoco", scene)
+    pb = make_backend("pybullet", scene)
+    try:
+        m = mj.model  # type: ignore[attr-defined]
+        # Gaz et al. 2019: link 1 4.970684 kg, link 4 3.587895 kg; MuJoCo fuses the 0.73 kg hand
+        # into link 7 (0.735522 kg): 1.465522 kg.
+        assert m.body("panda_link1").mass[0] == pytest.approx(4.970684)
+        assert m.body("panda_link4").mass[0] == pytest.approx(3.587895)
+        assert m.body("panda_link7").mass[0] == pytest.approx(0.735522 + 0.73)
+        arm_dofs = [m.joint(f"panda_joint{i}").dofadr[0] for i in range(1, 8)]
+        np.testing.assert_allclose(m.dof_armature[arm_dofs], 0.1)
+        np.testing.assert_allclose(
+            m.dof_frictionloss[arm_dofs], [0.5, 0.5, 0.5, 0.5, 0.2, 0.2, 0.2]
+        )
+        c, robot = pb.client, pb.robot  # type: ignore[attr-defined]
+        names = {c.getJointInfo(robot, j)[12].decode(): j for j in range(c.getNumJoints(robot))}
+        assert c.getDynamicsInfo(robot, names["panda_link1"])[0] == pytest.approx(4.970684)
+        assert c.getDynamicsInfo(robot, names["panda_hand"])[0] == pytest.approx(0.73)
+        # Every robot link has friction 1.0 (a combined changeDynamics call used to leave 0.5).
+        assert {c.getDynamicsInfo(robot, j)[1] for j in range(-1, c.getNumJoints(robot))} == {1.0}
+    finally:
+        mj.close()
+        pb.close()
