@@ -155,10 +155,12 @@ def run_demo(
 ) -> Path:
     """Run the demo (see the module docstring); returns the certificate bundle's folder."""
     from embodied_eval.certificate import issue_certificate, recompute_check, verify_bundle
+    from embodied_eval.cli.summaries import print_level_explanation, print_verdict
     from embodied_eval.keys import create_private_key
     from embodied_eval.plugins import resolve
     from embodied_eval.runner.progress import summary_table
     from embodied_eval.runner.trials import RunOptions, run_trials
+    from embodied_eval.verdict import window_verdict
 
     # The twin lives in real_bridge (the ROS extra); resolving it here turns a missing extra
     # into a one-line error instead of a traceback.
@@ -234,6 +236,13 @@ def run_demo(
         f"{validity}; level {cert['level']['assigned']} ({cert['level']['reason']})",
         markup=False,
     )
+    print_verdict(
+        window_verdict(
+            emb["gates"], valid=window["valid"], invalid_reason=window["invalid_reason"]
+        ),
+        out=console,
+    )
+    print_level_explanation(cert, out=console)
 
     _step(console, 5, "verifying the signed bundle and recomputing it from the store", started)
     verified = verify_bundle(issued.path, expected_fingerprint=issued.key_fingerprint)

@@ -9,6 +9,7 @@ otherwise; **evidence_missing** when there is nothing to decide on. Missing evid
 from __future__ import annotations
 
 import operator
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -30,7 +31,8 @@ class GateCheck:
 
     `comparison` is ">=" (the lower bound must reach the threshold) or "<=" (the upper bound must
     stay at or below it). `remaining` holds the planner's answer for inconclusive checks, e.g.
-    {"trials": 14} or {"hours": 179.6}.
+    {"trials": 14} or {"hours": 179.6}. `id` is the stable machine name of the check
+    (e.g. "aai2.e_min"), kept when the display name's wording or threshold changes.
     """
 
     name: str
@@ -41,9 +43,16 @@ class GateCheck:
     bound: float | None = None
     detail: str = ""
     remaining: dict[str, float] = field(default_factory=dict)
+    id: str = ""
+
+    @property
+    def check_id(self) -> str:
+        """The stable id (e.g. "aai2.e_min"); without one set, a slug of the name."""
+        return self.id or slug(self.name)
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "id": self.check_id,
             "name": self.name,
             "verdict": self.verdict.value,
             "threshold": self.threshold,
@@ -53,6 +62,12 @@ class GateCheck:
             "detail": self.detail,
             "remaining": dict(self.remaining),
         }
+
+
+def slug(text: str) -> str:
+    """A lowercase ASCII identifier from a display name ("RA ≥ 0.5" → "ra_0_5")."""
+    words = re.findall(r"[a-z0-9]+", text.lower().replace("$", "dollar"))
+    return "_".join(words) or "check"
 
 
 def combine_verdicts(verdicts: Iterable[Verdict]) -> Verdict:

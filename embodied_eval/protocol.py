@@ -69,6 +69,7 @@ DR_KNOBS = (
     "lighting_scale",
     "grip_force_scale",
     "object_yaw_rad",
+    "colour_jitter",
 )
 
 #: Parameters a drift setting δ may change on top of DR (maintenance closure, seed §7).

@@ -37,7 +37,9 @@ def import_cmd(
 
 def export_cmd(
     out: Path = typer.Option(..., "--out", help="Output .csv, .parquet or .jsonl."),
-    window: str | None = typer.Option(None, "--window"),
+    window: str | None = typer.Option(
+        None, "--window", help="Only this window (default: every window)."
+    ),
     db: Path | None = DbOption,
 ) -> None:
     """Export incidents as they stand now (refused when the log does not verify)."""
@@ -49,9 +51,15 @@ def export_cmd(
 
 def ingest(
     protocol: Path = typer.Option(..., "--protocol", help="Protocol TOML (thresholds)."),
-    robot_id: str | None = typer.Option(None, "--robot-id"),
-    software_version: str = typer.Option("", "--software-version"),
-    safety_config_hash: str = typer.Option("", "--safety-config-hash"),
+    robot_id: str | None = typer.Option(
+        None, "--robot-id", help="Robot id (default: the protocol's robot)."
+    ),
+    software_version: str = typer.Option(
+        "", "--software-version", help="Robot software version at the time."
+    ),
+    safety_config_hash: str = typer.Option(
+        "", "--safety-config-hash", help="Hash of the robot's safety configuration at the time."
+    ),
     db: Path | None = DbOption,
 ) -> None:
     """Classify the safety events stored with episodes into automatic incidents (idempotent)."""
@@ -72,7 +80,7 @@ def ingest(
 
 
 def exposure_add(
-    window: str = typer.Option(..., "--window"),
+    window: str = typer.Option(..., "--window", help="Window id the hours count toward."),
     start: str = typer.Option(..., "--start", help="Period start (UTC ISO)."),
     end: str = typer.Option(..., "--end", help="Period end (UTC ISO)."),
     hours: float = typer.Option(..., "--hours", help="Active robot hours in the period."),
@@ -80,8 +88,10 @@ def exposure_add(
         ..., "--how-measured", help="e.g. robot_clock, episode_durations, operator_log."
     ),
     blind: bool = typer.Option(False, "--blind", help="A safety detector was blind."),
-    robot_id: str = typer.Option("", "--robot-id"),
-    note: str = typer.Option("", "--note"),
+    robot_id: str = typer.Option(
+        "", "--robot-id", help="Robot id (default: the protocol's robot)."
+    ),
+    note: str = typer.Option("", "--note", help="Free-text note."),
     entry_id: str | None = typer.Option(None, "--id", help="Entry id (default: new)."),
     db: Path | None = DbOption,
 ) -> None:
@@ -106,7 +116,9 @@ def exposure_add(
 
 
 def exposure_list(
-    window: str | None = typer.Option(None, "--window"),
+    window: str | None = typer.Option(
+        None, "--window", help="Only this window (default: every window)."
+    ),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
@@ -136,9 +148,9 @@ def exposure_list(
 def exposure_amend(
     entry_id: str = typer.Argument(..., help="Exposure entry id."),
     assignments: list[str] = typer.Option([], "--set", help="FIELD=VALUE (repeat)."),
-    reason: str = typer.Option(..., "--reason"),
-    author: str = typer.Option("", "--author"),
-    role: str = typer.Option("technician", "--role"),
+    reason: str = typer.Option(..., "--reason", help="Why the entry is amended."),
+    author: str = typer.Option("", "--author", help="Who amends it."),
+    role: str = typer.Option("technician", "--role", help="The author's role."),
     key: Path | None = KeyOption,
     passphrase_env: str | None = PassOption,
     db: Path | None = DbOption,

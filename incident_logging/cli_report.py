@@ -74,17 +74,33 @@ def report(
     occurred: str | None = typer.Option(None, "--occurred", help="When (UTC ISO; default now)."),
     detected: str | None = typer.Option(None, "--detected", help="When detected (UTC ISO)."),
     severity: str | None = typer.Option(None, "--severity", help="Severity you judge (escalates)."),
-    reporter_role: str = typer.Option("technician", "--reporter-role"),
+    reporter_role: str = typer.Option(
+        "technician",
+        "--reporter-role",
+        help="Reporter's role (technician, safety_officer, protocol_owner …).",
+    ),
     side: str = typer.Option("real", "--side", help="real or sim."),
     incident_id: str | None = typer.Option(None, "--id", help="Incident id (default: new)."),
-    episode_id: str | None = typer.Option(None, "--episode-id"),
-    run_id: str = typer.Option("", "--run-id"),
-    robot_id: str | None = typer.Option(None, "--robot-id"),
-    software_version: str = typer.Option("", "--software-version"),
-    safety_config_hash: str = typer.Option("", "--safety-config-hash"),
+    episode_id: str | None = typer.Option(
+        None, "--episode-id", help="Episode the incident happened in (links it to the trial)."
+    ),
+    run_id: str = typer.Option("", "--run-id", help="Run id of the trial run, if any."),
+    robot_id: str | None = typer.Option(
+        None, "--robot-id", help="Robot id (default: the protocol's robot)."
+    ),
+    software_version: str = typer.Option(
+        "", "--software-version", help="Robot software version at the time."
+    ),
+    safety_config_hash: str = typer.Option(
+        "", "--safety-config-hash", help="Hash of the robot's safety configuration at the time."
+    ),
     stop_category: int | None = typer.Option(None, "--stop-category", help="0, 1 or 2."),
     safety_mode: str = typer.Option("", "--safety-mode", help="Raw safety mode of the robot."),
-    operating_mode: str = typer.Option("", "--operating-mode"),
+    operating_mode: str = typer.Option(
+        "",
+        "--operating-mode",
+        help="Operating mode (e.g. automatic, collaborative, manual reduced speed).",
+    ),
     separation: float | None = typer.Option(None, "--separation", help="Minimum separation, m."),
     protective_separation: float | None = typer.Option(
         None, "--protective-separation", help="Required S_p, m."
@@ -98,17 +114,35 @@ def report(
     contact_type: str | None = typer.Option(None, "--contact-type", help="transient/quasi_static"),
     contact_with: str | None = typer.Option(None, "--contact-with", help="person, fixture, ..."),
     permitted: bool = typer.Option(False, "--permitted", help="The contact was permitted."),
-    uncontrolled_hazard: bool = typer.Option(False, "--uncontrolled-hazard"),
-    standards_breach: bool = typer.Option(False, "--standards-breach"),
+    uncontrolled_hazard: bool = typer.Option(
+        False,
+        "--uncontrolled-hazard",
+        help="A hazard was left uncontrolled (escalates the severity).",
+    ),
+    standards_breach: bool = typer.Option(
+        False,
+        "--standards-breach",
+        help="A safety standard's limit was breached (escalates the severity).",
+    ),
     persons: list[str] = typer.Option([], "--person", help="Pseudonymous person id (repeat)."),
     injury_level: str = typer.Option("none", "--injury-level", help=", ".join(INJURY_LEVELS)),
-    treatment: str = typer.Option("", "--treatment"),
-    damage_description: str = typer.Option("", "--damage-description"),
-    damage_cost: float | None = typer.Option(None, "--damage-cost"),
-    task_before: str = typer.Option("", "--task-before"),
-    what_happened: str = typer.Option("", "--what-happened"),
-    harm_cause: str = typer.Option("", "--harm-cause"),
-    immediate_action: str = typer.Option("", "--immediate-action"),
+    treatment: str = typer.Option("", "--treatment", help="Medical treatment given, if any."),
+    damage_description: str = typer.Option("", "--damage-description", help="What was damaged."),
+    damage_cost: float | None = typer.Option(
+        None, "--damage-cost", help="Cost of the damage (protocol currency)."
+    ),
+    task_before: str = typer.Option(
+        "", "--task-before", help="Task the robot was doing just before (asked when absent)."
+    ),
+    what_happened: str = typer.Option(
+        "", "--what-happened", help="What happened, in a sentence or two (asked when absent)."
+    ),
+    harm_cause: str = typer.Option(
+        "", "--harm-cause", help="What caused the harm (asked when absent)."
+    ),
+    immediate_action: str = typer.Option(
+        "", "--immediate-action", help="Action taken at once (asked when absent)."
+    ),
     evidence: list[Path] = typer.Option([], "--evidence", help="Evidence file (hashed; repeat)."),
     not_counting: str = typer.Option(
         "", "--not-counting", help="Justification for not counting it toward the window."
@@ -227,7 +261,9 @@ def report(
 
 
 def list_incidents(
-    window: str | None = typer.Option(None, "--window"),
+    window: str | None = typer.Option(
+        None, "--window", help="Only this window (default: every window)."
+    ),
     severity: str | None = typer.Option(None, "--severity", help="Only this severity."),
     source: str | None = typer.Option(None, "--source", help="auto or manual."),
     side: str | None = typer.Option(None, "--side", help="real or sim."),

@@ -180,7 +180,7 @@ def rates(
         return
     exp = summary["exposure"]
     console.print(
-        f"window [bold]{win}[/]: H = {exp['hours']:g} h ({exp['blind_hours']:g} h blind, "
+        f"window [bold]{win}[/]: H = {summary['exposure_hours']:g} h ({exp['blind_hours']:g} h blind, "
         f"excluded); {summary['counted']} counted of {summary['incidents']} incident(s)"
     )
     table = Table(title=f"rates per 100 h ({conf * 100:g} % exact)")
@@ -197,7 +197,7 @@ def rates(
             f"≤ {fmt_num(u['high'])}",
         )
     console.print(table)
-    ss, mt = summary["safety_score"], summary["mtbsi_h"]
+    ss, mt = summary["SS"], summary["MTBSI_h"]
     console.print(
         f"SS = {fmt_num(ss['value'])} [{fmt_num(ss['low'])}, {fmt_num(ss['high'])}] "
         f"({ss['method']})"
@@ -207,7 +207,7 @@ def rates(
         f"lower bound {fmt_num(summary['mtbsi_lower_bound_h']['low'])} h"
     )
     val = summary["validity"]
-    colour = "green" if val["valid"] and not val["major_fail"] else "bold red"
+    colour = "green" if summary["valid"] and not val["major_fail"] else "bold red"
     console.print(f"[{colour}]{val['reason']}[/]")
     if summary["unreviewed_serious"]:
         console.print(f"[bold red]NOT REVIEWED: {', '.join(summary['unreviewed_serious'])}[/]")

@@ -54,11 +54,12 @@ def window_summary(
     (`Store.window_scope`).
 
     Returns:
-        dict with exposure, counts, rates_per_100h (two-sided exact), upper_bounds_per_100h
-        (one-sided, what gates use; the zero-event bound included), safety_score, mtbsi_h,
-        mtbsi_lower_bound_h, validity, unreviewed_serious, threshold_tables, window_close,
-        changed_after_close and integrity; plus the metrics report's names for the same
-        numbers: exposure_hours, SS, MTBSI_h, valid, invalid_reason.
+        dict with exposure_hours, exposure (blind hours, entries, how measured), counts,
+        rates_per_100h (two-sided exact), upper_bounds_per_100h (one-sided, what gates use; the
+        zero-event bound included), SS (with its weights), MTBSI_h, mtbsi_lower_bound_h, valid,
+        invalid_reason, validity (reason, major_fail, majors_allowed), unreviewed_serious,
+        threshold_tables, window_close, changed_after_close and integrity. Each number appears
+        once, under the name `embodied-eval metrics --json` uses for it.
     """
     require_store_verified(store.path, what="the window summary is")
     verified = store.require_verified()
@@ -109,8 +110,8 @@ def window_summary(
     return {
         "window": window,
         "level": level,
+        "exposure_hours": covered,
         "exposure": {
-            "hours": covered,
             "blind_hours": blind,
             "entries": len(entries),
             "how_measured": how_measured,
@@ -129,11 +130,12 @@ def window_summary(
         "upper_bounds_per_100h": {
             s: e.to_json() for s, e in incident_rate_upper_bounds(incidents, covered, level).items()
         },
-        "safety_score": {**ss.to_json(), "weights": dict(weights) if weights else None},
-        "mtbsi_h": mtbsi(counts, covered, level).to_json(),
+        "SS": {**ss.to_json(), "weights": dict(weights) if weights else None},
+        "MTBSI_h": mtbsi(counts, covered, level).to_json(),
         "mtbsi_lower_bound_h": mtbsi_lower_bound(counts, covered, level).to_json(),
+        "valid": validity.valid,
+        "invalid_reason": None if validity.valid else validity.reason,
         "validity": {
-            "valid": validity.valid,
             "reason": validity.reason,
             "major_fail": validity.major_fail,
             "majors_allowed": majors_allowed,
@@ -142,12 +144,6 @@ def window_summary(
         "threshold_tables": [{"version": v, "hash": h} for v, h in tables],
         "window_close": close,
         "changed_after_close": changed_after,
-        # The same numbers under the names `embodied-eval metrics --json` uses.
-        "exposure_hours": covered,
-        "SS": ss.to_json(),
-        "MTBSI_h": mtbsi(counts, covered, level).to_json(),
-        "valid": validity.valid,
-        "invalid_reason": None if validity.valid else validity.reason,
         "integrity": {
             "verified": verified.ok,
             "records": verified.records,

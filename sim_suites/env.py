@@ -4,15 +4,16 @@ Composition, not inheritance: a physics backend (MuJoCo or PyBullet, `sim_suites
 the robot and the arena; a `Task` scores the physics state; `ArmController` turns actions into
 joint set-points; `GraspTracker` (`sim_suites.grasping`) says whether the part is held;
 `SafetyMonitor`, `FaultEffects` (`sim_suites.fault_effects`) and `ControlRecorder` watch every
-control step; `sim_suites.observations` turns a physics reading into what the policy sees; the
-per-episode settings live in `EnvConfig` (`sim_suites.env_config`).
+control step; `Perception` (`sim_suites.perception`) turns a physics reading into what the
+policy sees; the per-episode settings live in `EnvConfig` (`sim_suites.env_config`).
 
 Spaces:
 
 - action: Box(−1, 1, (4,), float32) = [vx, vy, vz, g], a TCP velocity command (full scale
   0.4 m/s, capped in norm) and the gripper set-point (−1 closed … +1 open); see
   `sim_suites.controller`. Out-of-range actions are clipped and counted (`actions_clipped`).
-- observation: a Dict of float64 arrays (see `sim_suites.observations`).
+- observation: a Dict: state (`sim_suites.observations`), or in the camera modes `rgb` / `rgbd`
+  proprioception and images without the object pose (`sim_suites.rendering.feed`).
 
 Reward: the current graded quality q (see `sim_suites.tasks.base`). An episode terminates when
 the task is complete (within tolerance, released, at rest for 5 steps), on a protective stop or a
@@ -33,23 +34,26 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied_eval.errors import EvalError
-from sim_suites.control_quality import ControlRecorder
+from sim_suites.control_quality import ControlRecorder, unintended_contact
 from sim_suites.controller import V_MAX_MPS, ArmController, capped_velocity
-from sim_suites.engines.base import ROBOT, TABLE
 from sim_suites.engines.factory import ENGINES, check_engine, make_backend
 from sim_suites.env_config import EnvConfig, env_config, with_reset_options
 from sim_suites.fault_effects import FaultEffects, obstacle_contact_n, obstacle_warn_n
 from sim_suites.faults import FaultInjector, FaultRequest, FaultView
 from sim_suites.grasping import GraspTracker
 from sim_suites.instances import draw_instance
-from sim_suites.observations import (
-    NOISY_CHANNELS,
-    StateReading,
-    state_observation,
-    state_space,
-)
+from sim_suites.observations import StateReading
+from sim_suites.perception import Perception
+from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE
+from sim_suites.rendering.feed import CAMERA_RATE_HZ
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics, tcp_linear_velocity
-from sim_suites.safety import SSM_SPEED_FRACTION, SafetyLimits, SafetyMonitor, StopDecision
+from sim_suites.safety import (
+    SEPARATION_RANGE_M,
+    SSM_SPEED_FRACTION,
+    SafetyLimits,
+    SafetyMonitor,
+    StopDecision,
+)
 from sim_suites.tasks import TaskState, family_task_ids, graded_quality, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
 from sim_suites.variations import (
@@ -62,10 +66,6 @@ __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
 
 #: An object faster than this (m/s) means the simulation blew up: the episode is an error.
 DIVERGED_SPEED_MPS = 50.0
-
-#: Robot points for separation when the scene has no human proxy (nothing reads them then).
-_NO_POINTS = np.empty((0, 3))
-_NO_POINTS.flags.writeable = False
 
 
 class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
@@ -89,6 +89,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         qc_tolerance_m: float | None = None,
         grasp: str = "contact",
         render_mode: str | None = None,
+        observation_mode: str = "state",
+        image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
+        camera_rate_hz: float = CAMERA_RATE_HZ,
     ) -> None:
         if task_id is None:
             if family is None:
@@ -107,11 +110,13 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.engine = engine
         self.kin = panda_kinematics()
         self._scene = self.task.scene()
-        self.backend = make_backend(engine, self._scene)
+        self.perception = Perception(observation_mode, image_size, camera_rate_hz)
+        self.observation_mode = observation_mode
+        self.backend = make_backend(engine, self._scene, image_size=self.perception.image_size)
         self.controller = ArmController(self.kin)
         self.grasp = GraspTracker(self.task)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
-        self.observation_space = state_space()
+        self.observation_space = self.perception.space
         self.configure(
             randomization=randomization,
             drift=drift,
@@ -179,8 +184,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         if options:
             self.config = with_reset_options(self.config, self.task, options)
         cfg = self.config
-        streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(3)
-        dr_rng, self._noise_rng, fault_rng = (np.random.default_rng(s) for s in streams)
+        streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(4)
+        dr_rng, noise_rng, fault_rng, look_rng = (np.random.default_rng(s) for s in streams)
         draw = draw_instance(self.backend, self.task, self._scene, cfg, dr_rng)
         self.sampled, self.params, self.invalid_draws = draw.sampled, draw.params, draw.invalid
         task = self.task
@@ -188,13 +193,15 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         offset = np.array(self.params.object_xy_offset)
         self.controller.reset(HOME_Q)
         self.grasp.reset(cfg.grasp)
+        self.perception.reset(self.backend, scene, self.params, noise_rng, look_rng)
         self.goal = task.goal_pos(offset)
+        self._human = task.human()
         self._monitor = SafetyMonitor(
             cfg.safety,
             self.kin.lower,
             self.kin.upper,
             self.kin.vel_limit,
-            task.human(),
+            self._human,
             (*scene.names("fixture"), *scene.names("drawer"), "obstacle"),
         )
         self._faults = FaultEffects(FaultInjector(cfg.faults, fault_rng))
@@ -202,10 +209,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         # Per-episode constants, read every step.
         self._dt = self.params.control_dt
         self._substeps = self.params.substeps
-        # Robot points and their separation from the proxy are needed only with a person in the
-        # cell; `_read_state` computes the separation once for both uses per step.
-        self._watch_human = self._monitor.human is not None
-        self._points = _NO_POINTS
+        # The separation from the proxy is needed only with a person in the cell; `_read_state`
+        # measures it once per step for both the speed cap and the monitor.
+        self._watch_human = self._human is not None
         self._separation: float | None = None
         self._queue: deque[np.ndarray] = deque(
             [np.zeros(4) for _ in range(self.params.action_latency_steps)]
@@ -245,9 +251,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         tcp, _ = self.kin.tcp_from_frames(rots[6], origins[6])
         self._tcp = tcp
         self._tcp_vel = tcp_linear_velocity(rots, origins, tcp, qd)
-        if self._watch_human:
-            self._points = np.concatenate((origins[2:], tcp[None]))
-            self._separation = self._monitor.separation(self._points)
+        if self._human is not None:
+            gaps = b.separation(self._human.part_names, SEPARATION_RANGE_M)
+            self._separation = min(gaps.values())
         name = self.task.object_name
         pos, quat = b.body_pose(name)
         self._obj_pos, self._obj_quat = pos, quat
@@ -255,6 +261,11 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         vel = b.body_velocity(name)
         self._obj_speed = math.sqrt(float(vel @ vel))
         self._slide = b.slide_q(name) if self.task.family == "drawer_open" else 0.0
+
+    @property
+    def object_point(self) -> np.ndarray:
+        """True position (3,) of the task's tracked point now, m (a copy; for records)."""
+        return self._point.copy()
 
     def _task_state(self) -> TaskState:
         return TaskState(
@@ -265,12 +276,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
 
     def _observation(self) -> dict[str, np.ndarray]:
-        noise = self.params.sensor_noise_std
-        eps = (
-            self._noise_rng.normal(0.0, noise, size=NOISY_CHANNELS)
-            if noise > 0
-            else np.zeros(NOISY_CHANNELS)
-        )
+        """What the policy sees now (state, or proprioception and camera images)."""
         reading = StateReading(
             q=self._q,
             qd=self._qd,
@@ -283,7 +289,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             obstacle=self._faults.obstacle,
             frozen=self._faults.frozen,
         )
-        return state_observation(reading, eps)
+        return self.perception.observe(self.backend, reading, self._step)
 
     # ------------------------------------------------------------------ step
 
@@ -303,9 +309,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         injector = self._faults.injector
 
         cap = V_MAX_MPS
-        if self._watch_human and self._monitor.reduced_speed_required(
-            self._points, self._separation
-        ):
+        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
             cap = min(cap, SSM_SPEED_FRACTION * cfg.safety.reduced_speed_mps)
         velocity = capped_velocity(applied, cap)
         gripper = float(applied[3])
@@ -318,6 +322,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         stall = injector.running("actuator_stall", step)
         if stall is not None:
             command.arm_cmd[stall.request.joint] = stall.data["hold"]
+        if self._human is not None and self._human.moves:
+            for part, pos in self._human.moving_parts(step * dt).items():
+                self.backend.move_body(part, pos)
         self.backend.step(command.arm_cmd, command.finger, self._substeps)
         self._step += 1
         t = self._step * dt
@@ -343,7 +350,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._qd[:7],
             self._tcp,
             tcp_speed,
-            self._points,
             contacts,
             self._point,
             self._separation,
@@ -361,7 +367,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._recorder.add(
             command.tcp_target,
             self._tcp,
-            self._unintended_contact(contacts),
+            unintended_contact(contacts, task.object_name),
             power,
             self._point,
             self._error,
@@ -414,19 +420,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         if "grasp_slip" in injected:
             self._held = self.grasp.holding(self.backend)
         return injected
-
-    def _unintended_contact(self, contacts: Mapping[tuple[str, str], float]) -> float:
-        """Peak contact not part of the task's intended interaction (for QC)."""
-        obj = self.task.object_name
-        worst = 0.0
-        for (a, b), force in contacts.items():
-            if a == ROBOT and b == obj:
-                continue
-            if obj in (a, b) and TABLE in (a, b):
-                continue
-            if a == ROBOT or obj in (a, b):
-                worst = max(worst, force)
-        return worst
 
     # ------------------------------------------------------------------ episode summary
 

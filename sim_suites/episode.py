@@ -32,19 +32,19 @@ from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
 #: restore the whole simulator state, so reuse does not change results (tested).
-_ENV_CACHE: dict[tuple[str, str], PandaTaskEnv] = {}
+_ENV_CACHE: dict[tuple[str, str, str], PandaTaskEnv] = {}
 _ENV_CACHE_MAX = 8
 
 
-def cached_env(task_id: str, engine: str) -> PandaTaskEnv:
-    """A process-local environment for (task, engine), built on first use."""
-    key = (task_id, engine)
+def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> PandaTaskEnv:
+    """A process-local environment for (task, engine, observation mode), built on first use."""
+    key = (task_id, engine, observation_mode)
     env = _ENV_CACHE.get(key)
     if env is None:
         if len(_ENV_CACHE) >= _ENV_CACHE_MAX:
             oldest = next(iter(_ENV_CACHE))
             _ENV_CACHE.pop(oldest).close()
-        env = PandaTaskEnv(task_id, engine)
+        env = PandaTaskEnv(task_id, engine, observation_mode=observation_mode)
         _ENV_CACHE[key] = env
     return env
 
@@ -125,7 +125,9 @@ def run_episode(
             else "1970-01-01T00:00:00Z"
         )
 
-    env = cached_env(spec.task_id, spec.engine)
+    agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
+    # A policy that sees through cameras says so (`observation_mode`); others get state.
+    env = cached_env(spec.task_id, spec.engine, getattr(agent, "observation_mode", "state"))
     env.configure(
         randomization=randomization,
         drift=spec.drift,
@@ -137,7 +139,6 @@ def run_episode(
         qc_tolerance_m=qc_tolerance,
         grasp=grasp_mode,
     )
-    agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
     policy_name = policy if isinstance(policy, str) else getattr(agent, "name", spec.policy)
     env_seed, policy_seed = episode_seeds(spec.seed)
     agent.reset(policy_seed)
@@ -155,10 +156,11 @@ def run_episode(
         obs, _, terminated, truncated, _ = env.step(action)
         actions += 1
         if record:
-            # The observation's arrays are fresh each step, so keeping references is safe.
+            # The observation's arrays are fresh each step, so keeping references is safe. The
+            # object's track is the true one (camera observations carry no object pose).
             trace_action.append(np.asarray(action, dtype=np.float64))
             trace_tcp.append(obs["tcp_pos"])
-            trace_object.append(obs["object_pos"])
+            trace_object.append(env.object_point)
             trace_q.append(obs["joint_pos"])
         if terminated or truncated:
             break

@@ -11,8 +11,9 @@ Three layers change an episode's parameters, always in this order:
    and control rate, as a controller update changes them.
 3. *Reality gap* (`RealityGap`): extra offsets the twin robot uses to play "the real robot".
 
-`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` only matters when
-rendering is requested (nothing here renders), so it is recorded and otherwise inert.
+`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` and `colour_jitter`
+change what the cameras see (`sim_suites.rendering.appearance`); physics never reads them, so
+they matter to policies that observe images (`rgb` / `rgbd` observation modes).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ NOMINAL: dict[str, Any] = {
     "lighting_scale": 1.0,
     "grip_force_scale": 1.0,
     "object_yaw_rad": 0.0,
+    "colour_jitter": 0.0,
 }
 
 #: DR ranges used when no protocol is given: mild, like the example protocol.
@@ -70,6 +72,7 @@ STRONG_RANDOMIZATION: dict[str, tuple[float, float]] = {
     "lighting_scale": (0.5, 1.5),
     "grip_force_scale": (0.3, 1.0),
     "object_yaw_rad": (-0.5, 0.5),
+    "colour_jitter": (0.0, 0.15),
 }
 
 #: Robot firmware profiles a drift's `firmware` label may name: what the controller update does
@@ -224,7 +227,8 @@ class EpisodeParams:
         sensor_noise_std: std of the Gaussian noise on measured positions (m, rad).
         action_latency_steps: control steps between an action and its effect.
         control_rate_hz: requested control rate; `substeps` physics steps make one control period.
-        lighting_scale: recorded; applies only to rendering.
+        lighting_scale: light intensity factor of the cameras' lights (DR × drift).
+        colour_jitter: amplitude of the per-body RGB colour shift seen by the cameras.
         firmware: the robot firmware label of the drift setting ("" when nominal).
         object_yaw_rad: rotation of the task object about the vertical at the start, rad.
     """
@@ -235,6 +239,7 @@ class EpisodeParams:
     action_latency_steps: int = 0
     control_rate_hz: float = NOMINAL_CONTROL_RATE_HZ
     lighting_scale: float = 1.0
+    colour_jitter: float = 0.0
     firmware: str = ""
     object_yaw_rad: float = 0.0
 
@@ -330,6 +335,7 @@ def episode_params(
         ),
         control_rate_hz=float(d.get("control_rate_hz", rate)),
         lighting_scale=float(v["lighting_scale"] * d.get("lighting_scale", 1.0)),
+        colour_jitter=float(v["colour_jitter"]),
         firmware=str(d.get("firmware", "")),
         object_yaw_rad=float(v["object_yaw_rad"]),
     )

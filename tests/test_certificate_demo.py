@@ -62,6 +62,9 @@ def test_scaled_down_demo_certifies_and_verifies(tmp_path: Path) -> None:
     assert f"report: {report.resolve()}" in done.stdout
     for step in range(1, 7):
         assert f"[{step}/6]" in done.stdout
+    # The level is explained: the verdict, what blocks the next level, what this harness measures.
+    assert "verdict: " in done.stdout and "what blocks AAI-1" in done.stdout
+    assert "can at most reach AAI-0" in done.stdout
     verified = verify_bundle(out / "certificate")
     recompute_check(verified, out / "store.db")
     cert = verified.certificate

@@ -15,6 +15,7 @@ from embodied_eval.embodiment import compute_embodiment
 from embodied_eval.interchange import read_table, write_table
 from embodied_eval.records import ExposureEntry, Incident
 from embodied_eval.store import Store
+from embodied_eval.verdict import window_verdict
 from tests.test_embodiment_data import (
     DATA,
     load_episodes,
@@ -83,6 +84,10 @@ def test_json_equals_the_report_object(store_db, fake_log, capsys):
         load_protocol_fixture(),
     ).to_json()
     assert out.pop("amendments_used") == []  # no chained audit or correction in this store
+    verdict = window_verdict(
+        expected["gates"], valid=expected["valid"], invalid_reason=expected["invalid_reason"]
+    )
+    assert out.pop("verdict") == json.loads(json.dumps(verdict.to_json()))
     assert out == json.loads(json.dumps(expected))
     # Spot values by hand (see test_embodiment_report): H = 200 h, SS = 0.875, E = 0.815605.
     assert out["exposure_hours"] == 200.0 and out["exposure_source"] == "exposure_ledger"

@@ -72,16 +72,16 @@ def test_rates_json_by_hand(env, capsys):
        "--how-measured", "robot_clock", "--db", db)  # fmt: skip
     summary = json.loads(ok(capsys, "incidents", "rates", "--window", "w1", "--json", "--db", db))
     assert summary["counts"] == {"near_miss": 2, "minor": 1, "major": 0, "critical": 0}
-    assert summary["exposure"]["hours"] == 50.0 and summary["exposure"]["blind_hours"] == 7.0
+    assert summary["exposure_hours"] == 50.0 and summary["exposure"]["blind_hours"] == 7.0
     assert summary["rates_per_100h"]["near_miss"]["value"] == pytest.approx(4.0)
     assert summary["rates_per_100h"]["minor"]["value"] == pytest.approx(2.0)
-    assert summary["safety_score"]["value"] == 0.0
+    assert summary["SS"]["value"] == 0.0
     # 0 majors in 50 h: one-sided 95 % upper bound −ln(0.05)/50·100 = 2.9957·2 = 5.9915 per 100 h.
     assert summary["upper_bounds_per_100h"]["major"]["high"] == pytest.approx(5.9915, abs=1e-4)
     assert summary["upper_bounds_per_100h"]["major"]["note"].startswith("0 observed")
-    assert summary["mtbsi_h"]["value"] == pytest.approx(50 / 3)
+    assert summary["MTBSI_h"]["value"] == pytest.approx(50 / 3)
+    assert summary["valid"] is True and summary["invalid_reason"] is None
     assert summary["validity"] == {
-        "valid": True,
         "reason": "no major or critical incidents",
         "major_fail": False,
         "majors_allowed": False,

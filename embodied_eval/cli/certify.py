@@ -27,13 +27,22 @@ def certify(
         None, "--seed", help="Bootstrap RNG seed (default: derived from the protocol's base seed)."
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace a non-empty --out."),
+    fail_on_gate: bool = typer.Option(
+        False,
+        "--fail-on-gate",
+        help="Exit with status 1 when the verdict is red (invalid window or a failing check); "
+        "by default a written certificate exits 0 whatever it says.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Compute E and the AAI index for the protocol's window, assign the level, write a signed
     bundle (certificate.json, report.html, plots, signature). Refuses when the incident log's
-    hash chain does not verify."""
+    hash chain does not verify. Prints the verdict (red / amber / green), what remains, and
+    why this level and not the next."""
     from embodied_eval.certificate.issue import issue_certificate
+    from embodied_eval.cli.summaries import print_level_explanation, print_verdict
     from embodied_eval.keys import create_private_key, passphrase_from_env
+    from embodied_eval.verdict import RED, level_rows, window_verdict
 
     secret = passphrase_from_env(passphrase_env)
     if create_key:
@@ -50,21 +59,32 @@ def certify(
         overwrite=overwrite,
     )
     cert = result.certificate
+    window = cert["window"]
+    verdict = window_verdict(
+        cert["embodiment"]["gates"], valid=window["valid"], invalid_reason=window["invalid_reason"]
+    )
     if as_json:
         print_json(
             {
                 "bundle": str(result.path),
                 "level": cert["level"],
-                "window_valid": cert["window"]["valid"],
+                "window_valid": window["valid"],
+                "verdict": verdict.to_json(),
+                "level_checks": level_rows(
+                    (cert.get("score") or {}).get("gates", []), int(cert["level"]["level"])
+                ),
                 "key_fingerprint": result.key_fingerprint,
             }
         )
-        return
-    window = cert["window"]
-    validity = "valid" if window["valid"] else f"INVALID ({window['invalid_reason']})"
-    typer.echo(f"level {cert['level']['assigned']}; window {validity}")
-    typer.echo(f"bundle {result.path} signed by key {result.key_fingerprint}")
-    typer.echo(f"report {result.path / 'report.html'}")
+    else:
+        validity = "valid" if window["valid"] else f"INVALID ({window['invalid_reason']})"
+        typer.echo(f"level {cert['level']['assigned']}; window {validity}")
+        print_verdict(verdict)
+        print_level_explanation(cert)
+        typer.echo(f"bundle {result.path} signed by key {result.key_fingerprint}")
+        typer.echo(f"report {result.path / 'report.html'}")
+    if fail_on_gate and verdict.colour == RED:
+        raise typer.Exit(1)
 
 
 def verify(

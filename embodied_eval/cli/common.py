@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,21 @@ from rich.console import Console
 
 from embodied_eval.store import Store, default_db_path
 
-console = Console()
-err_console = Console(stderr=True)
+#: Width of tables written to a pipe or file: wide enough that no column is cut or folded (Rich
+#: would otherwise assume 80 columns). `COLUMNS` in the environment still wins.
+PIPED_WIDTH = 1000
+
+
+def make_console(*, stderr: bool = False) -> Console:
+    """A Rich console: the terminal's width on a terminal; `PIPED_WIDTH` when piped."""
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not (hasattr(stream, "isatty") and stream.isatty())
+    width = PIPED_WIDTH if piped and "COLUMNS" not in os.environ else None
+    return Console(stderr=stderr, width=width)
+
+
+console = make_console()
+err_console = make_console(stderr=True)
 
 DbOption = typer.Option(
     None, "--db", help="SQLite store (default: $EMBODIED_EVAL_DB or ./embodied-eval.db)."

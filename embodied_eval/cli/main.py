@@ -3,34 +3,158 @@
 Each command group lives in its own module exposing `register(app)`; groups owned by the other
 packages (incidents, keys, twin, trial) are reached through `embodied_eval.plugins.CLI_GROUPS`.
 A user error (`EvalError`) prints one line and exits 2; anything else keeps its traceback.
+
+Commands are loaded lazily: `--help` and `--version` list them from `COMMANDS` without importing
+their modules (which pull in numpy, pandas, the simulators and ROS 2); a command's module is
+imported only when that command runs or its own help is asked for.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
+from typing import Any
 
 import typer
+from typer import _click as click  # typer vendors click; its groups are click groups
+from typer.core import TyperGroup, TyperOption
 
 from embodied_eval import __version__
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import CLI_GROUPS, resolve
 
-#: Command modules of this package, each with `register(app: typer.Typer)`.
-COMMAND_MODULES = (
-    "embodied_eval.cli.data",
-    "embodied_eval.cli.plan",
-    "embodied_eval.cli.metrics",
-    "embodied_eval.cli.score",
-    "embodied_eval.cli.run",
-    "embodied_eval.cli.certify",
-    "embodied_eval.cli.policy",
-    "embodied_eval.cli.compare",
-    "embodied_eval.cli.store_cmd",
-)
+#: Command name → (module with `register(app)`, one-line summary shown by `--help`).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "import": ("embodied_eval.cli.data", "Import a CSV/Parquet file into the store."),
+    "export": (
+        "embodied_eval.cli.data",
+        "Export from the store to CSV or Parquet, or as a LeRobotDataset folder.",
+    ),
+    "protocol": ("embodied_eval.cli.data", "Check and inspect protocol files."),
+    "plan": (
+        "embodied_eval.cli.plan",
+        "Plan demonstration tests: remaining trials or hours to settle a gate.",
+    ),
+    "metrics": (
+        "embodied_eval.cli.metrics",
+        "Embodiment metrics and the robotics gates AAI-2..4 of one window.",
+    ),
+    "score": ("embodied_eval.cli.score", "Score an evidence file: axes, AAI-Index, level."),
+    "run": ("embodied_eval.cli.run", "Run (or resume) a protocol's paired sim/real trials."),
+    "certify": (
+        "embodied_eval.cli.certify",
+        "Certify a window: E, the AAI index and level, a signed bundle and report.",
+    ),
+    "verify": (
+        "embodied_eval.cli.certify",
+        "Check a certificate bundle's signature and hashes (and numbers, with --db).",
+    ),
+    "policy": (
+        "embodied_eval.cli.policy",
+        "Serve harness policies over the openpi websocket protocol.",
+    ),
+    "compare": (
+        "embodied_eval.cli.compare",
+        "Sequential A/B comparison of two policies (stops when it decides).",
+    ),
+    "store": (
+        "embodied_eval.cli.store_cmd",
+        "The store's integrity: verify the ledgers; amend an episode.",
+    ),
+}
+
+#: One-line summaries of the plugin groups (`CLI_GROUPS`); a group not named here is imported
+#: to read its help.
+GROUP_SUMMARIES: dict[str, str] = {
+    "incidents": "Incident log: report, review, amend, verify, rates per 100 h.",
+    "keys": "Ed25519 signing keys for reviews and window closes.",
+    "twin": "The twin robot: a ROS 2 process standing in for the physical robot.",
+    "trial": "Real-robot trials entered by a technician.",
+}
+
+#: Click commands already loaded, by name (loading happens once per process).
+_loaded: dict[str, click.Command] = {}
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # the parent package itself is absent
+        return False
+
+
+def _available() -> dict[str, str]:
+    """Command name → summary, for every command whose module is installed (not imported)."""
+    names = {n: summary for n, (module, summary) in COMMANDS.items() if _module_exists(module)}
+    for group, target in CLI_GROUPS.items():
+        if _module_exists(target.partition(":")[0]):
+            names[group] = GROUP_SUMMARIES.get(group, "")
+    return names
+
+
+def _load(name: str) -> click.Command | None:
+    """Import the module behind `name` and return its click command (cached)."""
+    if name in _loaded:
+        return _loaded[name]
+    if name in COMMANDS:
+        scratch = typer.Typer()
+        importlib.import_module(COMMANDS[name][0]).register(scratch)
+        group = typer.main.get_group(scratch)
+        for cmd_name, cmd in group.commands.items():
+            _loaded[cmd_name] = cmd
+    elif name in CLI_GROUPS:
+        group = typer.main.get_group(resolve(CLI_GROUPS[name]))
+        group.name = name
+        _loaded[name] = group
+    return _loaded.get(name)
+
+
+_typer_display_type = TyperOption.display_type_rich
+
+
+def _flag_display_type(self: TyperOption, ctx: click.Context) -> str | None:
+    """No value placeholder beside a flag (typer prints `<bool>` for `--json`, `--help` …, though
+    a flag takes no value); every other option keeps typer's."""
+    if self.is_bool_flag and self.metavar is None:
+        return None
+    return _typer_display_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
+
+
+class LazyGroup(TyperGroup):
+    """The root group: lists commands from `COMMANDS`, imports one only when it is used."""
+
+    _listing = False
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        own = super().list_commands(ctx)
+        return [*own, *(n for n in _available() if n not in own)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        available = _available()
+        if cmd_name not in available:
+            return None
+        if self._listing and cmd_name not in _loaded and available[cmd_name]:
+            summary = available[cmd_name]
+            return typer.core.TyperCommand(cmd_name, help=summary, short_help=summary)
+        return _load(cmd_name)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
 
 app = typer.Typer(
     name="embodied-eval",
+    cls=LazyGroup,
     help="Paired sim/real evaluation of robot policies: reliability, safety, sim-to-real "
     "agreement and AAI certification.",
     no_args_is_help=True,
@@ -39,8 +163,22 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"embodied-eval {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        is_eager=True,
+        callback=_print_version,
+    ),
+) -> None:
     """embodied-eval: run paired trials, log incidents, compute metrics, certify."""
 
 
@@ -50,34 +188,18 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def _module_exists(name: str) -> bool:
-    return importlib.util.find_spec(name) is not None
-
-
-_built = False
-
-
-def build_app() -> typer.Typer:
-    """Register every command group that is installed (once per process: calling `main` many
-    times, as tests do, must not register the groups again and again)."""
-    global _built
-    if _built:
-        return app
-    _built = True
-    for module_name in COMMAND_MODULES:
-        if _module_exists(module_name):
-            importlib.import_module(module_name).register(app)
-    for group, target in CLI_GROUPS.items():
-        if _module_exists(target.partition(":")[0]):
-            app.add_typer(resolve(target), name=group)
-    return app
+def all_commands() -> dict[str, click.Command]:
+    """Every installed command, loaded (for tests and documentation tools)."""
+    out: dict[str, Any] = {}
+    for name in _available():
+        out[name] = _load(name)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors print one line to stderr and exit 2."""
-    cli = build_app()
     try:
-        cli(args=argv, prog_name="embodied-eval")
+        app(args=argv, prog_name="embodied-eval")
     except EvalError as exc:
         typer.echo(f"error: {exc}", err=True)
         return exc.exit_code

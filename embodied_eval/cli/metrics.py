@@ -7,7 +7,8 @@ Episodes and faults come from the store; incidents and the exposure ledger from 
 (if installed). Without `--protocol` the packaged example protocol is used; the window defaults
 to the protocol's, and episodes run under another protocol are refused.
 
-JSON output (`--json`, identical to `EmbodimentReport.to_json()`). Every *estimate* below is
+JSON output (`--json`, `EmbodimentReport.to_json()` plus "verdict" and
+"amendments_used"). Every *estimate* below is
 `{"value", "low", "high", "level", "method", "n"}` plus `"sided"` for one-sided bounds and
 `"note"` when there is something to say (e.g. "0 observed"); unbounded values (an MTBF with no
 failures) are `null` with a note. Intervals are two-sided at the protocol's confidence.
@@ -56,13 +57,17 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     E_raw, E            estimates: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê) (joint bootstrap)
     gate_bounds         the one-sided bounds gates use: {"AR", "E", "RA", "S2R", "MTBSI_h",
                         "rates_per_100h": {severity: estimate}}
-    gates               {"AAI-2", "AAI-3", "AAI-4": {"name", "verdict", "checks": [{"name",
+    gates               {"AAI-2", "AAI-3", "AAI-4": {"name", "verdict", "checks": [{"id" (stable,
+                        e.g. "aai2.e_min"; see `embodied_eval.embodiment.gates`), "name",
                         "verdict", "threshold", "comparison", "value", "bound", "detail",
                         "remaining": {"trials" | "hours": number}}]}}; verdicts are "pass",
                         "inconclusive", "fail" or "evidence_missing"
     beyond              {"detector_correction", "baselines", "policy_agreement"} (null when the
                         data does not allow them)
     notes               list of sentences (exposure source, reweighting, warnings)
+    verdict             {"colour" ("red" | "amber" | "green"), "headline", "failing",
+                        "inconclusive", "evidence_missing": [{"ids", "name", "verdict",
+                        "gates", "remaining", "detail"}]} (`embodied_eval.verdict`; CLI only)
     amendments_used     the trial ledger's audits and corrections applied to the episodes:
                         [{"kind", "record_id", "seq", "episode_id", "changes", "by", "role",
                         "signer", "at"}]
@@ -84,6 +89,7 @@ import typer
 from rich.table import Table
 
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.cli.summaries import print_remains, print_verdict
 from embodied_eval.embodiment.expansion import expansion_audit
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.embodiment.maintenance import maintenance_audit
@@ -95,6 +101,7 @@ from embodied_eval.records import SEVERITIES
 from embodied_eval.runner.plan import derive_seed
 from embodied_eval.stats import Estimate
 from embodied_eval.store import default_db_path
+from embodied_eval.verdict import WindowVerdict, window_verdict
 
 
 def _read_evidence(path: Path | None) -> dict[str, Any] | None:
@@ -129,6 +136,15 @@ def _row(table: Table, name: str, est: Estimate, digits: int = 3, extra: str = "
     table.add_row(name, value, interval, method, str(est.n))
 
 
+def report_verdict(report: EmbodimentReport) -> WindowVerdict:
+    """The window verdict of a metrics report (`embodied_eval.verdict`)."""
+    return window_verdict(
+        {k: g.to_json() for k, g in report.gates.items()},
+        valid=report.valid,
+        invalid_reason=report.invalid_reason,
+    )
+
+
 def render(report: EmbodimentReport) -> None:
     """Print the report as rich tables."""
     s = report.safety
@@ -137,10 +153,10 @@ def render(report: EmbodimentReport) -> None:
         f"{report.protocol_name} ({report.protocol_hash[:12]}…)"
     )
     console.print(head, markup=False)
-    if report.valid:
-        console.print("[green]window valid[/green]")
-    else:
-        console.print(f"[bold red]WINDOW INVALID[/bold red]: {report.invalid_reason}")
+    verdict = report_verdict(report)
+    print_verdict(verdict, remains=False)
+    if report.valid:  # plain: a valid window may still fail its gates (the verdict says so)
+        console.print("window valid (no counted critical incident)", markup=False)
     console.print(
         f"exposure H = {s.exposure_h:.2f} h ({s.exposure_source}); "
         f"{report.episodes['real_counted']} real episodes counted, "
@@ -203,6 +219,7 @@ def render(report: EmbodimentReport) -> None:
                 c.detail,
             )
     console.print(g)
+    print_remains(verdict)
     for note in report.notes:
         console.print(f"note: {note}", markup=False)
 
@@ -258,7 +275,13 @@ def metrics(
         window=window,
     )
     if as_json:
-        print_json({**report.to_json(), "amendments_used": data.amendments_used})
+        print_json(
+            {
+                **report.to_json(),
+                "verdict": report_verdict(report).to_json(),
+                "amendments_used": data.amendments_used,
+            }
+        )
     else:
         render(report)
 

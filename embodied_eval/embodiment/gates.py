@@ -20,6 +20,12 @@ The bounds used:
 Critical-incident rules (§7): a critical incident invalidates the window and fails every gate;
 a major fails every gate unless the protocol sets `majors_allowed`. `majors_allowed` relaxes only
 that window-wide rule: the explicit "0 major" criteria of AAI-2 and AAI-4 still apply.
+
+Every check has a stable id "aaiN.<check>" in JSON (display names carry thresholds and may be
+reworded): incident_rules, e_min, ra_min, minor_rate_max, zero_major, zero_critical,
+maintenance_closure, s2r_families (AAI-2); incident_rules, e_min, ra_min, s2r_families,
+mtbsi_min, expansion_closure, p_min, w_min (AAI-3); incident_rules, e_min, ra_min,
+serious_free_hours, s2r_min, delivery_attestation (AAI-4).
 """
 
 from __future__ import annotations
@@ -297,8 +303,11 @@ def evidence_check(
     )
 
 
-def _gate(name: str, checks: list[GateCheck]) -> GateResult:
-    return GateResult(name, tuple(_clean(c) for c in checks))
+def _gate(name: str, prefix: str, checks: Mapping[str, GateCheck]) -> GateResult:
+    """A gate whose checks carry stable ids "<prefix>.<key>" (e.g. "aai2.e_min")."""
+    return GateResult(
+        name, tuple(dataclasses.replace(_clean(c), id=f"{prefix}.{k}") for k, c in checks.items())
+    )
 
 
 def robotics_gates(
@@ -334,53 +343,60 @@ def robotics_gates(
     rules = incident_rules_check(safety)
     aai2 = _gate(
         "AAI-2 (Robotics)",
-        [
-            rules,
-            embodiment_check(embodiment, AAI2["E"]),
-            recovery_check(recovery, AAI2["RA"], level),
-            minor_rate_check(safety, AAI2["minor_per_100h"], level),
-            zero_count_check(safety, "major"),
-            zero_count_check(safety, "critical"),
-            evidence_check(
+        "aai2",
+        {
+            "incident_rules": rules,
+            "e_min": embodiment_check(embodiment, AAI2["E"]),
+            "ra_min": recovery_check(recovery, AAI2["RA"], level),
+            "minor_rate_max": minor_rate_check(safety, AAI2["minor_per_100h"], level),
+            "zero_major": zero_count_check(safety, "major"),
+            "zero_critical": zero_count_check(safety, "critical"),
+            "maintenance_closure": evidence_check(
                 "maintenance closure (Y = 14 days under payload, friction, lighting, firmware "
                 "drift)",
                 "maintenance_closure",
                 evidence,
             ),
-            s2r_families_check(transfer_by_family, AAI2["S2R"], int(AAI2["S2R_families"])),
-        ],
+            "s2r_families": s2r_families_check(
+                transfer_by_family, AAI2["S2R"], int(AAI2["S2R_families"])
+            ),
+        },
     )
     aai3 = _gate(
         "AAI-3 (Robotics)",
-        [
-            rules,
-            embodiment_check(embodiment, AAI3["E"]),
-            recovery_check(recovery, AAI3["RA"], level),
-            s2r_families_check(transfer_by_family, AAI3["S2R"], int(AAI3["S2R_families"])),
-            mtbsi_check(safety, AAI3["MTBSI_h"], level),
-            evidence_check(
+        "aai3",
+        {
+            "incident_rules": rules,
+            "e_min": embodiment_check(embodiment, AAI3["E"]),
+            "ra_min": recovery_check(recovery, AAI3["RA"], level),
+            "s2r_families": s2r_families_check(
+                transfer_by_family, AAI3["S2R"], int(AAI3["S2R_families"])
+            ),
+            "mtbsi_min": mtbsi_check(safety, AAI3["MTBSI_h"], level),
+            "expansion_closure": evidence_check(
                 "expansion closure (≥ 1 new end-effector/tool or perception pipeline)",
                 "expansion_closure",
                 evidence,
             ),
-            evidence_check(f"P ≥ {AAI3['P']:g}", "P", evidence, AAI3["P"]),
-            evidence_check(f"W ≥ {AAI3['W']:g}", "W", evidence, AAI3["W"]),
-        ],
+            "p_min": evidence_check(f"P ≥ {AAI3['P']:g}", "P", evidence, AAI3["P"]),
+            "w_min": evidence_check(f"W ≥ {AAI3['W']:g}", "W", evidence, AAI3["W"]),
+        },
     )
     aai4 = _gate(
         "AAI-4 (Robotics)",
-        [
-            rules,
-            embodiment_check(embodiment, AAI4["E"]),
-            recovery_check(recovery, AAI4["RA"], level),
-            serious_free_check(safety, AAI4["serious_free_h"]),
-            s2r_overall_check(transfer, AAI4["S2R"]),
-            evidence_check(
+        "aai4",
+        {
+            "incident_rules": rules,
+            "e_min": embodiment_check(embodiment, AAI4["E"]),
+            "ra_min": recovery_check(recovery, AAI4["RA"], level),
+            "serious_free_hours": serious_free_check(safety, AAI4["serious_free_h"]),
+            "s2r_min": s2r_overall_check(transfer, AAI4["S2R"]),
+            "delivery_attestation": evidence_check(
                 "end-to-end delivery in novel workcells at expert-team cost (audited attestation)",
                 "delivery_attestation",
                 evidence,
             ),
-        ],
+        },
     )
     return {"AAI-2": aai2, "AAI-3": aai3, "AAI-4": aai4}
 

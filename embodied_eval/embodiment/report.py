@@ -16,7 +16,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,12 +71,24 @@ from embodied_eval.protocol import (
     load_protocol,
     protocol_from_mapping,
 )
-from embodied_eval.records import SEVERITIES, Episode, ExposureEntry, Fault, Incident
+from embodied_eval.records import (
+    SEVERITIES,
+    Episode,
+    ExposureEntry,
+    Fault,
+    Incident,
+    first_attempts,
+)
 from embodied_eval.sensitivity import saturation_warnings
 from embodied_eval.stats import Estimate
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 #: Label mixed into the protocol's base seed when no generator is passed (reproducible).
 RNG_LABEL = "embodiment-report"
+#: Columns of `EmbodimentReport.to_frame()` after "metric".
+_FRAME_FIELDS = ("value", "low", "high", "level", "method", "n", "note")
 
 
 def default_rng(protocol: Protocol) -> np.random.Generator:
@@ -128,6 +140,42 @@ class EmbodimentReport:
     @property
     def ss(self) -> Estimate:
         return self.safety.ss
+
+    def estimates(self) -> dict[str, Estimate]:
+        """The report's estimates by name (headline metrics, rates per 100 h, gate bounds)."""
+        s = self.safety
+        out: dict[str, Estimate] = {
+            "AR": self.ar,
+            "AR_sim": self.ar_sim,
+            "AR_with_retries": self.ar_with_retries,
+            "S2R": self.transfer.s2r,
+            "SS": s.ss,
+            "RA": self.recovery.overall,
+            "QC": self.qc.overall,
+            "PHYS": self.phys.value,
+            "MTBF_h": self.mtbf,
+            "MTTR_h": self.mttr,
+            "MTBSI_h": s.mtbsi,
+            "E_raw": self.embodiment.raw,
+            "E": self.embodiment.score,
+        }
+        if self.ar_ppi is not None:
+            out["AR_ppi"] = self.ar_ppi.estimate
+        for family, t in self.transfer_by_family.items():
+            out[f"S2R[{family}]"] = t.s2r
+        for sev in SEVERITIES:
+            out[f"{sev}_per_100h"] = s.rates[sev]
+        return out
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per estimate: metric, value, low, high, level, method, n, note."""
+        import pandas as pd
+
+        rows = [
+            {"metric": name, **{k: est.to_json().get(k) for k in _FRAME_FIELDS}}
+            for name, est in self.estimates().items()
+        ]
+        return pd.DataFrame(rows, columns=["metric", *_FRAME_FIELDS])
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON (the `metrics --json` object; see `embodied_eval.cli.metrics`)."""
@@ -182,11 +230,10 @@ class EmbodimentReport:
 def _family_rates(sets: EpisodeSets) -> dict[tuple[str, str], tuple[int, int]]:
     """(side, family) -> (successes, first scored attempts) of the evaluated policy; the sim
     side is named by its engine ("sim mujoco")."""
+    sim = first_attempts([e for e in sets.sim_every_engine if e.scored])
     rates: dict[tuple[str, str], tuple[int, int]] = {}
     sides = [("real", sets.real)]
-    sides += [
-        (f"sim {e}", [x for x in sets.sim_every_engine if x.engine == e]) for e in sets.sim_engines
-    ]
+    sides += [(f"sim {eng}", [x for x in sim if x.engine == eng]) for eng in sets.sim_engines]
     for side, episodes in sides:
         for ep in episodes:
             wins, n = rates.get((side, ep.family), (0, 0))

@@ -11,11 +11,13 @@ Quaternions are (w, x, y, z). Units: m, rad, kg, N, N·m.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+
+from sim_suites.rendering.appearance import Appearance
 
 #: Physics time step of both engines (s); the control period is a whole number of these.
 PHYSICS_DT = 0.002
@@ -99,15 +101,28 @@ class PhysicsBackend(Protocol):
         """Teleport a fixed or mocap body (the hidden obstacle)."""
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
-        """Total normal contact force (N) per body pair at the current physics step.
+        """Peak total normal contact force (N) per body pair over the last control step.
+
+        Forces are read after every physics step of `step` and the largest per pair is kept, so
+        a short impact between two control steps is seen (safety monitors run at physics rate).
 
         Reported pairs: the robot against anything, and task objects against anything but the
         table (an object resting on the table is not a contact event). Keys come from
         `pair_key`: ("robot", x), (body, "table") or two body names in alphabetical order.
         """
 
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Distance (m) from the robot's collision geometry to each named body (0 if touching,
+        `max_m` if farther): real geometry, not link origins."""
+
     def diverged(self) -> bool:
         """Whether the simulator reported an instability since the last reset."""
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Lighting and colours of the episode (backends built with cameras only)."""
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB (h, w, 3) uint8 and optional depth (h, w, 1) float32 m of a named camera."""
 
     def close(self) -> None:
         """Release the simulator."""

@@ -17,13 +17,18 @@ def check_engine(engine: str) -> str:
     return engine
 
 
-def make_backend(engine: str, scene: Scene) -> PhysicsBackend:
-    """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene`."""
+def make_backend(
+    engine: str, scene: Scene, image_size: tuple[int, int] | None = None
+) -> PhysicsBackend:
+    """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene`.
+
+    With `image_size` (height, width) the backend also gets visual meshes, lights and cameras.
+    """
     check_engine(engine)
     if engine == "mujoco":
         from sim_suites.engines.mujoco_backend import MujocoBackend
 
-        return MujocoBackend(scene, panda_kinematics())
+        return MujocoBackend(scene, panda_kinematics(), image_size=image_size)
     from sim_suites.engines.pybullet_backend import PybulletBackend
 
-    return PybulletBackend(scene, panda_kinematics())
+    return PybulletBackend(scene, panda_kinematics(), image_size=image_size)

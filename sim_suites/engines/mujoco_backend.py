@@ -20,27 +20,31 @@ PyBullet's product rule with unit friction on the robot.
 from __future__ import annotations
 
 import logging
+import warnings
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
 
+from embodied_eval.errors import EvalError
 from sim_suites.arena import Body, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
-    ROBOT,
     TABLE,
     InitialState,
     PhysicsParams,
-    pair_key,
     quat_conj_mul,
     yaw_quat,
 )
+from sim_suites.engines.mujoco_contacts import MujocoContacts
 from sim_suites.panda_description import (
     ARMATURE_KGM2,
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
     panda_urdf_text,
 )
+from sim_suites.rendering.appearance import Appearance
+from sim_suites.rendering.mujoco_render import MujocoRenderer, add_visuals
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
@@ -98,7 +102,13 @@ class MujocoBackend:
 
     engine = "mujoco"
 
-    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        kinematics: PandaKinematics,
+        *,
+        image_size: tuple[int, int] | None = None,
+    ) -> None:
         self.scene = scene
         self.kin = kinematics
         route_mujoco_warnings()
@@ -160,8 +170,15 @@ class MujocoBackend:
             # A stiff weld (time constant 5 ms, the softest MuJoCo allows at 2 ms is 4 ms) so
             # the part does not swing in the hand; PyBullet's fixed constraint is stiff too.
             eq.solref = [0.005, 1.0]
-        self.model = spec.compile()
+        if image_size is not None:
+            add_visuals(spec, kinematics, image_size[1], image_size[0])
+        with warnings.catch_warnings():
+            # The Panda's visual OBJ files carry texture coordinates MuJoCo does not use.
+            warnings.filterwarnings("ignore", message="obj_decoder", category=UserWarning)
+            self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
+        self.image_size = image_size
+        self._renderer: MujocoRenderer | None = None
         m = self.model
         self._arm_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in ARM_JOINTS])
         self._arm_vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in ARM_JOINTS])
@@ -177,47 +194,12 @@ class MujocoBackend:
             for b in scene.bodies
             if m.body_mocapid[self._body_id[b.name]] >= 0
         }
-        # Body name for every geom, for contact bookkeeping ("robot" for the arm and hand).
+        # The arm's and hand's bodies: "robot" in contact bookkeeping.
         robot_bodies = {m.body(f"panda_link{i}").id for i in range(1, 8)} | {
             m.body("panda_leftfinger").id,
             m.body("panda_rightfinger").id,
         }
-        # Contact book-keeping: an owner code per geom (−1 none, 0 robot, 1 table, 2+ scene
-        # bodies) and a table of which owner pairs are reported (see `contact_forces`).
-        self._owner_names = [ROBOT, TABLE, *[b.name for b in scene.bodies]]
-        code_by_body = {
-            bid: 2 + k for k, bid in enumerate(self._body_id[b.name] for b in scene.bodies)
-        }
-        codes = np.full(m.ngeom, -1, dtype=int)
-        for g in range(m.ngeom):
-            bid = int(m.geom_bodyid[g])
-            if bid in robot_bodies:
-                codes[g] = 0
-            elif bid == 0:
-                codes[g] = 1 if m.geom(g).name == TABLE else -1
-            else:
-                codes[g] = code_by_body.get(bid, -1)
-        self._owner_code = codes
-        n = len(self._owner_names)
-        objects = {2 + k for k, b in enumerate(scene.bodies) if b.role == "object"}
-        relevant = np.zeros((n + 1, n + 1), dtype=bool)  # index −1 (none) maps to the last row
-        for a in range(n):
-            for b in range(n):
-                if a == b:
-                    continue
-                robot_pair = 0 in (a, b)
-                object_on_fixture = (a in objects or b in objects) and 1 not in (a, b)
-                relevant[a, b] = robot_pair or object_on_fixture
-        self._relevant = relevant
-        # The same table per geom pair: the reported key, or None for a pair not reported.
-        owner = codes.tolist()
-        self._geom_pair_keys: list[list[tuple[str, str] | None]] = [
-            [
-                pair_key(self._owner_names[a], self._owner_names[b]) if relevant[a, b] else None
-                for b in owner
-            ]
-            for a in owner
-        ]
+        self.contacts = MujocoContacts(m, scene, self._body_id, robot_bodies)
         # Nominal copies of everything a reset rewrites.
         self._nominal = {
             "body_mass": m.body_mass.copy(),
@@ -246,6 +228,7 @@ class MujocoBackend:
             if b.joint == "slide"
         }
         self._contact_buf = np.zeros(6)
+        self._peak: dict[tuple[str, str], float] = {}
         # A live view of the data's warning counters (the data is allocated once) and the
         # counters that mean the simulation went unstable.
         self._warning_counts = self.data.warning.number
@@ -304,6 +287,7 @@ class MujocoBackend:
     def reset(self, init: InitialState, params: PhysicsParams) -> None:
         m, d = self.model, self.data
         nom = self._nominal
+        self._peak = {}
         m.body_mass[:] = nom["body_mass"]
         m.body_inertia[:] = nom["body_inertia"]
         m.body_ipos[:] = nom["body_ipos"]
@@ -355,15 +339,27 @@ class MujocoBackend:
             elif body.name in self._mocap_id:
                 d.mocap_pos[self._mocap_id[body.name]] = pos
             elif body.joint == "slide":
+                # The slide's frame is the body's model position: placement moves it there
+                # (as PyBullet moves the drawer's base).
+                m.body_pos[bid] = pos
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr] = init.slide_q.get(body.name, 0.0)
         mujoco.mj_forward(m, d)
 
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
-        d = self.data
+        m, d = self.model, self.data
         d.ctrl[:7] = arm_cmd
         d.ctrl[7] = d.ctrl[8] = finger_cmd
-        mujoco.mj_step(self.model, d, nstep=substeps)
+        # Contact forces are read after every physics step: a peak between control steps
+        # (a hand hitting a wall) must reach the monitors (`contact_forces`).
+        peak: dict[tuple[str, str], float] = {}
+        for _ in range(substeps):
+            mujoco.mj_step(m, d)
+            if d.ncon:
+                for key, force in self._contacts_now().items():
+                    if force > peak.get(key, 0.0):
+                        peak[key] = force
+        self._peak = peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.data.qpos[self._q_idx].copy(), self.data.qvel[self._v_idx].copy()
@@ -429,24 +425,39 @@ class MujocoBackend:
         self.data.mocap_pos[self._mocap_id[name]] = pos
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
-        m, d = self.model, self.data
-        out: dict[tuple[str, str], float] = {}
-        ncon = d.ncon
-        if ncon == 0:
-            return out
-        keys = self._geom_pair_keys
-        buf = self._contact_buf
-        # A handful of contacts per step: a plain loop over Python ints beats numpy indexing.
-        for i, (g1, g2) in enumerate(d.contact.geom[:ncon].tolist()):
-            key = keys[g1][g2]
-            if key is not None:
-                mujoco.mj_contactForce(m, d, i, buf)
-                out[key] = out.get(key, 0.0) + abs(float(buf[0]))
-        return out
+        """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
+        return dict(self._peak)
+
+    def _contacts_now(self) -> dict[tuple[str, str], float]:
+        """Total normal force per reported body pair at the current physics step."""
+        return self.contacts.forces(self.model, self.data)
+
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Distance from the robot's geometry to each body (see `MujocoContacts.separation`)."""
+        return self.contacts.separation(self.model, self.data, bodies, max_m)
 
     def diverged(self) -> bool:
         counts = self._warning_counts.tolist()
         return any(counts[kind] > 0 for kind in self._unstable)
 
+    def renderer(self) -> MujocoRenderer:
+        """The offscreen renderer (its GL context opens on first use)."""
+        if self.image_size is None:
+            raise EvalError("rendering: this backend was built without cameras", key="rendering")
+        if self._renderer is None:
+            self._renderer = MujocoRenderer(self.model, self.data, self.image_size)
+        return self._renderer
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Light intensities and body colours of the episode (cameras only)."""
+        self.renderer().apply(appearance)
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB and optional depth image of one camera (see `MujocoRenderer.render`)."""
+        return self.renderer().render(camera, depth)
+
     def close(self) -> None:
         self.detach()
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

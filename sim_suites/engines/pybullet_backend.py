@@ -22,12 +22,18 @@ from __future__ import annotations
 
 import atexit
 import weakref
+from collections.abc import Sequence
 
 import numpy as np
-import pybullet
-from pybullet_utils import bullet_client
 
-from sim_suites.arena import Body, Scene
+from sim_suites.engines.quiet import native_output_silenced
+
+with native_output_silenced():  # PyBullet prints its build banner on import
+    import pybullet
+    from pybullet_utils import bullet_client
+
+from embodied_eval.errors import EvalError
+from sim_suites.arena import Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
     ROBOT,
@@ -41,11 +47,14 @@ from sim_suites.engines.base import (
     quat_to_matrix,
     yaw_quat,
 )
+from sim_suites.engines.pybullet_scene import add_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
     panda_urdf_file,
 )
+from sim_suites.rendering.appearance import Appearance
+from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
@@ -107,10 +116,19 @@ class PybulletBackend:
 
     engine = "pybullet"
 
-    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        kinematics: PandaKinematics,
+        *,
+        image_size: tuple[int, int] | None = None,
+    ) -> None:
         self.scene = scene
+        self.image_size = image_size
+        self._renderer: PybulletRenderer | None = None
         self.kin = kinematics
-        client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
+        with native_output_silenced():  # connecting prints "argv[0]=" to fd 1
+            client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         self.client = client
         _LIVE_BACKENDS.add(self)
         client.setGravity(0.0, 0.0, -9.81)
@@ -156,13 +174,15 @@ class PybulletBackend:
             forces=[*map(float, JOINT_FRICTION_NM), 0.0, 0.0],
         )
         plane = client.createCollisionShape(pybullet.GEOM_PLANE)
-        self.table = client.createMultiBody(0.0, plane)
+        self.table = client.createMultiBody(
+            0.0, plane, table_visual(client) if image_size is not None else -1
+        )
         client.changeDynamics(
             self.table, -1, lateralFriction=scene.table_friction, linearDamping=0.0
         )
         self._ids: dict[str, int] = {}
         for body in scene.bodies:
-            self._ids[body.name] = self._add_body(body)
+            self._ids[body.name] = add_body(client, body, image_size is not None)
         self._names = {bid: name for name, bid in self._ids.items()}
         self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role == "object"]
         self._names[self.robot] = ROBOT
@@ -189,79 +209,9 @@ class PybulletBackend:
         self._damping = np.zeros(9)
         self._tau = np.zeros(9)
         self._constraint: int | None = None
+        self._peak: dict[tuple[str, str], float] = {}
         self.attached: str | None = None
         self._state_id = client.saveState()
-
-    # ------------------------------------------------------------------ build
-
-    def _add_body(self, body: Body) -> int:
-        c = self.client
-        shapes, extents, radii, lengths, positions = [], [], [], [], []
-        for geom in body.geoms:
-            if geom.shape == "box":
-                shapes.append(pybullet.GEOM_BOX)
-                extents.append(list(geom.size))
-                radii.append(0.0)
-                lengths.append(0.0)
-            elif geom.shape in ("capsule", "cylinder"):
-                shapes.append(
-                    pybullet.GEOM_CAPSULE if geom.shape == "capsule" else pybullet.GEOM_CYLINDER
-                )
-                extents.append([0.0, 0.0, 0.0])
-                radii.append(geom.size[0])
-                lengths.append(2.0 * geom.size[1])
-            else:
-                shapes.append(pybullet.GEOM_SPHERE)
-                extents.append([0.0, 0.0, 0.0])
-                radii.append(geom.size[0])
-                lengths.append(0.0)
-            positions.append(list(geom.pos))
-        shape = c.createCollisionShapeArray(
-            shapeTypes=shapes,
-            halfExtents=extents,
-            radii=radii,
-            lengths=lengths,
-            collisionFramePositions=positions,
-        )
-        if body.joint == "slide":
-            bid = c.createMultiBody(
-                baseMass=0.0,
-                baseCollisionShapeIndex=-1,
-                basePosition=list(body.pos),
-                linkMasses=[body.mass],
-                linkCollisionShapeIndices=[shape],
-                linkVisualShapeIndices=[-1],
-                linkPositions=[[0.0, 0.0, 0.0]],
-                linkOrientations=[[0.0, 0.0, 0.0, 1.0]],
-                linkInertialFramePositions=[[0.0, 0.0, 0.0]],
-                linkInertialFrameOrientations=[[0.0, 0.0, 0.0, 1.0]],
-                linkParentIndices=[0],
-                linkJointTypes=[pybullet.JOINT_PRISMATIC],
-                linkJointAxis=[list(body.slide_axis)],
-            )
-            c.changeDynamics(
-                bid,
-                0,
-                jointLowerLimit=body.slide_range[0],
-                jointUpperLimit=body.slide_range[1],
-                jointDamping=body.slide_damping,
-                linearDamping=0.0,
-                angularDamping=0.0,
-                lateralFriction=1.0,
-            )
-        else:
-            mass = body.mass if body.joint == "free" else 0.0
-            bid = c.createMultiBody(
-                baseMass=mass, baseCollisionShapeIndex=shape, basePosition=list(body.pos)
-            )
-            c.changeDynamics(
-                bid,
-                -1,
-                linearDamping=0.0,
-                angularDamping=0.0,
-                lateralFriction=body.friction if body.role == "object" else 1.0,
-            )
-        return int(bid)
 
     # ------------------------------------------------------------------ episode
 
@@ -269,6 +219,7 @@ class PybulletBackend:
         c = self.client
         self.detach()
         self._flush_contact_cache()
+        self._peak = {}
         c.restoreState(self._state_id)
         for link in self._robot_links:
             mass = self._nominal_link_mass[link]
@@ -337,6 +288,7 @@ class PybulletBackend:
         c = self.client
         cmd = np.concatenate([arm_cmd, [finger_cmd, finger_cmd]])
         kp, kv = self._kp * self._gain, self._kv * self._gain
+        peak: dict[tuple[str, str], float] = {}
         for _ in range(substeps):
             states = c.getJointStates(self.robot, self._joints)
             q = np.array([s[0] for s in states])
@@ -352,6 +304,11 @@ class PybulletBackend:
                 forces=list(tau - self._damping * qd),
             )
             c.stepSimulation()
+            # Contact forces after every physics step: peaks between control steps count.
+            for key, force in self._contacts_now().items():
+                if force > peak.get(key, 0.0):
+                    peak[key] = force
+        self._peak = peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         states = self.client.getJointStates(self.robot, self._joints)
@@ -433,6 +390,11 @@ class PybulletBackend:
         )
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
+        """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
+        return dict(self._peak)
+
+    def _contacts_now(self) -> dict[tuple[str, str], float]:
+        """Total normal force per reported body pair at the current physics step."""
         out: dict[tuple[str, str], float] = {}
         names = self._names
         c = self.client
@@ -452,9 +414,44 @@ class PybulletBackend:
             out[key] = out.get(key, 0.0) + abs(float(point[9]))
         return out
 
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Smallest distance (m) between the robot and each named body (`getClosestPoints`).
+
+        0 when touching or penetrating, `max_m` when farther than that.
+        """
+        c = self.client
+        out: dict[str, float] = {}
+        for name in bodies:
+            points = c.getClosestPoints(bodyA=self.robot, bodyB=self._ids[name], distance=max_m)
+            best = min((float(p[8]) for p in points), default=max_m)
+            out[name] = max(0.0, min(best, max_m))
+        return out
+
     def diverged(self) -> bool:
         # PyBullet reports no instability flag; the environment checks state and speeds.
         return False
+
+    def renderer(self) -> PybulletRenderer:
+        """The TinyRenderer cameras of this client."""
+        if self.image_size is None:
+            raise EvalError("rendering: this backend was built without cameras", key="rendering")
+        if self._renderer is None:
+            bodies = {
+                b.name: (self._ids[b.name], 0 if b.joint == "slide" else -1, b)
+                for b in self.scene.bodies
+            }
+            self._renderer = PybulletRenderer(
+                self.client, self.robot, self._hand, bodies, self.table, self.image_size
+            )
+        return self._renderer
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Light intensity and body colours of the episode (cameras only)."""
+        self.renderer().apply(appearance)
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB and optional depth image of one camera (see `PybulletRenderer.render`)."""
+        return self.renderer().render(camera, depth)
 
     def close(self) -> None:
         if self.client is not None:
