@@ -13,7 +13,13 @@
 Everything goes under `--out` (default `demo-output/`), which the demo marks as its own and
 replaces on the next run; it refuses to touch a non-empty folder it did not create.
 
-Scaling down (tests, slow machines): `--families N` keeps the first N families of the battery,
+The example protocol declares a 14-day drift calendar (days 0, 7, 14) with a maintenance audit,
+and an expansion audit (live object tracking for pushing): step 3 also runs the expansion's pre
+and ablated conditions on the sim side, and the certificate shows both closures computed from
+the store.
+
+Scaling down (tests, slow machines): `--families N` keeps the first N families of the battery
+(dropping the expansion audit when its families are not all kept),
 `--real-fraction F` runs real episodes on that fraction of each family's pairs; the environment
 variables EMBODIED_EVAL_DEMO_FAMILIES and EMBODIED_EVAL_DEMO_REAL_FRACTION set the defaults.
 """
@@ -25,6 +31,7 @@ import os
 import shutil
 import sys
 import time
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,8 +74,54 @@ def demo_protocol_text(families: int | None, real_fraction: float) -> str:
         if section and section[0].strip() == "[sampling]":
             section = [*section[:1], f"real_fraction = {real_fraction!r}\n", *section[1:]]
         out.append("".join(section))
+    kept = {s[0].strip()[len("[battery.") : -1] for s in keep}
+    out = [section for section in out if not _expansion_without(section, kept)]
     joined = "".join(out)
     return joined.replace("bootstrap_resamples = 2000", f"bootstrap_resamples = {DEMO_RESAMPLES}")
+
+
+def _expansion_without(section: str, families: set[str]) -> bool:
+    """True for an `[expansion]` table naming a family the scaled-down battery dropped."""
+    if not section.startswith("[expansion]"):
+        return False
+    table = tomllib.loads(section).get("expansion", {})
+    named = set(table.get("families", [])) | set(table.get("control_families", []))
+    return not named <= families
+
+
+def run_conditions(
+    protocol: Protocol, db: Path, out: Path, workers: int, console: Console
+) -> list[str]:
+    """Run the expansion audit's conditions whose policy is not the protocol's own (that one is
+    the main run) on the audit's side, sim only here; returns the conditions run."""
+    from embodied_eval.runner.trials import RunOptions, run_trials
+
+    plan = protocol.expansion
+    if plan is None or plan.side != "sim":
+        return []
+    ran = []
+    for condition in ("pre", "post", "ablated"):
+        policy = plan.policy(condition)
+        if policy == protocol.sim_policy:
+            continue
+        summary = run_trials(
+            protocol,
+            RunOptions(
+                sides=("sim",),
+                engines=(plan.engine,),
+                policy=policy,
+                executor="local",
+                workers=workers,
+            ),
+            db_path=db,
+            out_dir=out / f"run-{condition}",
+            console=console,
+            show_progress=False,
+        )
+        if not summary.complete:
+            raise EvalError(f"the expansion condition {condition!r} did not finish")
+        ran.append(condition)
+    return ran
 
 
 def prepare_out(out: Path) -> None:
@@ -155,6 +208,9 @@ def run_demo(
     if not summary.complete:
         raise EvalError("the trials did not finish; re-run `make demo`")
     console.print(f"      safety events: {summary.incident_log or 'none'}")
+    conditions = run_conditions(protocol, db, out, workers, console)
+    if conditions:
+        console.print(f"      expansion audit: ran condition(s) {', '.join(conditions)} (sim)")
 
     _step(console, 4, "computing metrics and certifying with a new demo key", started)
     key = out / "keys" / "demo-signer.pem"
@@ -171,6 +227,9 @@ def run_demo(
         high = "—" if est["high"] is None else f"{est['high']:.3f}"
         console.print(f"      {name:<7} {value} [{low}, {high}] ({est['method']}, n={est['n']})")
     window = cert["window"]
+    for kind, closure in cert["closures"].items():
+        if closure.get("source") == "computed":
+            console.print(f"      {kind} closure (computed from the store): {closure['verdict']}")
     validity = "valid" if window["valid"] else f"INVALID: {window['invalid_reason']}"
     console.print(
         f"      exposure {window['exposure_hours']:.4f} h ({window['exposure_source']}); window "

@@ -252,3 +252,60 @@ def trial_record(
         )
     if result.incident_note:
         typer.echo(result.incident_note)
+
+
+@trial_app.command("patch")
+def trial_patch(
+    kind: str = typer.Option(
+        ..., "--kind", help="reteach, recalibration, parameter_change or other."
+    ),
+    technician: str = typer.Option(..., "--technician", help="Who patched the robot."),
+    text: str = typer.Option(..., "--text", help="What was done and why."),
+    episode_id: str = typer.Option(
+        None, "--episode-id", help="The real episode the patch was made before or during."
+    ),
+    drift: str = typer.Option(
+        None, "--drift", help="The drift-calendar setting (day) it was made on, without an episode."
+    ),
+    protocol_path: Path = typer.Option(
+        None, "--protocol", help="Protocol TOML (its window; default: the episode's window)."
+    ),
+    db: Path = typer.Option(
+        None, "--db", help="SQLite store (default: $EMBODIED_EVAL_DB or ./embodied-eval.db)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the recorded patch as JSON."),
+) -> None:
+    """Record a human patch (re-teaching, recalibration, parameter change): any one during a
+    maintenance audit fails the maintenance closure."""
+    import json
+
+    from embodied_eval.patches import record_patch
+    from embodied_eval.protocol import load_protocol
+    from embodied_eval.store import Store, default_db_path
+
+    db_path = db if db is not None else default_db_path()
+    window = load_protocol(protocol_path).window_id if protocol_path is not None else None
+    if window is None:
+        if not episode_id:
+            raise EvalError(
+                "--protocol: needed to know the window without --episode-id", key="protocol"
+            )
+        with Store(db_path, create=False) as store:
+            ep = store.get_episode(episode_id)
+        if ep is None:
+            raise EvalError(f"--episode-id: {episode_id!r} is not in the store", key="episode_id")
+        window = ep.window
+    patch = record_patch(
+        db_path,
+        window=window,
+        kind=kind,
+        technician=technician,
+        text=text,
+        episode_id=episode_id,
+        drift=drift,
+    )
+    if as_json:
+        typer.echo(json.dumps(patch.to_dict(), sort_keys=True))
+    else:
+        where = patch.episode_id or f"drift {patch.drift}"
+        typer.echo(f"{patch.patch_id}: {patch.kind} by {patch.technician} ({where}) recorded")

@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from embodied_eval.certificate.closures_html import closures_html
 from embodied_eval.certificate.html_parts import (
     CSS,
     IMAGES_LOADED_SCRIPT,
@@ -394,6 +395,7 @@ def _certification(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         + "<h3>Axes (raw x̂ before normalized φ(x̂))</h3>"
         + table(["axis", "raw x̂", "normalized φ(x̂)", "weight"], axis_rows)
         + figure("embodiment", plots.get("embodiment"))
+        + closures_html(cert, plots)
         + _level_gates_html(score.get("gates") or [])
         + figure("frontier", plots.get("frontier"))
         + "<h3>Priors and experience (resource card)</h3>"

@@ -89,6 +89,11 @@ def run_command(
         help="Policy 'module:factory', or ws://HOST:PORT for a policy server, for both sides "
         "(default: the protocol's).",
     ),
+    condition: str | None = typer.Option(
+        None,
+        "--condition",
+        help="Run an [expansion] audit condition: pre, post or ablated (its policy, both sides).",
+    ),
     executor: ExecutorChoice = typer.Option(
         ExecutorChoice.local, "--executor", help="How sim episodes fan out."
     ),
@@ -144,6 +149,14 @@ def run_command(
     gym_engine = tuple(engine or ()) == ("gymnasium",)
     if quality and not (gym_id or gym_engine):
         raise EvalError("--quality needs --gym-id or --engine gymnasium", key="quality")
+    if condition is not None:
+        if protocol.expansion is None:
+            raise EvalError(
+                "--condition: the protocol declares no [expansion] audit", key="condition"
+            )
+        if policy is not None:
+            raise EvalError("--condition sets the policy; drop --policy", key="condition")
+        policy = protocol.expansion.policy(condition)
     options = RunOptions(
         sides=("sim", "real") if side is SideChoice.both else (side.value,),
         engines=tuple(engine) if engine else None,
