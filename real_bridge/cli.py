@@ -25,10 +25,10 @@ trial_app = typer.Typer(
 
 
 def _twin_settings(**opts: Any) -> Any:
-    from real_bridge.bridge_config import BridgeConfig, load_bridge_config
+    from real_bridge.bridge_config import load_bridge_config, profile_path
     from real_bridge.twin.settings import Monitors, RealityGap, TwinSettings
 
-    bridge = load_bridge_config(opts["config"]) if opts["config"] else BridgeConfig()
+    bridge = load_bridge_config(opts["config"] or profile_path("twin"))
     changes: dict[str, Any] = {"discovery": opts["discovery"]}
     if opts["domain_id"] is not None:
         changes["domain_id"] = opts["domain_id"]
@@ -44,6 +44,7 @@ def _twin_settings(**opts: Any) -> Any:
             object_mass_scale=opts["object_mass_scale"],
             payload_kg=opts["payload_kg"],
             actuator_delay_s=opts["actuator_delay_s"],
+            actuator_bandwidth_hz=opts["actuator_bandwidth_hz"],
             sensor_noise_std=opts["sensor_noise_std"],
         )
     monitors = Monitors(
@@ -59,7 +60,8 @@ def _twin_settings(**opts: Any) -> Any:
         time_scale=opts["time_scale"],
         seed=opts["seed"],
         engine=opts["engine"],
-        hang_after_s=opts["hang_after_s"],
+        camera_hz=opts["camera_hz"],
+        detector=opts["detector"],
         faults=tuple(f.strip() for f in (opts["faults"] or "").split(",") if f.strip()),
     )
 
@@ -71,7 +73,9 @@ def twin_run(
     discovery: str = typer.Option(
         "loopback", "--discovery", help="'loopback', 'system' or a Fast DDS XML profile path."
     ),
-    config: Path = typer.Option(None, "--config", help="Bridge config TOML (names, QoS)."),
+    config: Path = typer.Option(
+        None, "--config", help="Robot profile TOML (names, QoS); default: the twin profile."
+    ),
     robot_id: str = typer.Option("", "--robot-id", help="Robot id in diagnostics."),
     rate_hz: float = typer.Option(500.0, "--rate-hz", help="Joint-state publishing rate, Hz."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Sim seconds per wall second."),
@@ -97,8 +101,12 @@ def twin_run(
     stop_at_s: float = typer.Option(
         0.0, "--stop-at-s", help="Protective-stop drill this long into each episode, s (0: off)."
     ),
-    hang_after_s: float = typer.Option(
-        0.0, "--hang-after-s", help="Freeze (stop answering) this long into an episode (0: off)."
+    actuator_bandwidth_hz: float = typer.Option(
+        8.0, "--actuator-bandwidth-hz", help="Actuator bandwidth (first-order), Hz (0: none)."
+    ),
+    camera_hz: float = typer.Option(30.0, "--camera-hz", help="Camera frame rate, Hz (0: off)."),
+    detector: bool = typer.Option(
+        False, "--detector", help="Also run the reference detector (judges from its tracker)."
     ),
     faults: str = typer.Option(
         "", "--faults", help="Faults to inject, comma-separated (e.g. grasp_slip,actuator_stall)."

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
-from real_bridge.cli import twin_main
+# The twin's camera renders offscreen; EGL needs no display (set before MuJoCo is imported).
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from real_bridge.cli import twin_main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(twin_main(sys.argv[1:]))
