@@ -175,3 +175,82 @@ def compressed_image_of(image: Any) -> Any:
     out.format = "rgb8; png compressed rgb8"
     out.data = png_bytes(np.ascontiguousarray(pixels))
     return out
+
+
+def read_partial(
+    path: str | os.PathLike[str], metadata: list[Any] | None = None
+) -> tuple[dict[int, Any], dict[int, Any], list[Any]]:
+    """Schemas, channels and messages of an MCAP file that may have been cut short (a killed
+    writer): records are read in file order until the data ends. Returns (schemas by id,
+    channels by id, messages in file order); metadata records are appended to `metadata`."""
+    from mcap.exceptions import McapError
+    from mcap.records import Channel, Message, Metadata, Schema
+    from mcap.stream_reader import StreamReader
+
+    schemas: dict[int, Any] = {}
+    channels: dict[int, Any] = {}
+    messages: list[Any] = []
+    with open(path, "rb") as handle:
+        try:
+            for record in StreamReader(handle, skip_magic=False).records:
+                if isinstance(record, Schema):
+                    schemas[record.id] = record
+                elif isinstance(record, Channel):
+                    channels[record.id] = record
+                elif isinstance(record, Message):
+                    messages.append(record)
+                elif isinstance(record, Metadata) and metadata is not None:
+                    metadata.append(record)
+        except (McapError, EOFError, ValueError):
+            pass  # the file ends where the writer was killed
+    return schemas, channels, messages
+
+
+def recover_partial(partial: str | os.PathLike[str]) -> Artifact:
+    """Write a finished copy (`<name>.recovered.mcap`, with summary) of a partial recording so
+    every MCAP tool opens it; the partial file itself is kept unchanged. Returns the copy."""
+    from mcap.writer import CompressionType, Writer
+
+    source = Path(partial)
+    metadata: list[Any] = []
+    schemas, channels, messages = read_partial(source, metadata)
+    target = source.with_name(source.name.removesuffix(PARTIAL_SUFFIX).removesuffix(".mcap"))
+    target = target.with_name(target.name + ".recovered.mcap")
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "wb") as handle:
+        writer = Writer(handle, compression=CompressionType.ZSTD)
+        writer.start(profile="ros2", library="embodied-eval real_bridge (recovered)")
+        for record in metadata:
+            writer.add_metadata(record.name, dict(record.metadata))
+        schema_ids = {
+            sid: writer.register_schema(name=s.name, encoding=s.encoding, data=s.data)
+            for sid, s in schemas.items()
+        }
+        channel_ids = {
+            cid: writer.register_channel(
+                topic=c.topic,
+                message_encoding=c.message_encoding,
+                schema_id=schema_ids.get(c.schema_id, 0),
+                metadata=dict(c.metadata),
+            )
+            for cid, c in channels.items()
+        }
+        for m in messages:
+            if m.channel_id in channel_ids:
+                writer.add_message(
+                    channel_id=channel_ids[m.channel_id],
+                    log_time=m.log_time,
+                    data=m.data,
+                    publish_time=m.publish_time,
+                    sequence=m.sequence,
+                )
+        writer.finish()
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, target)
+    return Artifact(
+        path=str(target),
+        sha256=file_sha256(target),
+        kind="mcap",
+        size_bytes=target.stat().st_size,
+    )

@@ -29,7 +29,7 @@ from real_bridge.bridge_config import BridgeConfig, load_bridge_config, profile_
 from real_bridge.discovery import configure_process
 from real_bridge.entry import Prompter
 from real_bridge.interface import episode_manifest
-from real_bridge.recording import PARTIAL_SUFFIX, McapRecorder
+from real_bridge.recording import PARTIAL_SUFFIX, McapRecorder, recover_partial
 from real_bridge.robot import AppliedAction, Observation, Robot, SafetyState
 from real_bridge.supervision import EpisodeRun
 
@@ -332,17 +332,18 @@ class Ros2Backend(Robot):
         artifact = Artifact(
             path=str(leftover), sha256=file_sha256(leftover), kind="mcap", size_bytes=size
         )
+        recovered = recover_partial(leftover)
         episode = spec.to_episode(
             0.0,
             side="real",
             engine="ros2",
             status="aborted",
             control={"abort_cause": UNSUPERVISED, "partial_recording": True},
-            artifacts=(artifact,),
+            artifacts=(artifact, recovered),
             status_reason=(
                 "the harness stopped mid-episode (killed): the episode ran unsupervised until "
-                "the robot's deadman hold; its partial recording is kept and linked; re-run as "
-                "a new attempt"
+                "the robot's deadman hold; its partial recording is kept and linked (with a "
+                "recovered, finished copy); re-run as a new attempt"
             ),
             window=spec.window or (protocol.window_id if protocol is not None else ""),
             protocol_hash=spec.protocol_hash or (protocol.protocol_hash if protocol else ""),

@@ -44,6 +44,8 @@ from real_bridge.safety import SafetyTracker
 
 #: Homing ends when every arm joint is within this of home, rad.
 HOMING_TOLERANCE_RAD = 0.02
+#: Pause between the setup and the first observation, s.
+SETTLE_S = 0.3
 #: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
 ROBOT_LOST = "robot_lost"
 
@@ -237,6 +239,7 @@ class EpisodeRun:
             self.setup_lines = setup.lines() if setup is not None else []
             self.home()
             self.setup(manifest)
+            time.sleep(SETTLE_S)  # let the arm and scene settle before the first observation
             policy = policy_factory()
             policy.reset(spec.seed)
             state = self.link.latest_state()

@@ -165,6 +165,9 @@ def run_command(
         raise EvalError(f"the real side could not run: {summary.real_error}", key="robot_backend")
     if summary.interrupted:
         raise typer.Exit(130)
+    if summary.real_halted:
+        console.print(f"[red]halted[/]: {summary.real_stopped}")
+        raise typer.Exit(3)
 
 
 def register(app: typer.Typer) -> None:
