@@ -145,6 +145,15 @@ class RealSide:
             ep = outcome.episode
             slot = (spec.pair_id, spec.side, spec.engine)
             if robot_side_abort(ep):
+                aborts += 1
+                if aborts >= MAX_CONSECUTIVE_ABORTS:
+                    self._halt(
+                        f"the robot aborted {aborts} episodes in a row (last: "
+                        f"{ep.status_reason}); check the robot, then re-run the same command "
+                        "to continue",
+                        halted=True,
+                    )
+                    return
                 wait = getattr(backend, "wait_for_robot", None)
                 if ep.control.get("abort_cause") == "robot_lost":
                     self.recorder.progress.log(

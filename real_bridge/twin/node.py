@@ -150,6 +150,7 @@ class TwinNode:
             "max_tick_lag_us": 0,
         }
         self.last_rejection = ""
+        self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------ subscriptions
@@ -240,26 +241,37 @@ class TwinNode:
     # ------------------------------------------------------------------ services
 
     def _srv_scene_reset(self, request: Any, response: Any) -> Any:
+        # The reset runs on the control loop's thread (the camera's GL context lives there and a
+        # new scene's first render must not stall the state stream later); this callback waits.
+        done = threading.Event()
+        result: dict[str, Any] = {}
         with self.lock:
-            if self.manifest_text is None:
-                response.success, response.message = False, "no manifest received yet"
-                return response
-            try:
-                spec, manifest = parse_manifest(self.manifest_text)
-                self.plant.reset_scene(spec, manifest)
-            except EvalError as exc:
-                response.success, response.message = False, f"reset failed: {exc}"
-                return response
-            self.spec = spec
-            self.pending.clear()
-            self._clear_latched()
-            self.mode = "follow"
-            self.rng = np.random.default_rng([self.settings.seed, spec.seed & 0xFFFFFFFF])
-            response.success = True
-            response.message = json.dumps(
-                {"episode_id": spec.episode_id, "manifest_sha256": manifest_sha256(manifest)}
-            )
+            self._reset_request = (done, result)
+        if not done.wait(30.0):
+            response.success, response.message = False, "reset did not finish within 30 s"
+            return response
+        response.success, response.message = result["success"], result["message"]
         return response
+
+    def _scene_reset(self) -> tuple[bool, str]:
+        """Reset the scene to the last manifest (control thread, lock held)."""
+        if self.manifest_text is None:
+            return False, "no manifest received yet"
+        try:
+            spec, manifest = parse_manifest(self.manifest_text)
+            self.plant.reset_scene(spec, manifest)
+        except EvalError as exc:
+            return False, f"reset failed: {exc}"
+        if self.image_pub is not None:
+            self.plant.render(self.settings.camera_size)  # warm the new scene's renderer up
+        self.spec = spec
+        self.pending.clear()
+        self._clear_latched()
+        self.mode = "follow"
+        self.rng = np.random.default_rng([self.settings.seed, spec.seed & 0xFFFFFFFF])
+        return True, json.dumps(
+            {"episode_id": spec.episode_id, "manifest_sha256": manifest_sha256(manifest)}
+        )
 
     # ------------------------------------------------------------------ safety
 
@@ -494,6 +506,11 @@ class TwinNode:
             lag_us = int((time.monotonic() - due) * 1e6)
             self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
             with self.lock:
+                if self._reset_request is not None:
+                    done, result = self._reset_request
+                    self._reset_request = None
+                    result["success"], result["message"] = self._scene_reset()
+                    done.set()
                 self._deadman()
                 self._advance((k + 1) * period_sim)
                 stamp = epoch_ns + (k + 1) * period_ns
