@@ -2,9 +2,13 @@
 
 1. writes a small demo protocol from the example protocol (all its families, MuJoCo and PyBullet
    on the sim side, one real pair in five by default),
-2. starts the twin robot (a separate ROS 2 process with its own physics and a reality gap),
-3. runs the paired trials: sim episodes on both engines in a local worker pool, real episodes on
-   the twin over ROS 2; safety events are ingested into the incident log as they are stored,
+2. starts the twin robot (a separate ROS 2 process playing a ros2_control robot, with its own
+   physics and a physical reality gap) and its reference detector,
+3. runs the paired trials: sim episodes on both engines in a local worker pool; real episodes with
+   the policy running in this process's control loop, commanding the twin over its
+   joint_trajectory_controller topic and judged by the detector (not the twin's oracle), so the
+   sim-to-real agreement comes out of the data; safety events are ingested into the incident log
+   as they are stored,
 4. certifies the window (embodiment metrics, robotics weights and gates, level) with a demo key
    it creates, and signs the bundle,
 5. verifies the bundle (signature, file hashes, and every number recomputed from the store),
@@ -97,7 +101,6 @@ def run_demo(
     families: int | None = None,
     real_fraction: float = 0.2,
     workers: int = 2,
-    time_scale: float = 4.0,
     console: Console | None = None,
 ) -> Path:
     """Run the demo (see the module docstring); returns the certificate bundle's folder."""
@@ -131,17 +134,26 @@ def run_demo(
 
     domain = domain_id_for_test(0)
     _step(console, 2, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
-    with twin_process(domain, time_scale=time_scale) as twin:
+    with twin_process(domain, detector=True) as twin:
         console.print(f"      twin ready (pid {twin.pid})")
         _step(
-            console, 3, "running the paired trials (sim on both engines, real on the twin)", started
+            console,
+            3,
+            "running the paired trials (sim on both engines; real: the policy in this process "
+            "commanding the twin, judged by a detector)",
+            started,
         )
         summary = run_trials(
             protocol,
             RunOptions(
                 executor="local",
                 workers=workers,
-                robot_options={"domain_id": domain, "discovery": "loopback"},
+                robot_options={
+                    "domain_id": domain,
+                    "discovery": "loopback",
+                    "profile": "twin",
+                    "judge": "detector",
+                },
             ),
             db_path=db,
             out_dir=out / "run",
@@ -228,14 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--real-fraction", type=float, default=_env_float(REAL_FRACTION_ENV, 0.2)
         )
         parser.add_argument("--workers", type=int, default=2)
-        parser.add_argument("--time-scale", type=float, default=4.0)
         args = parser.parse_args(argv)
         run_demo(
             args.out,
             families=args.families,
             real_fraction=args.real_fraction,
             workers=args.workers,
-            time_scale=args.time_scale,
         )
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)

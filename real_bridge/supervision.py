@@ -44,6 +44,9 @@ from real_bridge.safety import SafetyTracker
 
 #: Homing ends when every arm joint is within this of home, rad.
 HOMING_TOLERANCE_RAD = 0.02
+#: Homing is sent again when the arm is not home this long after the trajectory should have
+#: ended, s.
+HOMING_RESEND_S = 0.5
 #: Pause between the setup and the first observation, s.
 SETTLE_S = 0.3
 #: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
@@ -148,10 +151,22 @@ class EpisodeRun:
         q = self._arm_positions(state)
         home = np.asarray(robot.home)
         # Duration from the slowest joint at half its speed limit (at least 0.5 s).
-        duration = max(0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max)))))
+        duration = max(
+            0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
+        )
         self.link.publish_command(robot.arm_joints, home, duration)
-        deadline = time.monotonic() + min(self.config.deadlines.homing_s, duration + 5.0)
+        started = time.monotonic()
+        deadline = started + min(self.config.deadlines.homing_s, duration + 5.0)
+        resend = started + duration + HOMING_RESEND_S
         while time.monotonic() < deadline:
+            if time.monotonic() >= resend:  # a command dropped by the robot (e.g. a hold)
+                state = self.link.latest_state()
+                q = self._arm_positions(state)
+                again = max(
+                    0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
+                )
+                self.link.publish_command(robot.arm_joints, home, again)
+                resend = time.monotonic() + again + HOMING_RESEND_S
             if self._robot_stop():
                 raise EvalError(f"protective stop during homing: {self._robot_stop()}")
             state = self.link.latest_state()
@@ -375,7 +390,8 @@ class EpisodeRun:
             started_at=started_at,
             artifacts=artifacts,
             status_reason=self.reason,
-            audited_success=j.success if j is not None and j.record.get("kind") == "technician"
+            audited_success=j.success
+            if j is not None and j.record.get("kind") == "technician"
             else None,
             judge=dict(j.record) if j is not None else {},
             window=spec.window or (protocol.window_id if protocol is not None else ""),
