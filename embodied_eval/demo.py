@@ -2,13 +2,12 @@
 
 1. writes a small demo protocol from the example protocol (all its families, MuJoCo and PyBullet
    on the sim side, one real pair in five by default),
-2. starts the twin robot (a separate ROS 2 process playing a ros2_control robot, with its own
-   physics and a physical reality gap) and its reference detector,
-3. runs the paired trials: sim episodes on both engines in a local worker pool; real episodes with
-   the policy running in this process's control loop, commanding the twin over its
-   joint_trajectory_controller topic and judged by the detector (not the twin's oracle), so the
-   sim-to-real agreement comes out of the data; safety events are ingested into the incident log
-   as they are stored,
+2. runs the sim side of the paired trials: both engines in a local worker pool,
+3. starts the twin robot (a separate ROS 2 process playing a ros2_control robot, with its own
+   physics and a physical reality gap) and its reference detector, and runs the real side: the
+   policy in this process's control loop commands the twin over its joint_trajectory_controller
+   topic and the detector (not the twin's oracle) judges, so the sim-to-real agreement comes out
+   of the data; safety events are ingested into the incident log as they are stored,
 4. certifies the window (embodiment metrics, robotics weights and gates, level) with a demo key
    it creates, and signs the bundle,
 5. verifies the bundle (signature, file hashes, and every number recomputed from the store),
@@ -133,21 +132,26 @@ def run_demo(
     )
 
     domain = domain_id_for_test(0)
-    _step(console, 2, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
+    _step(console, 2, "running the sim side (both engines, local worker pool)", started)
+    run_trials(
+        protocol,
+        RunOptions(executor="local", workers=workers, sides=("sim",)),
+        db_path=db,
+        out_dir=out / "run",
+        console=console,
+    )
+    # The real side runs on its own afterwards: the robot's control loop and deadman must not
+    # compete with a pool of simulators for the CPU.
+    _step(console, 3, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
     with twin_process(domain, detector=True) as twin:
-        console.print(f"      twin ready (pid {twin.pid})")
-        _step(
-            console,
-            3,
-            "running the paired trials (sim on both engines; real: the policy in this process "
-            "commanding the twin, judged by a detector)",
-            started,
+        console.print(
+            f"      twin ready (pid {twin.pid}); the real side: the policy in this process "
+            "commands the twin over its joint_trajectory_controller topic, a detector judges"
         )
         summary = run_trials(
             protocol,
             RunOptions(
-                executor="local",
-                workers=workers,
+                sides=("real",),
                 robot_options={
                     "domain_id": domain,
                     "discovery": "loopback",

@@ -180,6 +180,29 @@ class EpisodeRun:
             key="homing",
         )
 
+    def latched_stop(self) -> str:
+        """The robot's protective/emergency stop still latched from before, or ""."""
+        tracker = SafetyTracker()
+        readings, _ = self.link.diagnostics_since(0)
+        for reading in readings:
+            tracker.feed(reading)
+        return ", ".join(sorted(n for n in tracker.active if n.endswith("_stop")))
+
+    def clear_latched_stop(self, manifest: dict[str, Any]) -> None:
+        """A robot in a latched stop moves nothing: the reset station (or the technician, who
+        unlocks it on the robot) clears it before homing."""
+        stop = self.latched_stop()
+        if not stop:
+            return
+        if self.config.services.scene_reset:
+            self.setup(manifest)  # the reset station clears the latch with the scene
+        elif self.prompter is not None:
+            self.prompter.say(f"the robot reports {stop}: clear it on the robot's controller")
+            if not self.prompter.ask("Is the stop cleared? (y/n)", parse_yes_no):
+                raise EvalError(f"the robot is still in {stop}", key="reset")
+        else:
+            raise EvalError(f"the robot is in {stop} and nobody can clear it", key="reset")
+
     def setup(self, manifest: dict[str, Any]) -> None:
         """The reset service, or a technician confirming the manifest's placement."""
         if self.config.services.scene_reset:
@@ -252,6 +275,7 @@ class EpisodeRun:
                 check_oracle(cfg.robot.kind)
             manifest = episode_manifest(spec, self.protocol)
             self.setup_lines = setup.lines() if setup is not None else []
+            self.clear_latched_stop(manifest)
             self.home()
             self.setup(manifest)
             time.sleep(SETTLE_S)  # let the arm and scene settle before the first observation

@@ -151,6 +151,8 @@ class TwinNode:
         }
         self.last_rejection = ""
         self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
+        self._epoch = time.monotonic()
+        self._slip = 0.0
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------ subscriptions
@@ -196,8 +198,15 @@ class TwinNode:
             order = [list(msg.joint_names).index(j) for j in joints if j in msg.joint_names]
             positions = np.asarray(last.positions, dtype=float)[order]
             duration = last.time_from_start.sec + last.time_from_start.nanosec * 1e-9
-            apply_at = self.sim_s + self.settings.gap.actuator_delay_s
+            apply_at = self._sim_time_now() + self.settings.gap.actuator_delay_s
             self.pending.append((apply_at, kind, str(msg.header.frame_id), positions, duration))
+
+    def _sim_time_now(self) -> float:
+        """The simulation time corresponding to now on the wall clock (≥ the simulated time, which
+        lags when the control loop was held up): a command is applied at the sim time it arrived
+        at, so commands that arrive while the loop catches up keep their spacing."""
+        wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
+        return max(self.sim_s, wall)
 
     def _on_command(self, msg: Any) -> None:
         self._accept(msg, self.plant.arm_joints, "arm")
@@ -489,8 +498,8 @@ class TwinNode:
         camera_period = 1.0 / self.settings.camera_hz if self.settings.camera_hz > 0 else 0.0
         next_camera = 0.0
         epoch_ns = time.time_ns()
-        epoch = time.monotonic()
-        slip = 0.0
+        epoch = self._epoch = time.monotonic()
+        slip = self._slip = 0.0
         next_diag = epoch
         k = 0
         if on_ready is not None:
@@ -502,6 +511,7 @@ class TwinNode:
                 time.sleep(due - now)
             elif now - due > MAX_LAG_S:
                 slip += now - due  # stop trying to catch up; stamps stay continuous
+                self._slip = slip
                 self.stats["late_ticks"] += 1
             lag_us = int((time.monotonic() - due) * 1e6)
             self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
