@@ -9,7 +9,8 @@ part at the TCP (the sim's grasp rule, on measured values).
 
 Actions: a Cartesian policy's (4,) action (or a (k, 4) chunk) goes through the same controller as
 in sim (`sim_suites.controller.ArmController`, nominal model), then through the robot's velocity
-and acceleration limits (`command_check.limited_step`), giving one joint target per control step.
+and acceleration limits (`command_check.limited_step`) and a TCP speed cap, giving one joint
+target per control step.
 A policy that declares `command_space = "joint_position"` returns joint targets directly, (n,) or
 (k, n). Either way the targets are checked before anything is sent.
 """
@@ -31,6 +32,9 @@ from real_bridge.command_check import limited_step
 POSE_FRESH_S = 0.25
 #: Share of the profile's velocity and acceleration limits the adapter plans with.
 LIMIT_MARGIN = 0.9
+#: The joint targets move the TCP at most this fast, m/s (1.25 × the actions' full scale of
+#: 0.4 m/s): when observations arrive late the set-point must not race ahead of the arm.
+TCP_SPEED_MAX_MPS = 0.5
 
 
 @dataclass(frozen=True)
@@ -200,6 +204,10 @@ class PandaAdapter:
                 capped_velocity(act), float(act[3]), self.dt_s, q_now, tcp, rots, origins
             )
             target, v_prev = limited_step(command.q_des, q_prev, v_prev, self.dt_s, vmax, amax)
+            tcp_speed = float(np.linalg.norm(self.tcp_of(target) - self.tcp_of(q_prev))) / self.dt_s
+            if tcp_speed > TCP_SPEED_MAX_MPS:  # a stale or lagging arm must not be chased fast
+                target = q_prev + (target - q_prev) * (TCP_SPEED_MAX_MPS / tcp_speed)
+                v_prev = (target - q_prev) / self.dt_s
             self.controller.q_des = target.copy()
             out.append(target)
             q_prev = target

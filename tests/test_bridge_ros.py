@@ -23,7 +23,13 @@ from mcap_ros2.decoder import DecoderFactory
 from embodied_eval.certificate.signing import create_private_key
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec
-from real_bridge.bridge_config import Deadlines, LoopSettings, load_bridge_config, profile_path
+from real_bridge.bridge_config import (
+    Deadlines,
+    LoopSettings,
+    ServiceNames,
+    load_bridge_config,
+    profile_path,
+)
 from real_bridge.discovery import domain_id_for_test
 from real_bridge.entry import Prompter, scripted_reader
 from real_bridge.judges import verify_judge_record
@@ -68,8 +74,10 @@ def spec(episode="e1", task="drawer_open/drawer_center", attempt=1, seed=3, poli
     )
 
 
-def backend(domain, *, judge="oracle", prompter=None, **loop):
+def backend(domain, *, judge="oracle", prompter=None, reset_station=True, **loop):
     config = load_bridge_config(profile_path("twin"))
+    if not reset_station:
+        config = config.replace(services=ServiceNames(scene_reset=""))
     config = config.replace(
         domain_id=domain,
         deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
@@ -107,12 +115,14 @@ def test_technician_judge_signs_and_refuses_a_contradiction(twin, tmp_path):
     key = tmp_path / "technician.pem"
     create_private_key(key)
     said: list[str] = []
-    # First answer contradicts itself (q = 0.9 ≥ q* = 0.8 but "no"): refused, asked again.
-    prompter = Prompter(read=scripted_reader(["0.9", "n", "0.9", "y"]), write=said.append)
+    # No reset station: the technician confirms the setup ("y"). Then the outcome: the first
+    # answer contradicts itself (q = 0.9 ≥ q* = 0.8 but "no"): refused, asked again.
+    prompter = Prompter(read=scripted_reader(["y", "0.9", "n", "0.9", "y"]), write=said.append)
     robot = backend(
         twin.domain_id,
         judge="technician",
         prompter=prompter,
+        reset_station=False,
         technician_key=str(key),
         technician="Ada",
     )
@@ -121,6 +131,8 @@ def test_technician_judge_signs_and_refuses_a_contradiction(twin, tmp_path):
     ep = outcome.episode
     assert (ep.status, ep.quality, ep.audited_success) == ("ok", 0.9, True), ep.status_reason
     assert any("not accepted" in line and "did not succeed" in line for line in said)
+    # The setup listed the manifest's placement for seed 3 before anything moved.
+    assert any(line.strip().startswith("object at x=") for line in said)
     assert ep.judge["kind"] == "technician" and ep.judge["name"] == "Ada"
     assert verify_judge_record(dict(ep.judge))
     signed = json.loads(ep.judge["signed"])

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import threading
 import time
 import uuid
@@ -55,6 +54,7 @@ from real_bridge.interface import (
 from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
 from real_bridge.safety import ROBOT_STATE_STATUS
 from real_bridge.twin.plant import Plant
+from real_bridge.twin.sensors import camera_info_message, image_message, pose_message
 from real_bridge.twin.settings import TwinSettings
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
@@ -63,8 +63,6 @@ DIAGNOSTICS_PERIOD_S = 0.5
 MAX_LAG_S = 0.25
 #: Names and versions the twin's judges publish under.
 ORACLE_NAME, DETECTOR_NAME, JUDGE_VERSION = "twin-oracle", "twin-scene-detector", "1"
-#: Vertical field of view of the twin's camera (MuJoCo's default free camera), degrees.
-CAMERA_FOVY_DEG = 45.0
 
 
 class TwinNode:
@@ -410,48 +408,16 @@ class TwinNode:
         size = self.settings.camera_size
         if self.image_pub is not None:
             rgb = self.plant.render(size)
-            if rgb is None:
-                return
-            gap = self.settings.gap
-            pixels = rgb.astype(np.float32) * gap.camera_exposure
-            if gap.camera_noise_std > 0:
-                pixels += self.rng.normal(0.0, gap.camera_noise_std, pixels.shape).astype(
-                    np.float32
-                )
-            image = message_class("sensor_msgs/msg/Image")()
-            ns_to_stamp(stamp_ns, image.header.stamp)
-            image.header.frame_id = "camera_optical_frame"
-            image.height = image.width = size
-            image.encoding = "rgb8"
-            image.step = 3 * size
-            image.data = np.clip(pixels, 0, 255).astype(np.uint8).tobytes()
-            self.image_pub.publish(image)
-            self.stats["images_published"] += 1
+            if rgb is not None:
+                self.image_pub.publish(image_message(rgb, self.settings.gap, self.rng, stamp_ns))
+                self.stats["images_published"] += 1
         if self.info_pub is not None:
-            info = message_class("sensor_msgs/msg/CameraInfo")()
-            ns_to_stamp(stamp_ns, info.header.stamp)
-            info.header.frame_id = "camera_optical_frame"
-            info.height = info.width = size
-            focal = (size / 2.0) / math.tan(math.radians(CAMERA_FOVY_DEG) / 2.0)
-            c = size / 2.0
-            info.distortion_model = "plumb_bob"
-            info.d = [0.0] * 5
-            info.k = [focal, 0.0, c, 0.0, focal, c, 0.0, 0.0, 1.0]
-            info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
-            info.p = [focal, 0.0, c, 0.0, 0.0, focal, c, 0.0, 0.0, 0.0, 1.0, 0.0]
-            self.info_pub.publish(info)
+            self.info_pub.publish(camera_info_message(size, stamp_ns))
         if self.pose_pub is not None:
             pose = self.plant.object_pose()
             if pose is not None:
-                pos, quat = pose
-                pos = pos + self.rng.normal(0.0, self.settings.gap.object_pose_noise_m, 3)
-                msg = message_class("geometry_msgs/msg/PoseStamped")()
-                ns_to_stamp(stamp_ns, msg.header.stamp)
-                msg.header.frame_id = "world"
-                p, o = msg.pose.position, msg.pose.orientation
-                p.x, p.y, p.z = (float(v) for v in pos)
-                o.w, o.x, o.y, o.z = (float(v) for v in quat)
-                self.pose_pub.publish(msg)
+                noise = self.settings.gap.object_pose_noise_m
+                self.pose_pub.publish(pose_message(pose, noise, self.rng, stamp_ns))
 
     # ------------------------------------------------------------------ control loop
 
