@@ -203,11 +203,11 @@ class PandaAdapter:
             command = self.controller.command(
                 capped_velocity(act), float(act[3]), self.dt_s, q_now, tcp, rots, origins
             )
-            target, v_prev = limited_step(command.q_des, q_prev, v_prev, self.dt_s, vmax, amax)
-            tcp_speed = float(np.linalg.norm(self.tcp_of(target) - self.tcp_of(q_prev))) / self.dt_s
+            goal = command.q_des
+            tcp_speed = float(np.linalg.norm(self.tcp_of(goal) - self.tcp_of(q_prev))) / self.dt_s
             if tcp_speed > TCP_SPEED_MAX_MPS:  # a stale or lagging arm must not be chased fast
-                target = q_prev + (target - q_prev) * (TCP_SPEED_MAX_MPS / tcp_speed)
-                v_prev = (target - q_prev) / self.dt_s
+                goal = q_prev + (goal - q_prev) * (TCP_SPEED_MAX_MPS / tcp_speed)
+            target, v_prev = limited_step(goal, q_prev, v_prev, self.dt_s, vmax, amax)
             self.controller.q_des = target.copy()
             out.append(target)
             q_prev = target

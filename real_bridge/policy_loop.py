@@ -81,6 +81,7 @@ def run_policy_loop(
     stale_s: float,
     has_tracker: bool,
     deadline_s: float,
+    stats: LoopStats | None = None,
 ) -> tuple[LoopStats, str]:
     """Run one episode's loop. Returns (stats, how it ended: "steps", "done" or "robot_stop").
 
@@ -90,7 +91,7 @@ def run_policy_loop(
     """
     period = 1.0 / rate_hz
     joint_space = getattr(policy, "command_space", "cartesian") == "joint_position"
-    stats = LoopStats()
+    stats = stats if stats is not None else LoopStats()
     queue: list[np.ndarray] = []
     finger = adapter.finger_cmd
     start = time.monotonic()

@@ -327,6 +327,7 @@ class EpisodeRun:
                 stale_s=cfg.deadlines.state_stale_s,
                 has_tracker=bool(cfg.topics.object_pose),
                 deadline_s=cfg.deadlines.episode_s,
+                stats=self.stats,
             )
             self.ended_s = time.monotonic()
             self.state_count_end = self.link.state_count
