@@ -89,6 +89,8 @@ class BridgeLink:
         self.peak_force_n = 0.0
         self.image: tuple[float, int, int, str] | None = None  # (received_s, w, h, encoding)
         self.image_count = 0
+        #: The latest raw camera frame as an (h, w, 3) RGB array (None before one, or compressed).
+        self.pixels: np.ndarray | None = None
         self.object_pose: tuple[float, np.ndarray, np.ndarray] | None = None
         self.applied: deque[tuple[str, int, tuple[str, ...], np.ndarray]] = deque(maxlen=256)
         self.verdicts: list[tuple[str, float]] = []
@@ -217,8 +219,16 @@ class BridgeLink:
                 self.peak_force_n = max(self.peak_force_n, force)
 
     def _on_image(self, msg: Any, received_s: float) -> None:
+        pixels = None
+        if getattr(msg, "encoding", "") in ("rgb8", "bgr8") and msg.step == 3 * msg.width:
+            pixels = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(
+                msg.height, msg.width, 3
+            )
+            if msg.encoding == "bgr8":
+                pixels = pixels[:, :, ::-1]
         with self._lock:
             self.image_count += 1
+            self.pixels = pixels
             self.image = (
                 received_s,
                 int(getattr(msg, "width", 0)),

@@ -22,6 +22,42 @@ trial_app = typer.Typer(
     help="Real-robot trials entered by a technician.",
     no_args_is_help=True,
 )
+robot_app = typer.Typer(
+    help="Robot-side helpers to run next to a real robot's ros2_control driver.",
+    no_args_is_help=True,
+)
+
+
+@robot_app.command("deadman")
+def robot_deadman(
+    config: Path = typer.Option(..., "--config", help="The robot profile TOML."),
+    domain_id: int = typer.Option(None, "--domain-id", help="ROS_DOMAIN_ID (default: profile)."),
+) -> None:
+    """Hold the robot (a trajectory its joint_trajectory_controller accepts) when the harness's
+    heartbeat stops; runs until Ctrl-C."""
+    import time
+
+    from real_bridge.bridge_config import load_bridge_config
+    from real_bridge.discovery import configure_process
+
+    bridge = load_bridge_config(config)
+    if domain_id is not None:
+        bridge = bridge.replace(domain_id=domain_id)
+    configure_process(bridge.domain_id, bridge.discovery)
+    from real_bridge.deadman_relay import DeadmanRelay
+
+    relay = DeadmanRelay(bridge)
+    typer.echo(
+        f"deadman: holding {', '.join(bridge.robot.arm_joints)} on {bridge.topics.command} when "
+        f"no heartbeat on {bridge.topics.heartbeat} for {bridge.deadlines.deadman_s:g} s"
+    )
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        relay.close()
 
 
 def _twin_settings(**opts: Any) -> Any:

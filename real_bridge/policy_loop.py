@@ -2,7 +2,8 @@
 protocol's rate, with the latency of every step measured.
 
 Per step: read the latest joint state (and wrench, object pose), build the policy's observation
-(`real_bridge.observation`), call the policy, turn its action (or action chunk) into joint
+(`real_bridge.observation`; plus `wrench` (6,) and `image` (h, w, 3) uint8 RGB when the robot
+streams them), call the policy, turn its action (or action chunk) into joint
 targets, check the whole chunk against the profile's limits (`real_bridge.command_check`) and
 only then send its first target on the joint_trajectory_controller's topic (a chunk's later
 targets are sent on the following ticks without calling the policy). Latency is measured from
@@ -68,6 +69,7 @@ class LoopIO:
     send_arm: Callable[[np.ndarray], None]
     send_gripper: Callable[[float], None] | None
     stopped: Callable[[], str]  # "" while no protective stop came from the robot
+    extras: Callable[[], dict[str, np.ndarray]] = dict  # wrench, camera image (when present)
 
 
 def run_policy_loop(
@@ -119,6 +121,7 @@ def run_policy_loop(
             q = np.asarray(state.position, dtype=float)
             qd = np.asarray(state.velocity, dtype=float)
             obs = adapter.observe(q, qd, io.object_pose(), t_obs, has_tracker)
+            obs.update(io.extras())
             action = policy.act(obs)
             stats.policy_calls += 1
             chunk, finger = adapter.targets(action, q, joint_space)

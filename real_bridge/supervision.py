@@ -316,6 +316,7 @@ class EpisodeRun:
                     else None
                 ),
                 stopped=self._robot_stop,
+                extras=self._extras,
             )
             self.stats, ended = run_policy_loop(
                 policy,
@@ -354,6 +355,15 @@ class EpisodeRun:
                 self.ended_s = time.monotonic()
             if self.state_count_end is None:
                 self.state_count_end = self.link.state_count
+
+    def _extras(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        wrench, pixels = self.link.wrench, self.link.pixels
+        if wrench is not None:
+            out["wrench"] = wrench
+        if pixels is not None:
+            out["image"] = pixels
+        return out
 
     def _settle_events(self) -> None:
         until = time.monotonic() + self.config.deadlines.event_settle_s

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 
 import numpy as np
 import pytest
@@ -177,6 +178,9 @@ def test_oracle_is_refused_for_a_robot_that_is_not_the_twin():
         franka.replace(loop=LoopSettings(judge="oracle"))
 
 
+SEEN: list[dict] = []
+
+
 class WildChunk:
     """A joint-space policy whose second chunk jumps joint 1 by 0.5 rad in one step."""
 
@@ -188,6 +192,7 @@ class WildChunk:
 
     def act(self, obs):
         self.calls += 1
+        SEEN.append({k: np.shape(v) for k, v in obs.items()})
         q = np.asarray(obs["joint_pos"][:7], dtype=float)
         chunk = np.repeat(q[None, :], 3, axis=0)
         if self.calls == 2:
@@ -205,6 +210,9 @@ def test_a_violating_chunk_is_not_sent_and_the_hold_is_accepted(twin, tmp_path):
                                 tmp_path / "rec")
         ep = out.episode
         assert ep.status == "safety_stop" and "velocity" in ep.status_reason
+        # The policy saw the joint state, the wrench and the camera, as the loop observes them.
+        assert SEEN[0]["joint_pos"] == (9,) and SEEN[0]["wrench"] == (6,)
+        assert SEEN[0]["image"] == (128, 128, 3)
         (event,) = out.safety_events
         assert event.kind == "protective_stop" and event.source_rule == "harness.command_check"
         rec = read_mcap(ep.artifacts[0].path)
@@ -231,3 +239,23 @@ def _robot_state(link):
     readings, _ = link.diagnostics_since(0)
     states = [dict(r.values) for r in readings if r.name == "robot/state"]
     return states[-1] if states else {}
+
+
+def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
+    from real_bridge.deadman_relay import DeadmanRelay
+
+    config = load_bridge_config(profile_path("twin")).replace(domain_id=twin.domain_id)
+    relay = DeadmanRelay(config)
+    try:
+        with backend(twin.domain_id) as robot:  # its heartbeat runs while connected
+            link = robot.link
+            assert link.session.wait_for(lambda: relay.last_heartbeat_s is not None, 10.0)
+            stopped_ns = time.time_ns()
+        assert relay.session.wait_for(lambda: bool(relay.holds), 5.0)
+        assert (relay.holds[0] - stopped_ns) / 1e6 < 200.0
+        hold = relay.hold_message()
+        assert (hold.header.stamp.sec, hold.header.stamp.nanosec) == (0, 0)
+        assert tuple(hold.joint_names) == ARM and _tfs(hold) == pytest.approx(0.1)
+        assert len(relay.holds) == 1  # once per heartbeat loss
+    finally:
+        relay.close()
