@@ -123,6 +123,7 @@ class PandaAdapter:
         self.last_pose: tuple[np.ndarray, np.ndarray] | None = None
         self.sent_q = np.zeros(len(robot.arm_joints))
         self.sent_v = np.zeros(len(robot.arm_joints))
+        self._first = True
 
     def tcp_of(self, q: np.ndarray) -> np.ndarray:
         return np.asarray(self.kin.forward(np.asarray(q, dtype=float))[0])
@@ -135,6 +136,7 @@ class PandaAdapter:
         self.last_pose = None
         self.sent_q = np.array(q_arm, dtype=float)
         self.sent_v = np.zeros_like(self.sent_q)
+        self._first = True
 
     def observe(
         self,
@@ -148,6 +150,10 @@ class PandaAdapter:
         from sim_suites.controller import grasp_closes, grasp_releases
 
         setup = self.setup
+        if self._first:  # the first command starts from the posture the policy first sees
+            self._first = False
+            self.sent_q = np.array(q[:7], dtype=float)
+            self.controller.reset(self.sent_q)
         tcp = self.tcp_of(q[:7])
         visible = 1.0
         if has_tracker:
