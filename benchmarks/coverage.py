@@ -6,7 +6,13 @@ is one where the docstrings claim validity (exact: ≥ nominal − 0.01; bootstr
 "not claimed" rows show where a method is known to fall short (Wilson pointwise, cluster bootstrap
 with few clusters or a rate at 0 %/100 %).
 
-Run: python benchmarks/coverage.py [--reps 1000] [--seed 7]
+AR_ppi (prediction-powered success rate): coverage of the iid and cluster intervals on a grid
+of sim quality (predicts well / 90 % agreement / biased / useless), cluster layouts and p, and
+the real trials it needs for the classical interval's width. Sequential A/B test: wrong-winner
+rate between equal policies with a look after every trial, power, and average trials against
+the fixed-n paired design at the same α and power.
+
+Run: python benchmarks/coverage.py [--reps 1000] [--seed 7] [--only-new]
 """
 
 from __future__ import annotations
@@ -25,6 +31,15 @@ from embodied_eval.stats import (
     poisson_rate_interval,
     poisson_rate_upper,
 )
+from embodied_eval.stats.comparison import fixed_n_pairs
+from embodied_eval.stats.coverage_ppi import (
+    BAD,
+    BIASED,
+    GOOD,
+    PPIScenario,
+    ppi_coverage,
+    real_trials_for_classical_width,
+)
 from embodied_eval.stats.coverage_sim import (
     ClusterScenario,
     anytime_miscoverage,
@@ -33,6 +48,8 @@ from embodied_eval.stats.coverage_sim import (
     exact_binomial_coverage,
     exact_paired_coverage,
     exact_poisson_coverage,
+    paired_outcomes,
+    sequential_comparison_oc,
     wilson_coverage,
 )
 
@@ -129,20 +146,129 @@ def sequence_table(reps: int, seed: int) -> None:
         print(f"  p={p:<5} pass {passed:.3f}  fail {failed:.3f}  median trials {median:.0f}")
 
 
+PPI_QUALITIES = (
+    ("predicts well (agree 95 %)", GOOD, 0.95),
+    ("agree 90 %", GOOD, 0.90),
+    ("biased (optimistic)", BIASED, 0.95),
+    ("useless (coin flip)", BAD, 0.95),
+)
+
+
+def ppi_table(reps: int, seed: int) -> None:
+    se = math.sqrt(NOMINAL * (1 - NOMINAL) / reps)
+    print(
+        f"AR_ppi coverage (simulated, {reps} windows, MC s.e. {se:.4f}; 'ok' = ≥ nominal − 1 pt "
+        f"− 2 s.e.), 200 pairs + 2000 sim; width of AR_ppi vs the real-only interval:"
+    )
+    rng = np.random.default_rng(seed)
+    layouts = (
+        # (label, clusters, icc, interval, claimed)
+        ("iid episodes, iid CLT", 2200, 0.0, False, True),
+        ("iid episodes, cluster jackknife (200 groups)", 200, 0.0, True, True),
+        ("40 instances icc .1, cluster jackknife", 40, 0.1, True, True),
+        ("20 instances icc .2, cluster jackknife (skewed)", 20, 0.2, True, False),
+        ("40 instances icc .1, iid CLT (ignores clusters)", 40, 0.1, False, False),
+        ("6 instances icc .1, cluster jackknife (few)", 6, 0.1, True, False),
+    )
+    for p in (0.5, 0.8):
+        for qlabel, quality, agree in PPI_QUALITIES:
+            for label, clusters, icc, clustered, claimed in layouts:
+                sc = PPIScenario("grid", p, quality, 200, 2000, clusters, icc, agree=agree)
+                r = ppi_coverage(sc, rng, reps=reps, clustered=clustered)
+                name = f"p={p} {qlabel}; {label}"
+                print(
+                    row(name, r.coverage, claimed, 0.01 + 2 * se)
+                    + f"  width {r.mean_width:.3f} vs {r.classical_width:.3f}"
+                )
+    for p, n in ((0.97, 60), (0.5, 30)):
+        sc = PPIScenario("edge", p, GOOD, n, 2000, 2000 + n, 0.0)
+        r = ppi_coverage(sc, rng, reps=reps, clustered=False)
+        print(row(f"p={p} {n} pairs (rate near 1 / few pairs), iid CLT", r.coverage, False, 0.01))
+
+
+def ppi_savings_table(seed: int, reps: int = 300) -> None:
+    print(
+        "Real trials AR_ppi needs for the classical interval's mean width at 200 real trials "
+        f"(2000 sim episodes; bisection on {reps} simulated windows per n):"
+    )
+    for p in (0.5, 0.8):
+        for qlabel, quality, agree in PPI_QUALITIES:
+            for label, clusters, icc, clustered in (
+                ("iid", 2200, 0.0, False),
+                ("40 instances icc .1", 40, 0.1, True),
+            ):
+                sc = PPIScenario("save", p, quality, 200, 2000, clusters, icc, agree=agree)
+                n0, n1, saved = real_trials_for_classical_width(sc, seed, reps, clustered=clustered)
+                print(f"  p={p} {qlabel:<28} {label:<20} {n0} → {n1:4d} real trials "
+                      f"({saved * 100:5.1f} % fewer)")  # fmt: skip
+
+
+def comparison_table(reps: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    delta, alpha, power, cap = 0.2, 0.05, 0.8, 400
+    print(
+        f"Sequential A/B (δ = {delta}, α = {alpha}, power {power}, cap {cap}, a look after every "
+        f"trial, {reps} comparisons per row; fixed n = paired z-test at the same α, power):"
+    )
+    ratios = []
+    for p_a, p_b, shared in (
+        (0.6, 0.6, 0.0), (0.5, 0.5, 0.0), (0.85, 0.85, 0.0), (0.6, 0.6, 0.5),
+        (0.7, 0.5, 0.0), (0.7, 0.5, 0.5), (0.8, 0.4, 0.0), (0.5, 0.7, 0.0),
+    ):  # fmt: skip
+        xa, xb = paired_outcomes(p_a, p_b, reps, cap, rng, shared)
+        oc = sequential_comparison_oc(xa, xb, delta, alpha, power)
+        # Fixed n designed for |Δ| = δ at the σ_D of the design alternative (same sharing).
+        q_a, q_b = (p_a, p_b) if p_a != p_b else (0.5 + delta / 2 + (p_a - 0.5), p_a - delta / 2)
+        # σ²_D = P(A ≠ B) − Δ²; with probability `shared` a pair uses one uniform (then
+        # P(A ≠ B) = |q_a − q_b|), else independent draws.
+        differ = shared * abs(q_a - q_b) + (1 - shared) * (q_a * (1 - q_b) + q_b * (1 - q_a))
+        sd = math.sqrt(differ - (q_a - q_b) ** 2)
+        n_fixed = fixed_n_pairs(delta, sd, alpha, power)
+        ratio = oc.mean_trials / n_fixed
+        if abs(p_a - p_b) in (0.0, 0.2) or math.isclose(abs(p_a - p_b), 0.2):
+            ratios.append(ratio)
+        kind = "equal" if p_a == p_b else f"Δ = {p_a - p_b:+.1f}"
+        print(
+            f"  A {p_a} B {p_b} shared {shared} ({kind}): A better {oc.a_better:.3f}, B better "
+            f"{oc.b_better:.3f}, no diff {oc.no_difference:.3f}, undecided {oc.undecided:.3f}; "
+            f"mean trials {oc.mean_trials:.1f} vs fixed {n_fixed} → {ratio:.2f}×"
+        )
+    g = np.random.default_rng(seed + 1)
+    qa, qb = g.beta(3, 2, size=(reps, cap)), g.beta(3, 2, size=(reps, cap))
+    oc = sequential_comparison_oc(qa, qb, delta, alpha, power)
+    print(f"  graded q, equal Beta(3,2): wrong winner {oc.a_better + oc.b_better:.3f} (≤ {alpha})"
+          f", mean trials {oc.mean_trials:.1f}")  # fmt: skip
+    qa = np.clip(g.beta(3, 2, size=(reps, cap)) + delta, 0, 1)
+    oc = sequential_comparison_oc(qa, qb, delta, alpha, power)
+    print(f"  graded q, A shifted up by ≈ δ: A better {oc.a_better:.3f}, mean trials "
+          f"{oc.mean_trials:.1f}")  # fmt: skip
+    print(f"  average ratio over the equal and Δ = ±δ binary rows: {np.mean(ratios):.2f}×")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-bootstrap", action="store_true")
+    parser.add_argument("--only-new", action="store_true", help="only AR_ppi and the A/B test")
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     t0 = time.perf_counter()
+    if args.only_new:
+        ppi_table(max(args.reps, 3000), args.seed)
+        ppi_savings_table(args.seed)
+        comparison_table(max(args.reps, 2000), args.seed)
+        print(f"total {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}")
+        return
     binomial_table()
     poisson_table()
     paired_table()
     if not args.skip_bootstrap:
         bootstrap_table(args.reps, args.seed)
     sequence_table(args.reps, args.seed)
+    ppi_table(max(args.reps, 3000), args.seed)
+    ppi_savings_table(args.seed)
+    comparison_table(max(args.reps, 2000), args.seed)
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 

@@ -6,7 +6,11 @@ Reference: scipy.stats.bootstrap (percentile) resampling the 100 000 episodes th
 (episode-level, i.e. ignoring clusters), timed on fewer resamples and scaled linearly to 10 000
 when --scipy-resamples is below 10 000 (the output says so).
 
-Run: python benchmarks/stats_bench.py [--repeats 5] [--scipy-resamples 1000]
+Also timed: the prediction-powered AR (estimate + interval) for 100 000 sim + 1 000 paired real
+episodes (iid CLT and cluster jackknife over 100 task instances; target ≤ 0.2 s), and the
+sequential A/B test's per-trial update (target ≤ 50 µs).
+
+Run: python benchmarks/stats_bench.py [--repeats 5] [--scipy-resamples 1000] [--only-new]
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from embodied_eval.stats import Estimate, cluster_bootstrap_mean
+from embodied_eval.stats import (
+    Estimate,
+    SequentialComparison,
+    cluster_bootstrap_mean,
+    ppi_mean,
+    ppi_mean_clustered,
+)
 
 N_CLUSTERS = 1_000
 CLUSTER_SIZE = 100
@@ -69,14 +79,63 @@ def time_scipy(episodes: np.ndarray, resamples: int, repeats: int) -> tuple[floa
     return statistics.median(times), ci
 
 
+def ppi_and_sequential(repeats: int) -> None:
+    """AR_ppi for 100k sim + 1k real, and the sequential A/B test's per-trial update cost."""
+    rng = np.random.default_rng(3)
+    n_sim, n_real, tasks = 100_000, 1_000, 100
+    y_all = (rng.random(n_sim + n_real) < 0.75).astype(float)
+    f_all = np.where(rng.random(y_all.size) < 0.9, y_all, 1.0 - y_all)
+    cl = rng.integers(0, tasks, size=y_all.size)
+    y, f, pc = y_all[:n_real], f_all[:n_real], cl[:n_real]
+    g, sc = f_all[n_real:], cl[n_real:]
+    for label, fn in (
+        ("iid CLT", lambda: ppi_mean(y, f, g, 0.95)),
+        (f"cluster jackknife, {tasks} task instances", lambda: ppi_mean_clustered(y, f, pc, g, sc)),
+    ):
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            r = fn()
+            times.append(time.perf_counter() - t0)
+        est = r.estimate
+        print(
+            f"AR_ppi {label}, {n_sim} sim + {n_real} real: median {statistics.median(times):.4f} s "
+            f"over {repeats} runs (target ≤ 0.2 s); {est.value:.4f} [{est.low:.4f}, "
+            f"{est.high:.4f}], n_eff {r.effective_n:.0f}"
+        )
+    trials = 20_000
+    a = rng.random(trials) < 0.6
+    b = rng.random(trials) < 0.6
+    per = []
+    for _ in range(repeats):
+        test = SequentialComparison(delta=0.02, max_trials=trials)  # small δ: runs long
+        t0 = time.perf_counter()
+        done = 0
+        for xa, xb in zip(a, b, strict=True):
+            done += 1
+            if test.update(bool(xa), bool(xb)) != "continue":
+                break
+        per.append((time.perf_counter() - t0) / done)
+    print(
+        f"sequential A/B update: median {statistics.median(per) * 1e6:.1f} µs per trial "
+        f"(target ≤ 50 µs)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only-new", action="store_true", help="only AR_ppi and the A/B test")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs of ours (median)")
     parser.add_argument("--scipy-repeats", type=int, default=1, help="timed runs of scipy")
     parser.add_argument(
         "--scipy-resamples", type=int, default=1000, help="scipy resamples (scaled to 10 000)"
     )
     args = parser.parse_args()
+    if args.only_new:
+        print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+        ppi_and_sequential(args.repeats)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        return
 
     s, n, episodes = make_data()
     print(f"data: {episodes.size} episodes in {N_CLUSTERS} clusters, AR = {episodes.mean():.4f}")
@@ -117,6 +176,7 @@ def main() -> None:
         f"median of {args.scipy_repeats}; CI [{ci.low:.4f}, {ci.high:.4f}] (ignores clusters)"
     )
     print(f"ratio scipy/ours: {sp_full / ours_t:.0f}× (target ≥ 10×; ours target ≤ 1 s)")
+    ppi_and_sequential(args.repeats)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

@@ -47,8 +47,11 @@ CLI_GROUPS: dict[str, str] = {
 
 
 def resolve(target: str) -> Any:
-    """Import "package.module:attribute" and return the attribute (EvalError if missing)."""
-    module_name, _, attr = target.partition(":")
+    """Import "package.module:attribute" and return the attribute (EvalError if missing).
+
+    Anything after a "?" (keyword options of a policy factory) is ignored here.
+    """
+    module_name, _, attr = target.partition("?")[0].partition(":")
     if not module_name or not attr:
         raise EvalError(f"{target!r}: expected 'package.module:attribute'", key="import_path")
     try:

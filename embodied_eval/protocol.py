@@ -16,7 +16,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[randomization]` domain-randomization knobs as [low, high] ranges
 - `[drift.<name>]` day index and parameter changes (payload, friction, lighting, firmware)
 - `[incidents]` severity weights, safety threshold overrides
-- `[embodiment]` anchors L, U for φ_E
+- `[embodiment]` anchors L, U for φ_E; `ar_estimator` ("classical" or "ppi")
 - `[price_card]` energy, wear, consumables, operator time
 - `[sim]` engines, max_steps, policy; `[real]` backend, robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
@@ -38,6 +38,9 @@ from embodied_eval.errors import EvalError
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
 DEFAULT_M_MIN = 5
+
+#: `[embodiment] ar_estimator`: which AR enters E and the AR gate ("ppi" = prediction-powered).
+AR_ESTIMATORS = ("classical", "ppi")
 
 #: Domain-randomization knobs a protocol may set, as [low, high] ranges.
 DR_KNOBS = (
@@ -163,6 +166,7 @@ class Protocol:
     baselines: Mapping[str, str]
     raw: Mapping[str, Any]
     protocol_hash: str
+    ar_estimator: str = "classical"
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:
@@ -425,6 +429,13 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
     e_high = emb.get("U", float, 1.0, low=0.0, high=1.0)
     if e_high <= e_low:
         raise EvalError("embodiment.U: must be greater than embodiment.L", key="embodiment.U")
+    ar_estimator = emb.get("ar_estimator", str, "classical")
+    if ar_estimator not in AR_ESTIMATORS:
+        raise EvalError(
+            f"embodiment.ar_estimator: {ar_estimator!r} is not one of "
+            f'{", ".join(AR_ESTIMATORS)} ("ppi" = prediction-powered AR in E and the AR gate)',
+            key="embodiment.ar_estimator",
+        )
     emb.done()
 
     pc = root.sub("price_card")
@@ -526,7 +537,9 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "sampling": {"seeds_per_instance": seeds_per_instance, "real_fraction": real_fraction},
         "randomization": {k: list(v) for k, v in sorted(randomization.items())},
         "incidents": {"weights": severity_weights, "thresholds": _jsonable(thresholds)},
-        "embodiment": {"L": e_low, "U": e_high},
+        # ar_estimator enters the hash only when set away from the default.
+        "embodiment": {"L": e_low, "U": e_high}
+        | ({"ar_estimator": ar_estimator} if ar_estimator != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
         "sim": {"engines": list(engines), "max_steps": max_steps, "policy": sim_policy},
         "real": {"backend": real_backend, "policy": real_policy, "robot_id": robot_id},
@@ -564,6 +577,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         baselines=baselines,
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
+        ar_estimator=ar_estimator,
     )
 
 

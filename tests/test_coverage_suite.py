@@ -9,6 +9,8 @@ table shows it.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -21,6 +23,7 @@ from embodied_eval.stats import (
     poisson_rate_interval,
     poisson_rate_upper,
 )
+from embodied_eval.stats.coverage_ppi import BAD, BIASED, GOOD, PPIScenario, ppi_coverage
 from embodied_eval.stats.coverage_sim import (
     ClusterScenario,
     anytime_miscoverage,
@@ -154,3 +157,23 @@ class _ReplayGenerator:
 
     def random(self, shape: tuple[int, int]) -> np.ndarray:
         return self._u[:, : shape[1]]
+
+
+# --------------------------------------------------------------------------- AR_ppi
+
+
+@pytest.mark.parametrize("quality", [GOOD, BIASED, BAD])
+@pytest.mark.parametrize(
+    ("clusters", "icc", "clustered"),
+    [(200, 0.0, False), (40, 0.1, True)],
+    ids=["iid-episodes", "40-instances-icc0.1"],
+)
+def test_ar_ppi_coverage(quality, clusters, icc, clustered):
+    # Claimed: iid interval with independent episodes; cluster jackknife with ≥ 20 instances.
+    # Coverage must reach nominal − 1 pt, less 2 Monte-Carlo standard errors.
+    reps = 1200
+    scenario = PPIScenario("fast", 0.7, quality, 200, 2000, clusters, icc)
+    r = ppi_coverage(scenario, np.random.default_rng(31), reps=reps, clustered=clustered)
+    assert r.coverage >= 0.94 - 2 * math.sqrt(0.95 * 0.05 / reps)
+    if quality == GOOD:  # sim agrees on 95 % of pairs: the interval is much narrower
+        assert r.mean_width < 0.8 * r.classical_width

@@ -13,7 +13,8 @@ certificate.json (format "embodied-eval-certificate/1"):
                         {"holder", "role"} or null}
     protocol            {"name", "version", "hash", "file", "file_sha256", "robot_id",
                         "confidence", "bootstrap_resamples", "majors_allowed",
-                        "window": {"id", "start", "end"}}
+                        "ar_estimator" ("classical", or "ppi": AR_ppi in E and the AR
+                        gate; the embodiment notes say so), "window": {"id", "start", "end"}}
     rng                 {"seed", "streams"}: every bootstrap derives from this seed
     manifests           [{"manifest_hash", "created_at", "episodes"}] escrowed for the window
     window              {"id", "valid", "invalid_reason", "exposure_hours", "exposure_source",
@@ -241,6 +242,7 @@ def build_certificate(
             "confidence": protocol.confidence,
             "bootstrap_resamples": protocol.bootstrap_resamples,
             "majors_allowed": protocol.majors_allowed,
+            "ar_estimator": protocol.ar_estimator,
             "window": {
                 "id": protocol.window_id,
                 "start": protocol.window_start.isoformat(),

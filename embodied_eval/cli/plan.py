@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
-from embodied_eval.cli.common import JsonOption, print_json
+from embodied_eval.cli.common import DbOption, JsonOption, print_json
+from embodied_eval.errors import EvalError
 from embodied_eval.stats.planner import (
     HoursPlan,
     fixed_duration_plan,
@@ -74,6 +77,56 @@ def plan_mtbsi(
     _print_hours(plan, "lower", " h")
 
 
+def _plan_with_sim(
+    threshold: float,
+    level: float,
+    db: Path | None,
+    protocol: Path | None,
+    window: str | None,
+    policy: str | None,
+    sim_episodes: int | None,
+    as_json: bool,
+) -> None:
+    """`plan success --with-sim`: real trials with and without the sim, from the stored window."""
+    from embodied_eval.embodiment.loading import load_window
+    from embodied_eval.embodiment.selection import select_episodes
+    from embodied_eval.protocol import example_protocol_path, load_protocol
+    from embodied_eval.stats.ppi import plan_success_with_sim
+
+    proto = load_protocol(protocol if protocol is not None else example_protocol_path())
+    sets = select_episodes(load_window(db, proto, window).episodes, proto, policy)
+    paired = {r.pair_id for _, r in sets.pairs}
+    if len(sets.pairs) < 2:
+        raise EvalError(
+            "--with-sim: the window needs at least 2 sim/real pairs to measure how well the sim "
+            "predicts real",
+            key="with_sim",
+        )
+    plan = plan_success_with_sim(
+        threshold,
+        [r.success for _, r in sets.pairs],
+        [s.success for s, _ in sets.pairs],
+        [e.success for e in sets.sim if e.pair_id not in paired],
+        level,
+        sim_episodes,
+    )
+    if as_json:
+        print_json(plan.to_json())
+        return
+
+    def shown(n: int | None) -> str:
+        return "not reachable at the current rate" if n is None else f"{n} real trial(s)"
+
+    corr = "—" if plan.correlation is None else f"{plan.correlation:.2f}"
+    typer.echo(f"gate: AR >= {threshold:g} ({level * 100:g} % one-sided, normal approximation)")
+    typer.echo(
+        f"so far: {plan.pairs} sim/real pairs, rate {plan.rate:.3f} (prediction-powered); sim and "
+        f"real agree on {plan.agreement * 100:.0f} % of pairs (r = {corr}, λ = {plan.lam:.2f})"
+    )
+    typer.echo(f"without sim: {shown(plan.trials_without_sim)} in all")
+    typer.echo(f"with sim ({plan.n_sim} sim episodes): {shown(plan.trials_with_sim)} in all")
+
+
 @plan_app.command("success")
 def plan_success(
     threshold: float = typer.Option(
@@ -82,9 +135,23 @@ def plan_success(
     successes: int = typer.Option(0, "--successes", help="Successful trials so far."),
     trials: int = typer.Option(0, "--trials", help="Scored trials so far."),
     level: float = LevelOption,
+    with_sim: bool = typer.Option(
+        False, "--with-sim", help="Use the stored window's sim/real pairs (prediction-powered)."
+    ),
+    db: Path | None = DbOption,
+    protocol: Path | None = typer.Option(None, "--protocol", help="Protocol (with --with-sim)."),
+    window: str | None = typer.Option(None, "--window", help="Window id (with --with-sim)."),
+    policy: str | None = typer.Option(None, "--policy", help="Evaluated policy (--with-sim)."),
+    sim_episodes: int | None = typer.Option(
+        None, "--sim-episodes", help="Sim episodes to plan with (default: the window's)."
+    ),
     as_json: bool = JsonOption,
 ) -> None:
-    """Remaining straight successes to show a success rate >= the gate (one-sided CP bound)."""
+    """Remaining straight successes to show a success rate >= the gate (one-sided CP bound);
+    with --with-sim, real trials needed with and without the sim's help."""
+    if with_sim:
+        _plan_with_sim(threshold, level, db, protocol, window, policy, sim_episodes, as_json)
+        return
     plan = plan_success_gate(threshold, successes, trials, level)
     if as_json:
         print_json(plan.to_json())

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from embodied_eval.embodiment.prediction import resampled_ppi
 from embodied_eval.embodiment.resampling import percentile_estimate, resampled_ratio
 from embodied_eval.embodiment.safety import SafetySummary
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets, context_stratum
@@ -127,6 +128,7 @@ def embodiment_estimates(
     rng: np.random.Generator,
     resamples: int,
     level: float,
+    ar_ppi: tuple[Mapping[str, Any], float] | None = None,
 ) -> EmbodimentEstimates:
     """Ê and E with the joint bootstrap described in the module docstring.
 
@@ -134,6 +136,9 @@ def embodiment_estimates(
         sets: the selected episodes. ar: AR (point). safety: the safety summary (SS, counts, H).
         transfer: S2R and its mode. weights: severity weights. anchors: (L_E, U_E).
         rng: generator. resamples: R. level: confidence level.
+        ar_ppi: when the protocol uses AR_ppi for AR (`ar_estimator = "ppi"`): its per-task
+            sums and λ (`prediction.PredictionPoweredAR.parts`, `result.lam`); each resample
+            then recomputes AR_ppi on the drawn task instances (λ held fixed) instead of AR.
 
     Returns:
         EmbodimentEstimates; values None when AR, SS or S2R is undefined.
@@ -160,7 +165,11 @@ def embodiment_estimates(
     score_value = embodiment_score(raw_value, low_a, high_a)
     cp = _cluster_parts(sets, transfer)
     w = cluster_weights(cp["real_n"].size, rng, resamples)
-    ar_b = resampled_ratio(w, cp["real_s"], cp["real_n"])
+    if ar_ppi is None:
+        ar_b = resampled_ratio(w, cp["real_s"], cp["real_n"])
+    else:
+        ar_b = resampled_ppi(w, dict(ar_ppi[0]), ar_ppi[1])
+        method = method.replace("(AR, S2R)", "(AR_ppi, S2R)")
     if transfer.mode == PAIRED:
         gap_b = resampled_ratio(w, cp["pair_sim"] - cp["pair_real"], cp["pair_n"])
     else:

@@ -31,6 +31,12 @@ from embodied_eval.embodiment.beyond import (
 )
 from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
 from embodied_eval.embodiment.gates import robotics_gates
+from embodied_eval.embodiment.prediction import (
+    PPI,
+    PredictionPoweredAR,
+    prediction_powered_ar,
+    prediction_powered_ar_bound,
+)
 from embodied_eval.embodiment.reliability import (
     RecoveryResult,
     actuation_failures,
@@ -106,6 +112,7 @@ class EmbodimentReport:
     baselines: BaselineCalibration | None = None
     agreement: PolicyAgreement | None = None
     notes: list[str] = field(default_factory=list)
+    ar_ppi: PredictionPoweredAR | None = None
 
     @property
     def valid(self) -> bool:
@@ -132,6 +139,7 @@ class EmbodimentReport:
             "exposure_source": s.exposure_source,
             "episodes": dict(self.episodes),
             "AR": self.ar.to_json(),
+            "AR_ppi": self.ar_ppi.to_json() if self.ar_ppi is not None else None,
             "AR_sim": self.ar_sim.to_json(),
             "AR_with_retries": self.ar_with_retries.to_json(),
             "S2R": self.transfer.to_json(),
@@ -264,6 +272,23 @@ def compute_embodiment(
         notes.append("no real episode of a non-baseline policy: AR, S2R and E are undefined")
     ar = actuation_reliability(sets, g_ar, r, level)
     ar_bound = actuation_reliability_bound(sets, level)
+    use_ppi = protocol.ar_estimator == PPI
+    ar_ppi = prediction_powered_ar(sets, level, use_ppi)
+    ar_in_e, ppi_parts = ar, None
+    if use_ppi:
+        if ar_ppi.result is None:
+            notes.append(
+                "protocol ar_estimator = 'ppi' but AR_ppi is undefined (fewer than 2 pairs): "
+                "E and the AR gate use the classical AR"
+            )
+        else:
+            notes.append(
+                "protocol ar_estimator = 'ppi': E and the AR gate bound use AR_ppi (prediction-"
+                "powered, sim + paired real) instead of the classical AR"
+            )
+            ar_in_e = ar_ppi.estimate
+            ar_bound = prediction_powered_ar_bound(sets, level)
+            ppi_parts = (ar_ppi.parts, ar_ppi.result.lam)
     ar_retries = actuation_reliability_with_retries(sets, level)
     transfer = transfer_overall(sets, level)
     by_family = transfer_by_family(sets, level)
@@ -303,7 +328,7 @@ def compute_embodiment(
     phys = physical_throughput(sets.real_all, protocol, g_phys, r, level)
     emb = embodiment_estimates(
         sets,
-        ar,
+        ar_in_e,
         safety,
         transfer,
         weights=protocol.severity_weights,
@@ -311,6 +336,7 @@ def compute_embodiment(
         rng=g_e,
         resamples=r,
         level=level,
+        ar_ppi=ppi_parts,
     )
     gates = robotics_gates(
         embodiment=emb,
@@ -350,4 +376,5 @@ def compute_embodiment(
         baselines=baselines,
         agreement=policy_agreement(sets.first_scored, g_pol, r, level),
         notes=notes,
+        ar_ppi=ar_ppi,
     )

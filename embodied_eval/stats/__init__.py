@@ -5,7 +5,8 @@ Methods and verified test vectors: the project's statistics notes.
 
 Modules: `rates` (Poisson rates, MTBF/MTBSI), `proportions` (Wilson, Clopper–Pearson),
 `bootstrap` (cluster/stratified/generic/block), `paired` (sim−real gap, S2R), `agreement`
-(MMRV, correlations), `sequential` (early stopping), `planner` (demonstration tests), `mttr`.
+(MMRV, correlations), `sequential` (early stopping), `planner` (demonstration tests), `mttr`,
+`ppi` (prediction-powered success rate from sim + paired real), `comparison` (sequential A/B).
 """
 
 from embodied_eval.stats.agreement import (
@@ -21,6 +22,11 @@ from embodied_eval.stats.bootstrap import (
     cluster_weights,
     resample_cluster_rates,
     stratified_bootstrap_mean,
+)
+from embodied_eval.stats.comparison import (
+    SequentialComparison,
+    effect_confidence_sequence,
+    fixed_n_pairs,
 )
 from embodied_eval.stats.estimate import Estimate
 from embodied_eval.stats.mttr import mttr_interval
@@ -46,6 +52,7 @@ from embodied_eval.stats.planner import (
     remaining_hours_for_rate,
     remaining_trials,
 )
+from embodied_eval.stats.ppi import PPIResult, ppi_mean, ppi_mean_clustered, ppi_trials_needed
 from embodied_eval.stats.proportions import (
     clopper_pearson_interval,
     trials_to_demonstrate_rate,
@@ -75,14 +82,18 @@ __all__ = [
     "McNemarResult",
     "MixtureConfidenceSequence",
     "MtbfSPRT",
+    "PPIResult",
     "PoissonRateSequence",
+    "SequentialComparison",
     "TrialsPlan",
     "block_bootstrap_mean",
     "bootstrap_statistic",
     "clopper_pearson_interval",
     "cluster_bootstrap_mean",
     "cluster_weights",
+    "effect_confidence_sequence",
     "fixed_duration_plan",
+    "fixed_n_pairs",
     "fixed_plan_risks",
     "gap_equivalence_test",
     "hours_to_demonstrate_mtbf",
@@ -100,6 +111,9 @@ __all__ = [
     "poisson_rate_interval",
     "poisson_rate_upper",
     "policy_agreement_bootstrap",
+    "ppi_mean",
+    "ppi_mean_clustered",
+    "ppi_trials_needed",
     "remaining_hours_for_mtbf",
     "remaining_hours_for_rate",
     "remaining_trials",

@@ -11,6 +11,11 @@ Used by the fast coverage tests and by the full coverage table (benchmarks/cover
       one-level scheme) and the rate away from 0 and 1; too short with few clusters, n < 20
       episodes, or p near 0/1.
     * Mixture confidence sequence: excludes the true p at *any* look with probability ≤ α.
+    * Sequential A/B comparison: declares a winner between equal policies with probability ≤ α
+      under a look after every trial (binary and graded outcomes), and "no difference" when
+      |Δ| ≥ δ with probability ≤ 1 − power (`sequential_comparison_oc`).
+
+AR_ppi's coverage grid is in `coverage_ppi`.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from numpy.typing import NDArray
 from scipy import special, stats
 
 from embodied_eval.stats.bootstrap import cluster_bootstrap_mean
+from embodied_eval.stats.comparison import betting_fractions
 from embodied_eval.stats.estimate import Estimate
 from embodied_eval.stats.paired import paired_gap_interval
 from embodied_eval.stats.proportions import wilson_bounds
@@ -209,3 +215,88 @@ def confidence_sequence_stopping(
     pass_frac = float(np.mean(passed[rows, first]))
     fail_frac = 1.0 - pass_frac  # undecided at the cap counts as fail
     return pass_frac, fail_frac, float(np.median(first + 1))
+
+
+# --------------------------------------------------------------------------- sequential A/B
+
+
+def paired_outcomes(
+    p_a: float, p_b: float, reps: int, trials: int, rng: np.random.Generator, shared: float = 0.0
+) -> tuple[NDArray, NDArray]:
+    """Binary paired trials: x_A ~ Bernoulli(p_a), x_B ~ Bernoulli(p_b), each pair drawn from one
+    uniform with probability `shared` (common random numbers: same instance, seed, drift), else
+    independently. Shapes [reps, trials]."""
+    u = rng.random((reps, trials))
+    v = np.where(rng.random((reps, trials)) < shared, u, rng.random((reps, trials)))
+    return (u < p_a).astype(float), (v < p_b).astype(float)
+
+
+@dataclass(frozen=True)
+class ComparisonOC:
+    """Operating characteristics of `SequentialComparison` by simulation."""
+
+    a_better: float
+    b_better: float
+    no_difference: float
+    undecided: float
+    mean_trials: float
+    mc_se: float
+
+
+def sequential_comparison_oc(
+    xa: NDArray,
+    xb: NDArray,
+    delta: float = 0.2,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> ComparisonOC:
+    """Run `SequentialComparison`'s rule on many simulated runs at once, peeking after every
+    trial; the cap is the number of columns.
+
+    Args:
+        xa, xb: outcomes of A and B, shape [reps, max_trials].
+        delta, alpha, power: as in `SequentialComparison`.
+
+    Returns:
+        ComparisonOC (fractions of runs per decision; mean trials used; mc_se is the Monte Carlo
+        standard error of the "A better" + "B better" fraction).
+    """
+    reps, cap = xa.shape
+    d = xa - xb
+    win, accept = math.log(2.0 / alpha), math.log(1.0 / (1.0 - power))
+    wa, wb, ep, em = (np.zeros(reps) for _ in range(4))
+    cross_p = np.zeros(reps, bool)
+    cross_m = np.zeros(reps, bool)
+    s1, s2 = np.zeros(reps), np.zeros(reps)
+    decision = np.zeros(reps, dtype=np.int8)  # 0 open, 1 A, 2 B, 3 no difference
+    used = np.full(reps, cap)
+    for t in range(cap):
+        open_ = decision == 0
+        if not open_.any():
+            break
+        lam_a, lam_b, lam_e = betting_fractions(t, s1, s2, delta)
+        dt = d[:, t]
+        wa += np.log1p(lam_a * dt)
+        wb += np.log1p(-lam_b * dt)
+        ep += np.log1p(-lam_e * (dt - delta))
+        em += np.log1p(lam_e * (dt + delta))
+        s1 += dt
+        s2 += dt * dt
+        cross_p |= ep >= accept
+        cross_m |= em >= accept
+        new = np.where(
+            wa >= win, 1, np.where(wb >= win, 2, np.where(cross_p & cross_m, 3, 0))
+        ).astype(np.int8)
+        hit = open_ & (new > 0)
+        decision[hit] = new[hit]
+        used[hit] = t + 1
+    frac = [float(np.mean(decision == k)) for k in (1, 2, 3, 0)]
+    wrong = frac[0] + frac[1]
+    return ComparisonOC(
+        frac[0],
+        frac[1],
+        frac[2],
+        frac[3],
+        float(used.mean()),
+        math.sqrt(wrong * (1 - wrong) / reps),
+    )

@@ -8,10 +8,16 @@ called with the task id (and keyword options) and returns a fresh policy:
 - `null(task_id)`: does nothing (holds still with the gripper open).
 - `random(task_id, seed=None)`: uniform random actions from its own generator; `reset(seed)`
   re-seeds it, so a given episode seed gives the same actions.
+- `degraded(task_id, action_noise=0.6, grasp_offset_m=0, slowdown=1)`: the reference policy with
+  action noise, a misaligned grasp and/or a slowdown (`degraded.py`), for A/B comparisons.
+
+Keyword options can ride on the import path after a `?`, as `key=value` pairs joined by `&`
+(values read as JSON when they parse): `sim_suites.policies:degraded?action_noise=0.3`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
@@ -19,6 +25,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
+from sim_suites.policies.degraded import DegradedPolicy, degraded
 from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
 from sim_suites.tasks import family_of
 
@@ -79,14 +86,32 @@ def random(task_id: str | None = None, seed: int | None = None, **_: Any) -> Ran
     return RandomPolicy(seed)
 
 
+def policy_options(target: str) -> tuple[str, dict[str, Any]]:
+    """Split `package.module:factory?key=value&key=value` into the path and keyword options."""
+    path, _, query = target.partition("?")
+    options: dict[str, Any] = {}
+    for item in filter(None, query.split("&")):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise EvalError(f"policy {target!r}: option {item!r} is not key=value", key="policy")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    return path, options
+
+
 def load_policy(target: str | Policy | Callable[..., Policy], task_id: str) -> Policy:
-    """A policy from an import path `package.module:factory`, a factory, or a policy object."""
+    """A policy from an import path `package.module:factory[?key=value&...]`, a factory, or a
+    policy object."""
+    options: dict[str, Any] = {}
     if isinstance(target, str):
-        target = resolve(target)
+        path, options = policy_options(target)
+        target = resolve(path)
     if isinstance(target, Policy):
         return target
     if callable(target):
-        policy = target(task_id)
+        policy = target(task_id, **options)
         if not isinstance(policy, Policy):
             raise EvalError(
                 f"policy factory {target!r} returned {type(policy).__name__}, "
@@ -97,4 +122,15 @@ def load_policy(target: str | Policy | Callable[..., Policy], task_id: str) -> P
     raise EvalError(f"policy: cannot use {target!r} as a policy", key="policy")
 
 
-__all__ = ["NullPolicy", "Policy", "RandomPolicy", "load_policy", "null", "random", "scripted"]
+__all__ = [
+    "DegradedPolicy",
+    "NullPolicy",
+    "Policy",
+    "RandomPolicy",
+    "degraded",
+    "load_policy",
+    "null",
+    "policy_options",
+    "random",
+    "scripted",
+]

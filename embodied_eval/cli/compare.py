@@ -1,0 +1,129 @@
+"""`embodied-eval compare`: sequential A/B test of two policies, stopping as soon as it decides.
+
+    embodied-eval compare PROTOCOL --policy-a X --policy-b Y [--engine E] [--delta D]
+                          [--alpha A] [--power P] [--max-trials N] [--graded] [--db DB] [--json]
+    embodied-eval compare --db DB --a X --b Y [--side sim|real] [--window W] [same test options]
+
+The first form runs interleaved paired trials in sim (A and B on the same manifest row: task
+instance, seed, drift) and records every episode in the store; the second replays stored episodes.
+Decisions: "A better", "B better", "no difference" (|Δ| < δ), "undecided" at the trial cap, or
+"continue" when stored pairs ran out first. Guarantees (any number of looks): P(a winner is
+declared between equal policies) ≤ α; P("no difference" | |Δ| ≥ δ) ≤ 1 − power.
+
+JSON (`--json`): {"policy_a", "policy_b", "source", "decision", "trials", "max_trials", "delta",
+"alpha", "power", "outcome" ("binary success" | "graded quality q"), "mean_a", "mean_b",
+"effect" (estimate of Δ = mean(A − B) with its confidence sequence), "e_values" {"A", "B", "E+",
+"E-"}, "fixed_n_trials" (pairs a fixed-n paired z-test with the same α and power at δ would need,
+at the observed spread), "method", "episodes" [{"a", "b"}], "first_in_pair", "episodes_reused",
+"pairs_available"}.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.cli.run import default_out_dir
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol import load_protocol
+from embodied_eval.runner.compare import ComparisonRun, compare_in_sim, compare_stored
+from embodied_eval.stats.comparison import SequentialComparison
+from embodied_eval.store import default_db_path
+
+
+def _print(run: ComparisonRun) -> None:
+    t = run.test
+    out = run.to_json()
+    eff = out["effect"]
+    console.print(f"A = {run.policy_a}\nB = {run.policy_b}\nsource: {run.source}", markup=False)
+    console.print(
+        f"decision: [bold]{t.decision}[/bold] after {t.trials} paired trial(s) "
+        f"(cap {t.max_trials}; δ = {t.delta:g}, α = {t.alpha:g}, power {t.power:g}, "
+        f"{out['outcome']})"
+    )
+    if t.trials:
+        console.print(
+            f"mean A {out['mean_a']:.3f}, mean B {out['mean_b']:.3f}; Δ = A − B = "
+            f"{eff['value']:+.3f}, {eff['level'] * 100:g} % confidence sequence "
+            f"[{eff['low']:+.3f}, {eff['high']:+.3f}]",
+            markup=False,
+        )
+    if out["fixed_n_trials"] is not None:
+        console.print(
+            f"a fixed-n design with the same α and power would need {out['fixed_n_trials']} "
+            "paired trials",
+            markup=False,
+        )
+    if t.decision == "continue":
+        console.print(f"not decided with the {run.available} stored pair(s)")
+
+
+def compare(
+    protocol_file: Path | None = typer.Argument(
+        None, help="Protocol TOML: run interleaved trials in sim (omit to use stored episodes)."
+    ),
+    policy_a: str | None = typer.Option(None, "--policy-a", help="Policy A 'module:factory'."),
+    policy_b: str | None = typer.Option(None, "--policy-b", help="Policy B 'module:factory'."),
+    a: str | None = typer.Option(None, "--a", help="Stored policy name A (with --db)."),
+    b: str | None = typer.Option(None, "--b", help="Stored policy name B (with --db)."),
+    engine: str | None = typer.Option(None, "--engine", help="Sim engine (default: protocol's)."),
+    side: str | None = typer.Option(None, "--side", help="Stored episodes: sim or real."),
+    window: str | None = typer.Option(None, "--window", help="Stored episodes of this window."),
+    delta: float = typer.Option(0.2, "--delta", help="Smallest difference that matters, δ."),
+    alpha: float = typer.Option(0.05, "--alpha", help="P(declaring a winner | equal)."),
+    power: float = typer.Option(0.8, "--power", help="1 − P('no difference' | |Δ| ≥ δ)."),
+    max_trials: int = typer.Option(
+        200,
+        "--max-trials",
+        help="Trial cap in paired trials (in sim: at most the manifest's rows).",
+    ),
+    graded: bool = typer.Option(False, "--graded", help="Compare graded quality q, not 0/1."),
+    db: Path | None = DbOption,
+    out: Path | None = typer.Option(None, "--out", help="Folder for artifacts of errored runs."),
+    as_json: bool = JsonOption,
+) -> None:
+    """Sequential A/B comparison of two policies (anytime-valid; stops when it decides)."""
+    test = SequentialComparison(
+        delta=delta, alpha=alpha, power=power, max_trials=max_trials, graded=graded
+    )
+    if protocol_file is not None:
+        if a or b:
+            raise EvalError("--a/--b name stored policies; with a protocol use --policy-a/-b")
+        if not policy_a or not policy_b:
+            raise EvalError("compare PROTOCOL needs --policy-a and --policy-b", key="policy_a")
+        protocol = load_protocol(protocol_file)
+        shown = not as_json
+
+        def on_trial(i: int, xa: float, xb: float, decision: str) -> None:
+            if shown:
+                console.print(f"trial {i}: A {xa:g}  B {xb:g}  → {decision}", markup=False)
+
+        run = compare_in_sim(
+            protocol,
+            policy_a,
+            policy_b,
+            test,
+            db_path=db if db is not None else default_db_path(),
+            out_dir=out if out is not None else default_out_dir(protocol.window_id) / "compare",
+            engine=engine,
+            on_trial=on_trial,
+        )
+    else:
+        if policy_a or policy_b:
+            raise EvalError("--policy-a/-b run trials and need a PROTOCOL; stored: --a/--b")
+        if not a or not b:
+            raise EvalError("compare needs a PROTOCOL, or --db with --a and --b", key="a")
+        with open_store(db, create=False) as store:
+            episodes = store.episodes(window=window)
+        run = compare_stored(episodes, a, b, test, side)
+    if as_json:
+        print_json(run.to_json())
+    else:
+        _print(run)
+
+
+def register(app: typer.Typer) -> None:
+    """Add `compare` to the CLI."""
+    app.command("compare")(compare)

@@ -1,0 +1,292 @@
+"""Sequential A/B comparison of two policies on paired trials, checked after every trial.
+
+Each trial runs policy A and policy B on the same manifest row (task instance, seed, drift) and
+records x_A, x_B in [0, 1]: success (0/1) or graded quality q (partial credit). The test works on
+the paired difference D = x_A − x_B ∈ [−1, 1] with mean Δ, and stops as soon as one of
+
+* "A better"   — an e-process for H: Δ ≤ 0 reaches 2/α,
+* "B better"   — an e-process for H: Δ ≥ 0 reaches 2/α,
+* "no difference ≥ δ" — e-processes for H: Δ ≥ δ and for H: Δ ≤ −δ have both reached 1/β,
+
+or the trial cap is reached ("undecided"). Written from the standard betting construction of
+anytime-valid tests for bounded means (Waudby-Smith & Ramdas, "Estimating means of bounded random
+variables by betting", JRSS-B 2023; the sequential policy comparisons of STEP, Snyder et al.,
+arXiv 2503.10966, and the partial-credit tests of arXiv 2603.13616 motivate the use; their exact
+boundaries are not reproduced). For H: E[D] ≤ m the wealth K_t = Π_i (1 + λ_i (D_i − m)) with a
+predictable λ_i ∈ [0, 1/(1 + m)) is a nonnegative supermartingale, so by Ville's inequality
+P(sup_t K_t ≥ 1/a) ≤ a. Hence, whatever the stopping and however often one peeks:
+
+* P(declare a winner | Δ = 0) ≤ α  (α/2 per direction; P("A better" | Δ ≤ 0) ≤ α/2),
+* P("no difference ≥ δ" | |Δ| ≥ δ) ≤ β  (β = 1 − the declared power; the acceptance error of
+  Wald's SPRT, here anytime-valid).
+
+Bets (predictable, from the trials before t; k0 pseudo-trials at D = 0 with variance v0 regularize
+the first trials): μ̂ = ΣD/(k0 + n), v̂ = (k0 v0 + ΣD² − (ΣD)²/n)/(k0 + n). Each bet is the
+Kelly fraction for a point alternative g at distance from the null, λ = g/(v̂ + g²) (exact Kelly
+for ±1 outcomes, the GRAPA approximation otherwise), capped at c = 0.8:
+"A better" bets on g = max(μ̂, δ), "B better" on g = max(−μ̂, δ), the two "no difference" tests on
+g = δ (the alternative Δ = 0, as in an SPRT of Δ = 0 against |Δ| = δ).
+
+The effect size is reported with a confidence sequence for Δ that inverts the same bets at every
+candidate value m (running intersection, level 1 − α at every trial); at m = 0 its two wealths are
+the winner e-processes, so a "A better"/"B better" decision always comes with a sequence
+excluding 0.
+
+The fixed-n contrast (`fixed_n_pairs`) is the paired z-test design with the same α (two-sided)
+and power at |Δ| = δ: n = ⌈(z_{1−α/2} + z_{1−β})² σ²_D / δ²⌉.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+from embodied_eval.errors import EvalError
+from embodied_eval.stats._checks import check_count, check_positive
+from embodied_eval.stats.estimate import Estimate
+
+A_BETTER, B_BETTER, NO_DIFFERENCE = "A better", "B better", "no difference"
+UNDECIDED, CONTINUE = "undecided", "continue"
+#: Largest bet (fraction of wealth); keeps every wealth factor ≥ 1 − 0.8 > 0.
+MAX_BET = 0.8
+#: Pseudo-trials and their variance regularizing the first bets.
+PRIOR_TRIALS, PRIOR_VARIANCE = 4.0, 0.5
+
+
+def betting_fractions(n: Any, s1: Any, s2: Any, delta: float) -> tuple[Any, Any, Any]:
+    """The three bets (λ_A, λ_B, λ_E) from the trials so far (see the module docstring).
+
+    Works on scalars or on arrays of runs (numpy broadcasting), so the simulation of many runs and
+    the one-at-a-time test use the same rule.
+
+    Args:
+        n: trials so far. s1: ΣD. s2: ΣD². delta: δ.
+    """
+    k = PRIOR_TRIALS + n
+    mu = s1 / k
+    spread = s2 - np.where(n > 0, s1 * s1 / np.maximum(n, 1), 0.0)
+    var = (PRIOR_TRIALS * PRIOR_VARIANCE + spread) / k
+    g_a = np.maximum(mu, delta)
+    g_b = np.maximum(-mu, delta)
+    lam_a = np.minimum(MAX_BET, g_a / (var + g_a * g_a))
+    lam_b = np.minimum(MAX_BET, g_b / (var + g_b * g_b))
+    lam_e = np.minimum(MAX_BET, delta / (var + delta * delta))
+    return lam_a, lam_b, lam_e
+
+
+def _bets_scalar(n: int, s1: float, s2: float, delta: float) -> tuple[float, float, float]:
+    """`betting_fractions` for one run, in plain floats (the per-trial hot path)."""
+    k = PRIOR_TRIALS + n
+    mu = s1 / k
+    spread = s2 - s1 * s1 / n if n > 0 else s2
+    var = (PRIOR_TRIALS * PRIOR_VARIANCE + spread) / k
+    g_a = mu if mu > delta else delta
+    g_b = -mu if -mu > delta else delta
+    return (
+        min(MAX_BET, g_a / (var + g_a * g_a)),
+        min(MAX_BET, g_b / (var + g_b * g_b)),
+        min(MAX_BET, delta / (var + delta * delta)),
+    )
+
+
+def fixed_n_pairs(delta: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Pairs a fixed-n paired z-test needs: ⌈(z_{1−α/2} + z_{power})² sd² / δ²⌉ (at least 2).
+
+    Args:
+        delta: the smallest difference to detect. sd: standard deviation of D = x_A − x_B.
+        alpha: two-sided level. power: probability of detecting |Δ| = δ.
+    """
+    check_positive(delta, "delta")
+    _check_unit("alpha", alpha)
+    _check_unit("power", power)
+    z = float(stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power))
+    return max(2, math.ceil(z * z * float(sd) ** 2 / delta**2 - 1e-9))
+
+
+def _check_unit(name: str, value: float) -> float:
+    value = float(value)
+    if not 0.0 < value < 1.0:
+        raise EvalError(f"{name}: {value} must be between 0 and 1", key=name)
+    return value
+
+
+@dataclass
+class SequentialComparison:
+    """Anytime-valid three-way comparison of policies A and B on paired trials.
+
+    Args:
+        delta: the smallest difference that matters, δ in (0, 1).
+        alpha: probability of declaring a winner between equal policies (two-sided).
+        power: 1 − β, where β bounds P("no difference" | |Δ| ≥ δ).
+        max_trials: the trial cap; undecided at the cap is "undecided".
+        graded: False for 0/1 success, True for graded quality q in [0, 1].
+    """
+
+    delta: float = 0.2
+    alpha: float = 0.05
+    power: float = 0.8
+    max_trials: int = 400
+    graded: bool = False
+    trials: int = field(default=0, init=False)
+    sum_d: float = field(default=0.0, init=False)
+    sum_d2: float = field(default=0.0, init=False)
+    sum_a: float = field(default=0.0, init=False)
+    sum_b: float = field(default=0.0, init=False)
+    log_wealth: dict[str, float] = field(default_factory=dict, init=False)
+    crossed: dict[str, bool] = field(default_factory=dict, init=False)
+    history: list[tuple[float, float]] = field(default_factory=list, init=False)
+    decision_: str = field(default=CONTINUE, init=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < float(self.delta) < 1.0:
+            raise EvalError(f"delta: {self.delta} must be between 0 and 1", key="delta")
+        self.alpha = _check_unit("alpha", self.alpha)
+        self.power = _check_unit("power", self.power)
+        self.max_trials = check_count(self.max_trials, "max_trials")
+        if self.max_trials < 1:
+            raise EvalError("max_trials: must be at least 1", key="max_trials")
+        self.log_wealth = {"A": 0.0, "B": 0.0, "E+": 0.0, "E-": 0.0}
+        self.crossed = {"E+": False, "E-": False}
+        self._win = math.log(2.0 / self.alpha)
+        self._accept = math.log(1.0 / (1.0 - self.power))
+
+    @property
+    def beta(self) -> float:
+        return 1.0 - self.power
+
+    def _value(self, x: float | bool, name: str) -> float:
+        v = float(x)
+        if self.graded:
+            if not 0.0 <= v <= 1.0:
+                raise EvalError(f"{name}: graded quality {x!r} must be in [0, 1]", key=name)
+        elif v not in (0.0, 1.0):
+            raise EvalError(f"{name}: success {x!r} must be 0 or 1 (use graded for q)", key=name)
+        return v
+
+    def update(self, a: float | bool, b: float | bool) -> str:
+        """Record one paired trial (A's and B's outcome); returns the decision so far."""
+        if self.decision_ not in (CONTINUE,):
+            raise EvalError(f"the comparison already stopped: {self.decision_}", key="trial")
+        xa, xb = self._value(a, "a"), self._value(b, "b")
+        d = xa - xb
+        lam_a, lam_b, lam_e = _bets_scalar(self.trials, self.sum_d, self.sum_d2, self.delta)
+        w = self.log_wealth
+        w["A"] += math.log1p(lam_a * d)
+        w["B"] += math.log1p(-lam_b * d)
+        w["E+"] += math.log1p(-lam_e * (d - self.delta))
+        w["E-"] += math.log1p(lam_e * (d + self.delta))
+        self.trials += 1
+        self.sum_d += d
+        self.sum_d2 += d * d
+        self.sum_a += xa
+        self.sum_b += xb
+        self.history.append((xa, xb))
+        for key in ("E+", "E-"):
+            self.crossed[key] = self.crossed[key] or w[key] >= self._accept
+        if w["A"] >= self._win:
+            self.decision_ = A_BETTER
+        elif w["B"] >= self._win:
+            self.decision_ = B_BETTER
+        elif self.crossed["E+"] and self.crossed["E-"]:
+            self.decision_ = NO_DIFFERENCE
+        elif self.trials >= self.max_trials:
+            self.decision_ = UNDECIDED
+        return self.decision_
+
+    @property
+    def decision(self) -> str:
+        """ "A better", "B better", "no difference", "undecided" (cap) or "continue"."""
+        return self.decision_
+
+    def effect(self) -> Estimate:
+        """Δ = mean(x_A − x_B) with its confidence sequence at level 1 − α (this trial)."""
+        d = np.asarray([a - b for a, b in self.history], dtype=float)
+        return effect_confidence_sequence(d, self.alpha, self.delta)
+
+    def fixed_n(self) -> int | None:
+        """Pairs a fixed-n design with the same α and power would need, at the observed sd of D
+        (None before 2 trials)."""
+        if self.trials < 2:
+            return None
+        var = (self.sum_d2 - self.sum_d**2 / self.trials) / (self.trials - 1)
+        return fixed_n_pairs(self.delta, math.sqrt(max(var, 0.0)), self.alpha, self.power)
+
+    def to_json(self) -> dict[str, Any]:
+        n = self.trials
+        return {
+            "decision": self.decision_,
+            "trials": n,
+            "max_trials": self.max_trials,
+            "delta": self.delta,
+            "alpha": self.alpha,
+            "power": self.power,
+            "outcome": "graded quality q" if self.graded else "binary success",
+            "mean_a": self.sum_a / n if n else None,
+            "mean_b": self.sum_b / n if n else None,
+            "effect": self.effect().to_json(),
+            "e_values": {k: math.exp(min(v, 700.0)) for k, v in self.log_wealth.items()},
+            "fixed_n_trials": self.fixed_n(),
+            "method": (
+                "anytime-valid betting e-processes on paired differences (winner at 2/α per "
+                "direction, 'no difference' when both ±δ tests reach 1/β)"
+            ),
+        }
+
+
+def effect_confidence_sequence(
+    d: ArrayLike, alpha: float = 0.05, delta: float = 0.2, grid: int = 801
+) -> Estimate:
+    """Confidence sequence for Δ = E[D], D ∈ [−1, 1], from the same bets as the decision.
+
+    For every candidate m on a grid, K⁺(m) = Π(1 + λ⁺_i(m)(D_i − m)) tests Δ ≤ m and
+    K⁻(m) = Π(1 − λ⁻_i(m)(D_i − m)) tests Δ ≥ m, with the predictable Kelly-type bets
+    λ⁺ = g/(v̂ + g²), g = max(μ̂ − m, δ) (capped at 0.8/(1 + m)), and symmetrically for λ⁻.
+    m is excluded once either wealth has reached 2/α at any trial so far (running intersection),
+    so the set covers Δ at every trial with probability ≥ 1 − α. At m = 0 the two wealths are
+    exactly the "A better" and "B better" e-processes, so a winner decision always excludes 0.
+
+    Args:
+        d: the paired differences so far, shape [n]. alpha: 1 − level. delta: δ of the test.
+        grid: points of m in [−1, 1].
+
+    Returns:
+        Estimate(value = mean D, low, high = hull of the kept grid points ± one grid step).
+    """
+    x = np.asarray(d, dtype=float).ravel()
+    alpha = _check_unit("alpha", alpha)
+    method = "betting confidence sequence (same bets as the decision e-processes)"
+    n = x.size
+    if n == 0:
+        return Estimate(None, -1.0, 1.0, 1.0 - alpha, method, 0, "two", "no trials")
+    if np.any(np.abs(x) > 1.0):
+        raise EvalError("d: paired differences must lie in [-1, 1]", key="d")
+    before = np.arange(n, dtype=float)
+    s1 = np.concatenate(([0.0], np.cumsum(x)[:-1]))
+    s2 = np.concatenate(([0.0], np.cumsum(x * x)[:-1]))
+    k = PRIOR_TRIALS + before
+    mu = (s1 / k)[:, None]
+    spread = s2 - np.where(before > 0, s1 * s1 / np.maximum(before, 1.0), 0.0)
+    var = ((PRIOR_TRIALS * PRIOR_VARIANCE + spread) / k)[:, None]
+    m = np.linspace(-1.0, 1.0, grid)[None, :]
+    g_up = np.maximum(mu - m, delta)
+    g_dn = np.maximum(m - mu, delta)
+    lam_up = np.minimum(MAX_BET / np.maximum(1.0 + m, 1e-12), g_up / (var + g_up * g_up))
+    lam_dn = np.minimum(MAX_BET / np.maximum(1.0 - m, 1e-12), g_dn / (var + g_dn * g_dn))
+    dev = x[:, None] - m
+    bound = math.log(2.0 / alpha)
+    up = np.cumsum(np.log1p(lam_up * dev), axis=0)
+    dn = np.cumsum(np.log1p(-lam_dn * dev), axis=0)
+    keep = ~(np.any(up >= bound, axis=0) | np.any(dn >= bound, axis=0))
+    point = float(x.mean())
+    if not keep.any():
+        return Estimate(point, point, point, 1.0 - alpha, method, n, "two", "grid-limited")
+    kept = m[0, keep]
+    step = 2.0 / (grid - 1)
+    low = max(-1.0, float(kept.min()) - step)
+    high = min(1.0, float(kept.max()) + step)
+    return Estimate(point, low, high, 1.0 - alpha, method, n)
