@@ -48,7 +48,7 @@ class RobotSpec:
     position_upper: tuple[float, ...] = PANDA_UPPER
     velocity_max: tuple[float, ...] = PANDA_VELOCITY
     acceleration_max: tuple[float, ...] = PANDA_ACCELERATION
-    workspace_min: tuple[float, ...] = (0.1, -0.6, 0.0)
+    workspace_min: tuple[float, ...] = (0.1, -0.6, -0.05)
     workspace_max: tuple[float, ...] = (0.9, 0.6, 0.8)
     home: tuple[float, ...] = (0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785398)
 
