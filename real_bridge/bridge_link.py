@@ -35,6 +35,9 @@ from real_bridge.ros_node import (
 )
 from real_bridge.safety import DiagnosticReading
 
+#: How long connect waits for a robot-side heartbeat listener to appear, s (robots without one
+#: are fine: the wait just ends).
+HEARTBEAT_MATCH_S = 2.0
 #: Streams the harness subscribes to (robot → harness).
 INCOMING = (
     "joint_state",
@@ -482,8 +485,13 @@ class BridgeLink:
         return sorted(out)
 
     def wait_ready(self, timeout_s: float) -> None:
-        """Wait until the state stream (and the reset service) is visible; EvalError otherwise."""
+        """Wait until the state stream (and the reset service) is visible; EvalError otherwise.
+
+        Then, when the robot side listens to the heartbeat (the twin, the deadman relay), wait
+        until it has had time to receive one: it follows no command before.
+        """
         if self.session.wait_for(lambda: not self.missing(), timeout_s, poll_s=0.01):
+            self._wait_heartbeat_heard(min(timeout_s, HEARTBEAT_MATCH_S))
             return
         missing = self.missing()
         if not missing:
@@ -495,6 +503,13 @@ class BridgeLink:
             "robot is running and the [topics]/[services] names and domain_id in the robot profile",
             key="robot",
         )
+
+    def _wait_heartbeat_heard(self, timeout_s: float) -> None:
+        pub = self.publishers.get("heartbeat")
+        if pub is None or self._heartbeat_thread is None:
+            return
+        if self.session.wait_for(lambda: pub.get_subscription_count() > 0, timeout_s, 0.01):
+            time.sleep(3.0 / self.config.loop.heartbeat_hz)  # a few beats reach it
 
     def close(self) -> None:
         self._recorder = None
