@@ -193,7 +193,9 @@ class WildChunk:
     def act(self, obs):
         self.calls += 1
         SEEN.append({k: np.shape(v) for k, v in obs.items()})
-        q = np.asarray(obs["joint_pos"][:7], dtype=float)
+        if self.calls == 1:  # hold exactly where it first saw the arm (no measured jitter)
+            self.q0 = np.asarray(obs["joint_pos"][:7], dtype=float)
+        q = self.q0
         chunk = np.repeat(q[None, :], 3, axis=0)
         if self.calls == 2:
             chunk[2, 0] += 0.5  # 25 rad/s at 50 Hz: far above 2.175 rad/s
