@@ -104,7 +104,7 @@ def run_demo(
 ) -> Path:
     """Run the demo (see the module docstring); returns the certificate bundle's folder."""
     from embodied_eval.certificate import issue_certificate, recompute_check, verify_bundle
-    from embodied_eval.certificate.signing import create_private_key
+    from embodied_eval.keys import create_private_key
     from embodied_eval.plugins import resolve
     from embodied_eval.runner.progress import summary_table
     from embodied_eval.runner.trials import RunOptions, run_trials

@@ -34,6 +34,7 @@ INCIDENT_LOG: dict[str, str] = {
     "window_exposure": "incident_logging.store:window_exposure",
     "ingest_safety_events": "incident_logging.ingest:ingest_safety_events",
     "chain_rows": "incident_logging.chain:rows",
+    "integrity_state": "incident_logging.store:integrity_state",
 }
 
 #: Extra CLI command groups, by name: a `typer.Typer` each.

@@ -1,5 +1,8 @@
 """The embedded store: one SQLite file (WAL) holding episodes, faults, manifests and safety events.
 
+Every write also appends to the trial ledger (`embodied_eval.ledger`), the hash chain that vouches
+for each stored row, in the same transaction: an episode is either stored and chained, or absent.
+
 Writing an episode is one transaction and idempotent by `episode_id`: writing the same episode
 twice stores it once; writing a *different* episode under an existing id is an error. The schema is
 versioned per component (`schema_migrations`), so other packages (the incident log) keep their
@@ -19,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from embodied_eval import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, Fault, utc_now_iso
@@ -193,6 +197,13 @@ class Store:
         self.path = Path(path) if path is not None else default_db_path()
         self.conn = connect(self.path, create=create)
         self.schema_version = apply_migrations(self.conn, "core", CORE_MIGRATIONS)
+        apply_migrations(self.conn, ledger.COMPONENT, ledger.MIGRATIONS)
+        if (
+            ledger.head(self.conn)[0] == 0
+            and self.conn.execute("SELECT 1 FROM episodes LIMIT 1").fetchone()
+        ):
+            with transaction(self.conn):  # a store written before the ledger: chain it once
+                ledger.chain_unchained(self.conn, self._load_episode)
 
     def __enter__(self) -> Store:
         return self
@@ -216,19 +227,38 @@ class Store:
         with transaction(self.conn):
             return self._write_episode_locked(episode, safety_events)
 
-    def write_episodes(self, episodes: Iterable[Episode]) -> tuple[int, int]:
-        """Store many episodes all-or-nothing; returns (new, already present)."""
+    def write_episodes(
+        self, episodes: Iterable[Episode], *, source: Mapping[str, Any] | None = None
+    ) -> tuple[int, int]:
+        """Store many episodes all-or-nothing; returns (new, already present).
+
+        `source` describes an import — {"importer", "source_file", "source_sha256"}: the new
+        episodes are chained naming an `import` record that holds it (none when nothing is new).
+        """
         new = same = 0
+        import_id = None
+        if source is not None:
+            import_id = ledger.new_record_id("IMP")
         with transaction(self.conn):
             for ep in episodes:
-                if self._write_episode_locked(ep, ()):
+                if self._write_episode_locked(ep, (), import_id):
                     new += 1
                 else:
                     same += 1
+            if source is not None and import_id is not None and new:
+                ledger.append(
+                    self.conn,
+                    "import",
+                    import_id,
+                    {**dict(source), "episodes": new, "already_present": same},
+                )
         return new, same
 
     def _write_episode_locked(
-        self, episode: Episode, safety_events: Sequence[Mapping[str, Any]]
+        self,
+        episode: Episode,
+        safety_events: Sequence[Mapping[str, Any]],
+        import_id: str | None = None,
     ) -> bool:
         body = _episode_body(episode)
         row = self.conn.execute(
@@ -264,17 +294,22 @@ class Store:
                 utc_now_iso(),
             ),
         )
-        for i, fault in enumerate(episode.faults):
+        faults_json = [
             self._insert_fault(episode.episode_id, i, fault)
+            for i, fault in enumerate(episode.faults)
+        ]
         for i, ev in enumerate(events_json):
             self.conn.execute(
                 "INSERT INTO safety_events VALUES (?,?,?)", (episode.episode_id, i, ev)
             )
+        ledger.append_episode(self.conn, episode, body, faults_json, events_json, import_id)
         return True
 
-    def _insert_fault(self, episode_id: str, ordinal: int, fault: Fault) -> None:
+    def _insert_fault(self, episode_id: str, ordinal: int, fault: Fault) -> str:
+        """Insert one fault row; returns its stored JSON."""
         data = fault.to_dict()
         data["episode_id"] = episode_id
+        text = canonical_json(data)
         self.conn.execute(
             "INSERT INTO faults VALUES (?,?,?,?,?,?)",
             (
@@ -283,9 +318,10 @@ class Store:
                 fault.kind,
                 int(fault.recovered_autonomously),
                 fault.repair_s,
-                canonical_json(data),
+                text,
             ),
         )
+        return text
 
     def write_faults(self, faults: Sequence[Fault]) -> tuple[int, int]:
         """Attach faults (each naming its `episode_id`) to stored episodes, all-or-nothing.
@@ -295,6 +331,7 @@ class Store:
         """
         new = same = 0
         ordinals: dict[str, int] = {}
+        chained: list[dict[str, Any]] = []
         with transaction(self.conn):
             for fault in faults:
                 if not fault.episode_id:
@@ -315,7 +352,14 @@ class Store:
                     (fault.episode_id, ordinal),
                 ).fetchone()
                 if row is None:
-                    self._insert_fault(fault.episode_id, ordinal, fault)
+                    text = self._insert_fault(fault.episode_id, ordinal, fault)
+                    chained.append(
+                        {
+                            "episode_id": fault.episode_id,
+                            "ordinal": ordinal,
+                            "sha256": ledger.sha256_text(text),
+                        }
+                    )
                     new += 1
                 elif Fault.from_json(row[0]) == fault:
                     same += 1
@@ -325,6 +369,8 @@ class Store:
                         "one already stored",
                         key="episode_id",
                     )
+            if chained:
+                ledger.append(self.conn, "faults", ledger.new_record_id("FLT"), {"faults": chained})
         return new, same
 
     def _load_episode(self, episode_id: str, body: str) -> Episode:
@@ -391,6 +437,11 @@ class Store:
         ).fetchall()
         return [self._load_episode(eid, body) for eid, body in rows]
 
+    def scored_episodes(self, **filters: str | None) -> ledger.ScoredView:
+        """Episodes matching the filters (as `episodes`) with every chained audit and correction
+        applied, and the list of those used; the stored rows never change."""
+        return ledger.scored_view(self.conn, self.episodes(**filters))
+
     def episodes_frame(self, **filters: str | None) -> pd.DataFrame:
         """Episodes as a flat DataFrame (interchange columns, plus `success`)."""
         from embodied_eval.interchange import episodes_to_frame
@@ -438,6 +489,7 @@ class Store:
                 "INSERT INTO manifests VALUES (?,?,?,?,?)",
                 (manifest_hash, protocol_hash, window, canonical_json(manifest), utc_now_iso()),
             )
+            ledger.append_manifest(self.conn, manifest_hash)
             return True
 
     def manifest(self, manifest_hash: str) -> Any | None:

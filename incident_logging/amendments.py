@@ -12,24 +12,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval.errors import EvalError
 from embodied_eval.store import transaction
 from incident_logging.ids import new_id
+from incident_logging.log_core import IncidentLogCore
 from incident_logging.record import CLASSIFIED_FIELDS, FIXED_FIELDS, IncidentRecord
 from incident_logging.taxonomy import severity_rank
 from incident_logging.thresholds import ThresholdTable, default_table
 from incident_logging.workflow import apply_changes
 
-if TYPE_CHECKING:
-    from incident_logging.store import IncidentStore
-
 
 def amend_incident(
-    store: IncidentStore,
+    store: IncidentLogCore,
     incident_id: str,
     changes: Mapping[str, Any],
     *,
@@ -125,7 +123,7 @@ def amend_incident(
 
 
 def _reclassify(
-    store: IncidentStore,
+    store: IncidentLogCore,
     current: IncidentRecord,
     amended: IncidentRecord,
     table: ThresholdTable | None,

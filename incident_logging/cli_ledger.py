@@ -182,12 +182,16 @@ def keys_create(
         None, "--holder", help="Who holds the key (name or pseudonym; default: login name)."
     ),
     passphrase_env: str | None = PassOption,
+    encrypt: bool = typer.Option(
+        False, "--encrypt", help="Encrypt the key with a passphrase typed at the prompt."
+    ),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Create an Ed25519 key: the private key goes to --out, the public key is registered."""
+    """Create an Ed25519 key: the private key goes to --out (mode 0600, encrypted with
+    --passphrase-env or --encrypt), the public key is registered with holder and role."""
+    from embodied_eval.keys import generate_key, write_private_key
     from incident_logging.cli_support import passphrase
-    from incident_logging.keys import generate_key, write_private_key
     from incident_logging.taxonomy import check_role
 
     check_role(role)
@@ -196,6 +200,10 @@ def keys_create(
 
         holder = getpass.getuser()
     secret = passphrase(passphrase_env)
+    if secret is None and encrypt:
+        from embodied_eval.keys import prompt_passphrase
+
+        secret = prompt_passphrase("the new key", confirm=True)
     if out is None:
         out = default_key_path(holder, role)
     if out.exists():
@@ -236,8 +244,36 @@ def keys_list(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
         print_json(registered)
         return
     table = Table(title=f"{len(registered)} key(s)")
-    for col in ("fingerprint", "holder", "role", "registered"):
+    for col in ("fingerprint", "holder", "role", "registered", "revoked"):
         table.add_column(col)
     for k in registered:
-        table.add_row(k["fingerprint"][:16] + "…", k["holder"], k["role"], k["registered_at"])
+        table.add_row(
+            k["fingerprint"][:16] + "…",
+            k["holder"],
+            k["role"],
+            k["registered_at"],
+            k.get("revoked_at") or "",
+        )
     console.print(table)
+
+
+def keys_revoke(
+    fingerprint: str = typer.Argument(..., help="Fingerprint (or a unique prefix) to revoke."),
+    key: Path = typer.Option(
+        ...,
+        "--key",
+        help="Signing key: the revoked key itself, a protocol_owner's or a safety_officer's.",
+    ),
+    reason: str = typer.Option(..., "--reason", help="Why (lost, left the team, compromised)."),
+    passphrase_env: str | None = PassOption,
+    db: Path | None = DbOption,
+) -> None:
+    """Revoke a key: its signatures on records chained after the revocation fail verification."""
+    private = load_key(key, passphrase_env)
+    assert private is not None
+    with open_log(db, create=False) as log:
+        payload = log.revoke_key(fingerprint, private, reason=reason)
+    console.print(
+        f"revoked key {payload['fingerprint'][:16]}… of {payload['holder']} "
+        f"(by {payload['revoked_by']}, {payload['role']})"
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,9 @@ from rich import box
 from rich.table import Table
 
 from embodied_eval.errors import EvalError
+from embodied_eval.keys import load_key_option, passphrase_from_env
 from embodied_eval.protocol import Protocol, load_protocol
 from embodied_eval.store import default_db_path
-from incident_logging.keys import load_private_key
 from incident_logging.store import IncidentStore
 from incident_logging.thresholds import ThresholdTable, threshold_table
 from incident_logging.workflow import IncidentState
@@ -52,17 +51,13 @@ def open_log(db: Path | None, *, create: bool = True) -> IncidentStore:
 
 def passphrase(env_var: str | None) -> bytes | None:
     """The key passphrase from the environment variable named by --passphrase-env."""
-    if not env_var:
-        return None
-    value = os.environ.get(env_var)
-    if not value:
-        raise EvalError(f"--passphrase-env: environment variable {env_var} is not set", key="key")
-    return value.encode("utf-8")
+    return passphrase_from_env(env_var)
 
 
 def load_key(path: Path | None, env_var: str | None) -> Ed25519PrivateKey | None:
-    """The private key at --key (None when not given)."""
-    return None if path is None else load_private_key(path, passphrase(env_var))
+    """The private key at --key (None when not given; asks for the passphrase of an encrypted
+    key when no --passphrase-env names one)."""
+    return load_key_option(path, env_var)
 
 
 def parse_assignments(items: Sequence[str]) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ would count twice); corrections are amendment records; a closed window takes no 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -17,15 +17,13 @@ from embodied_eval.records import ExposureEntry, parse_utc
 from embodied_eval.store import transaction
 from incident_logging import chain
 from incident_logging.ids import new_id
-
-if TYPE_CHECKING:
-    from incident_logging.store import IncidentStore
+from incident_logging.log_core import IncidentLogCore
 
 #: Exposure-entry fields an amendment may change.
 EXPOSURE_AMENDABLE = ("start", "end", "active_hours", "how_measured", "blind", "robot_id", "note")
 
 
-def exposure_entries(store: IncidentStore, window: str | None) -> list[ExposureEntry]:
+def exposure_entries(store: IncidentLogCore, window: str | None) -> list[ExposureEntry]:
     where, params = "kind = 'exposure'", ()
     amend_where, amend_params = "kind = 'amendment'", ()
     if window is not None:
@@ -43,7 +41,7 @@ def exposure_entries(store: IncidentStore, window: str | None) -> list[ExposureE
     return list(entries.values())
 
 
-def check_overlap(store: IncidentStore, entry: ExposureEntry, ignore: str | None = None) -> None:
+def check_overlap(store: IncidentLogCore, entry: ExposureEntry, ignore: str | None = None) -> None:
     start, end = parse_utc(entry.start, key="start"), parse_utc(entry.end, key="end")
     for other in exposure_entries(store, None):
         if other.entry_id in (entry.entry_id, ignore) or other.robot_id != entry.robot_id:
@@ -58,7 +56,7 @@ def check_overlap(store: IncidentStore, entry: ExposureEntry, ignore: str | None
             )
 
 
-def add_exposure(store: IncidentStore, entry: ExposureEntry) -> bool:
+def add_exposure(store: IncidentLogCore, entry: ExposureEntry) -> bool:
     """Append an exposure entry; False when the identical entry is already stored."""
     with transaction(store.conn):
         existing = store.find("exposure", entry.entry_id)
@@ -77,7 +75,7 @@ def add_exposure(store: IncidentStore, entry: ExposureEntry) -> bool:
 
 
 def amend_exposure(
-    store: IncidentStore,
+    store: IncidentLogCore,
     entry_id: str,
     changes: Mapping[str, Any],
     *,

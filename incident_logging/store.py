@@ -16,19 +16,19 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from embodied_eval import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.records import ExposureEntry, Incident, utc_now_iso
-from embodied_eval.store import apply_migrations, connect, default_db_path, transaction
+from embodied_eval.store import default_db_path, transaction
 from incident_logging import chain
-from incident_logging import keys as keylib
 from incident_logging.amendments import amend_incident
 from incident_logging.exposure import add_exposure, amend_exposure, exposure_entries
 from incident_logging.ids import new_id
+from incident_logging.log_core import IncidentLogCore
 from incident_logging.record import IncidentRecord
-from incident_logging.taxonomy import check_role
-from incident_logging.thresholds import ThresholdTable, default_table, table_from_dict
+from incident_logging.thresholds import ThresholdTable, default_table
 from incident_logging.verify import VerifyReport, require_verified, verify_chain
-from incident_logging.workflow import IncidentState, check_review, fold_state
+from incident_logging.workflow import IncidentState, check_review
 
 
 def _comparable(record: IncidentRecord) -> dict[str, Any]:
@@ -38,121 +38,11 @@ def _comparable(record: IncidentRecord) -> dict[str, Any]:
     return data
 
 
-class IncidentStore:
+class IncidentStore(IncidentLogCore):
     """The incident log in the harness's SQLite file (`embodied_eval.store` path rules).
 
     Usable as a context manager. Every public write is one transaction.
     """
-
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
-        self.path = Path(path) if path is not None else default_db_path()
-        self.conn = connect(self.path, create=create)
-        self.schema_version = apply_migrations(self.conn, chain.COMPONENT, chain.MIGRATIONS)
-        self._stored_tables: set[str] = set()
-
-    def __enter__(self) -> IncidentStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.conn.close()
-
-    # ------------------------------------------------------------------ chain primitives
-
-    def append_row(
-        self,
-        kind: str,
-        record_id: str,
-        data: Mapping[str, Any],
-        *,
-        window: str = "",
-        subject: str | None = None,
-        source_key: str | None = None,
-        signing_key: Ed25519PrivateKey | None = None,
-        at: str | None = None,
-        head: tuple[int, str] | None = None,
-    ) -> chain.ChainRow:
-        """Append one record (caller holds the transaction).
-
-        `head` is the chain head when the caller already knows it (bulk appends track it instead
-        of asking SQLite each time); it must be the real head.
-        """
-        seq, prev = head if head is not None else chain.head(self.conn)
-        seq += 1
-        at = at or utc_now_iso()
-        signer = keylib.fingerprint(signing_key.public_key()) if signing_key else None
-        body = chain.build_body(
-            seq,
-            kind,
-            record_id,
-            data,
-            window=window,
-            subject=subject,
-            source_key=source_key,
-            signer=signer,
-            at=at,
-        )
-        digest = chain.record_hash(body, prev)
-        signature = keylib.sign(signing_key, digest) if signing_key else None
-        chain.insert(self.conn, seq, body, prev, digest, signature)
-        return chain.ChainRow(
-            seq,
-            kind,
-            record_id,
-            window,
-            subject,
-            source_key,
-            signer,
-            at,
-            dict(data),
-            prev,
-            digest,
-            signature,
-        )
-
-    def find(self, kind: str, record_id: str) -> chain.ChainRow | None:
-        found = chain.rows(self.conn, "kind = ? AND record_id = ?", (kind, record_id))
-        return found[0] if found else None
-
-    def head(self) -> tuple[int, str]:
-        """(record count, head hash) of the chain."""
-        return chain.head(self.conn)
-
-    # ------------------------------------------------------------------ thresholds
-
-    def ensure_table(self, table: ThresholdTable) -> None:
-        digest = table.table_hash
-        if digest in self._stored_tables:
-            return
-        if self.find("thresholds", digest) is None:
-            self.append_row("thresholds", digest, table.to_dict())
-        self._stored_tables.add(digest)
-
-    def threshold_table(self, table_hash: str) -> ThresholdTable:
-        """A threshold table stored in the log, by hash."""
-        row = self.find("thresholds", table_hash)
-        if row is None:
-            raise EvalError(f"threshold table {table_hash[:12]}… is not in the incident log")
-        return table_from_dict(row.data)
-
-    # ------------------------------------------------------------------ windows
-
-    def window_close(self, window: str) -> dict[str, Any] | None:
-        """The signed close of `window` (payload plus seq, signer, hash), or None when open."""
-        row = self.find("window_close", window)
-        if row is None:
-            return None
-        return {**row.data, "seq": row.seq, "signer": row.signer, "hash": row.hash, "at": row.at}
-
-    def require_open(self, window: str) -> None:
-        if self.find("window_close", window) is not None:
-            raise EvalError(
-                f"window {window!r} is closed (its summary is signed); record this in an open "
-                "window",
-                key="window",
-            )
 
     # ------------------------------------------------------------------ incidents
 
@@ -272,80 +162,6 @@ class IncidentStore:
             raise EvalError(f"incident {record.incident_id!r} is already stored", key="incident_id")
         return stored
 
-    def incident(self, incident_id: str) -> IncidentRecord:
-        """The original record (EvalError when unknown)."""
-        row = self.find("incident", incident_id)
-        if row is None:
-            raise EvalError(f"no incident {incident_id!r} in the log", key="incident_id")
-        return IncidentRecord.from_dict(row.data)
-
-    def _events(self, where: str, params: tuple[Any, ...]) -> dict[str, list[dict[str, Any]]]:
-        grouped: dict[str, list[dict[str, Any]]] = {}
-        for row in chain.rows(self.conn, where, params):
-            event = {**row.data, "kind": row.kind, "seq": row.seq, "at": row.at}
-            if row.kind == "review":
-                event["signer"] = row.signer
-            grouped.setdefault(row.subject or "", []).append(event)
-        return grouped
-
-    def state(self, incident_id: str) -> IncidentState:
-        """The incident now: original, amendments and reviews applied."""
-        row = self.find("incident", incident_id)
-        if row is None:
-            raise EvalError(f"no incident {incident_id!r} in the log", key="incident_id")
-        events = self._events(
-            "kind IN ('amendment', 'review') AND subject = ?", (incident_id,)
-        ).get(incident_id, [])
-        return fold_state(IncidentRecord.from_dict(row.data), row.hash, events)
-
-    def states(self, window: str | None = None) -> list[IncidentState]:
-        """Every incident (of one window) as it stands now, in chain order."""
-        if window is None:
-            rows = chain.rows(self.conn, "kind = 'incident'")
-            events = self._events("kind IN ('amendment', 'review')", ())
-        else:
-            rows = chain.rows(self.conn, "kind = 'incident' AND window = ?", (window,))
-            events = self._events("kind IN ('amendment', 'review') AND window = ?", (window,))
-        return [
-            fold_state(IncidentRecord.from_dict(r.data), r.hash, events.get(r.record_id, []))
-            for r in rows
-        ]
-
-    def incidents(self, window: str | None = None) -> list[Incident]:
-        """Data-contract incidents (final severity if reviewed, else provisional)."""
-        return [s.to_contract() for s in self.states(window)]
-
-    # ------------------------------------------------------------------ keys
-
-    def register_key(self, key: Ed25519PrivateKey, holder: str, role: str) -> dict[str, Any]:
-        """Register a key's public half with its holder and role (signed by the key itself)."""
-        check_role(role)
-        if not holder.strip():
-            raise EvalError("holder: name the person who holds the key", key="holder")
-        public = keylib.public_key_hex(key.public_key())
-        fp = keylib.fingerprint(public)
-        with transaction(self.conn):
-            if self.find("key", fp) is not None:
-                raise EvalError(f"key {fp[:16]} is already registered", key="key")
-            data = {"holder": holder.strip(), "role": role, "public_key": public, "fingerprint": fp}
-            self.append_row("key", fp, data, signing_key=key)
-        return data
-
-    def keys(self) -> list[dict[str, Any]]:
-        """Registered keys: holder, role, public_key, fingerprint, registered_at."""
-        return [{**r.data, "registered_at": r.at} for r in chain.rows(self.conn, "kind = 'key'")]
-
-    def key_info(self, key: Ed25519PrivateKey | str) -> dict[str, Any]:
-        """The registration of a key (or fingerprint); EvalError when not registered."""
-        fp = key if isinstance(key, str) else keylib.fingerprint(key.public_key())
-        row = self.find("key", fp)
-        if row is None:
-            raise EvalError(
-                f"key {fp[:16]} is not registered in this log (create one with `keys create`)",
-                key="key",
-            )
-        return dict(row.data)
-
     # ------------------------------------------------------------------ amendments
 
     def amend(
@@ -370,26 +186,6 @@ class IncidentStore:
             key=key,
             table=table,
         )
-
-    def signer_identity(
-        self, author: str, role: str, key: Ed25519PrivateKey | None
-    ) -> tuple[str, str]:
-        """(author, role) of a change; with a key they must match its registration."""
-        check_role(role)
-        if key is not None:
-            info = self.key_info(key)
-            if author and author.strip() and author.strip() != info["holder"]:
-                raise EvalError(
-                    f"author: {author!r} but the key belongs to {info['holder']!r}", key="author"
-                )
-            if role != info["role"]:
-                raise EvalError(
-                    f"role: {role!r} but the key is registered as {info['role']!r}", key="role"
-                )
-            return info["holder"], role
-        if not author.strip():
-            raise EvalError("author: name who makes the amendment (--author)", key="author")
-        return author.strip(), role
 
     # ------------------------------------------------------------------ reviews
 
@@ -463,7 +259,10 @@ class IncidentStore:
 
     def close_window(self, window: str, key: Ed25519PrivateKey) -> dict[str, Any]:
         """The protocol owner signs the window summary: chain head, record count, exposure hours
-        (watched and blind), incident counts and the fingerprints of the registered keys.
+        (watched and blind), incident counts and the fingerprints of the registered keys — and
+        seals the window in the trial ledger: both chains' heads, record counts and exposure
+        hours, signed in one transaction (`embodied_eval.ledger` `seal`). The two records name
+        each other, so removing either chain's tail after the seal is detected.
 
         Refused when the window is already closed, has no exposure hours, or still has unreviewed
         major/critical incidents.
@@ -496,6 +295,10 @@ class IncidentStore:
                     key="window",
                 )
             count, head_hash = chain.head(self.conn)
+            ledger_count, ledger_head = ledger.head(self.conn)
+            episodes = self.conn.execute(
+                "SELECT COUNT(*) FROM episodes WHERE window = ?", (window,)
+            ).fetchone()[0]
             contracts = [s.to_contract() for s in states]
             payload = {
                 "window": window,
@@ -508,10 +311,40 @@ class IncidentStore:
                 "owner": info["holder"],
                 "role": info["role"],
                 # Anyone holding the file can register a key; the owner certifies the set.
-                "keys": [k["fingerprint"] for k in self.keys()],
+                "keys": [k["fingerprint"] for k in self.keys() if "revoked_at" not in k],
+                "episode_chain": {
+                    "head_hash": ledger_head,
+                    "record_count": ledger_count,
+                    "seal_seq": ledger_count + 1,
+                    "episodes": episodes,
+                },
             }
             row = self.append_row("window_close", window, payload, window=window, signing_key=key)
-        return {**payload, "seq": row.seq, "hash": row.hash, "signer": row.signer}
+            seal = ledger.append(
+                self.conn,
+                "seal",
+                window,
+                {
+                    "window": window,
+                    "episode_head": {"head_hash": ledger_head, "record_count": ledger_count},
+                    "incident_head": {"head_hash": row.hash, "record_count": row.seq},
+                    "episodes": episodes,
+                    "incidents": len(states),
+                    "exposure_h": covered,
+                    "blind_h": blind,
+                    "owner": info["holder"],
+                    "role": info["role"],
+                },
+                window=window,
+                signing_key=key,
+            )
+        return {
+            **payload,
+            "seq": row.seq,
+            "hash": row.hash,
+            "signer": row.signer,
+            "seal": {"seq": seal.seq, "hash": seal.hash},
+        }
 
     # ------------------------------------------------------------------ integrity
 
@@ -566,6 +399,22 @@ def window_exposure(db_path: str | os.PathLike[str] | None, window: str) -> list
     with IncidentStore(_db(db_path)) as store:
         store.require_verified()
         return store.exposure(window)
+
+
+def integrity_state(db_path: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """For the whole-store verify: the incident chain's verification report, the key registry
+    (holder, role, public key, revocation) and the window closes, read from the log."""
+    with IncidentStore(_db(db_path), create=False) as store:
+        report = store.verify()
+        try:
+            keys = store.keys()
+            closes = [
+                {**r.data, "seq": r.seq, "hash": r.hash, "signer": r.signer}
+                for r in chain.rows(store.conn, "kind = 'window_close'")
+            ]
+        except EvalError:  # unreadable rows: the report already names the first bad one
+            keys, closes = [], []
+    return {"report": report, "keys": keys, "closes": closes}
 
 
 def states_by_id(states: Sequence[IncidentState]) -> dict[str, IncidentState]:

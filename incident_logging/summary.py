@@ -24,6 +24,7 @@ from embodied_eval.safety_metrics import (
     window_validity,
 )
 from embodied_eval.store import UNASSIGNED_WINDOW, Store
+from embodied_eval.store_verify import require_store_verified
 from incident_logging.store import IncidentStore
 
 #: `how_measured` of H when it comes from episode durations (no ledger entry).
@@ -59,6 +60,7 @@ def window_summary(
         changed_after_close and integrity; plus the metrics report's names for the same
         numbers: exposure_hours, SS, MTBSI_h, valid, invalid_reason.
     """
+    require_store_verified(store.path, what="the window summary is")
     verified = store.require_verified()
     with Store(store.path) as episode_store:
         scope = episode_store.window_scope(window)

@@ -10,6 +10,7 @@ naming it by sequence number and id:
   intact → the previous record was rewritten (hash recomputed) after this one was chained;
 * a signature that does not verify with the registered public key, a signer that is not
   registered (or not before the record), or a role that does not match the key's → forged;
+* a signature by a key revoked earlier in the chain (a `revocation` record) → revoked;
 * a window close whose head hash / record count / exposure hours disagree with the chain.
 
 Missing triggers are reported too (someone dropped them; the chain then shows whether anything
@@ -23,37 +24,21 @@ every signed review) anchors everything before it.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
 from dataclasses import dataclass, field
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.hashchain import Problem, walk_chain
+from embodied_eval.keys import verify_signature
 from embodied_eval.records import ExposureEntry
 from incident_logging import chain
-from incident_logging.keys import verify_signature
 
 #: Records that must carry a signature.
-SIGNED_KINDS = frozenset({"review", "window_close", "key"})
-
-
-@dataclass(frozen=True)
-class Problem:
-    """The first thing found wrong: where (sequence number, record id) and what."""
-
-    seq: int | None
-    record_id: str | None
-    kind: str
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "seq": self.seq,
-            "record_id": self.record_id,
-            "kind": self.kind,
-            "message": self.message,
-        }
+SIGNED_KINDS = frozenset({"review", "window_close", "key", "revocation"})
+#: Records parsed in full during the walk.
+PARSED_KINDS = frozenset({"exposure", "amendment", "window_close", "review", "key", "revocation"})
 
 
 @dataclass(frozen=True)
@@ -104,27 +89,12 @@ class VerifyReport:
         return f"{where}: {self.problem.message}"
 
 
-def _record_id(body: str) -> str | None:
-    try:
-        value = json.loads(body).get("record_id")
-        return str(value) if value is not None else None
-    except (ValueError, AttributeError):
-        return None
-
-
-def _envelope(body: str) -> dict[str, Any] | None:
-    try:
-        env = json.loads(body)
-    except ValueError:
-        return None
-    return env if isinstance(env, dict) and isinstance(env.get("data"), dict) else None
-
-
 class _Walker:
     """State carried along the chain: keys registered so far and exposure per window."""
 
     def __init__(self) -> None:
         self.keys: dict[str, dict[str, Any]] = {}
+        self.revoked: dict[str, int] = {}
         self.exposure: dict[str, dict[str, ExposureEntry]] = {}
         self.signatures = 0
 
@@ -137,6 +107,16 @@ class _Walker:
             return None
         if not sig:
             return Problem(seq, rid, "signature", f"signature of {kind} record is missing")
+        if signer in self.revoked:
+            holder = self.keys.get(signer, {})
+            return Problem(
+                seq,
+                rid,
+                "revoked",
+                f"signed by key {signer[:16]}… ({holder.get('holder', '?')}, "
+                f"{holder.get('role', '?')}), which was revoked at record seq "
+                f"{self.revoked[signer]}: a revoked key's signatures do not count",
+            )
         if kind == "key":
             public = data.get("public_key", "")
             if (
@@ -174,6 +154,11 @@ class _Walker:
         self.signatures += 1
         if kind == "key":
             self.keys[signer] = data
+        elif kind == "revocation":
+            target = str(data.get("fingerprint", ""))
+            if target not in self.keys:
+                return Problem(seq, rid, "content", f"revokes key {target[:16]}…, not registered")
+            self.revoked[target] = seq
         return None
 
     def track(self, seq: int, env: dict[str, Any], prev_hash: str) -> Problem | None:
@@ -220,36 +205,13 @@ def _is_hex(text: Any) -> bool:
     return True
 
 
-# The envelope's keys are sorted and "data" (its only nested part) comes first, so the LAST
-# occurrence of `"kind":`, `"seq":` or `"signer":` in a canonical body is the envelope's own: a
-# quote inside a JSON string is always escaped, so the pattern cannot occur inside a value. These
-# three lookups replace a full JSON parse of every row (rows that need more are parsed).
-
-
-def _tail_seq(body: str) -> str:
-    """The envelope's seq as text ("" when absent); it is always followed by "signer"."""
-    i = body.rfind('"seq":')
-    return body[i + 6 : body.find(",", i)] if i >= 0 else ""
-
-
-def _tail_kind(body: str) -> str:
-    i = body.rfind('"kind":"')
-    return body[i + 8 : body.find('"', i + 8)] if i >= 0 else ""
-
-
-def _tail_signed(body: str) -> bool:
-    """True unless the envelope's signer is null."""
-    i = body.rfind('"signer":')
-    return i < 0 or not body.startswith("null", i + 9)
-
-
 def verify_chain(conn: sqlite3.Connection) -> VerifyReport:
-    """Walk the whole chain; stop at the first bad record.
+    """Walk the whole chain (`embodied_eval.hashchain.walk_chain`); stop at the first bad record.
 
     Per row: sequence contiguous, the body's own seq equal to its position, SHA-256(body ‖
     prev_hash) equal to the stored hash, prev_hash equal to the previous row's hash. Rows that are
-    signed (or must be), exposure entries, amendments and window closes are parsed in full for the
-    signature, role and window-close checks.
+    signed (or must be), exposure entries, amendments, key revocations and window closes are
+    parsed in full for the signature, revocation, role and window-close checks.
 
     Args:
         conn: an open connection to the store.
@@ -258,65 +220,20 @@ def verify_chain(conn: sqlite3.Connection) -> VerifyReport:
         VerifyReport (ok, records walked, head hash, first problem, signatures checked).
     """
     triggers = chain.triggers_present(conn)
-    sql = f"SELECT seq, body, prev_hash, hash, signature FROM {chain.TABLE} ORDER BY seq"
     walker = _Walker()
-    prev = chain.GENESIS_HASH
-    expected = 1
-    count = 0
-    sha256 = hashlib.sha256
-    parsed_kinds = frozenset({"exposure", "amendment", "window_close", "review", "key"})
-    for seq, body, prev_hash, digest, sig in conn.execute(sql):
-        if seq != expected:
-            problem = Problem(
-                expected,
-                None,
-                "deleted",
-                f"record seq {expected} is missing (deleted); the next record is seq {seq} "
-                f"({_record_id(body) or '?'})",
-            )
-            return VerifyReport(False, count, prev, problem, walker.signatures, triggers)
-        body_seq = _tail_seq(body)
-        if body_seq != str(seq):
-            problem = Problem(
-                seq,
-                _record_id(body),
-                "reordered",
-                f"the record stored at position {seq} says it is seq {body_seq}: rows were "
-                "reordered or replaced",
-            )
-            return VerifyReport(False, count, prev, problem, walker.signatures, triggers)
-        if sha256((body + prev_hash).encode("utf-8")).hexdigest() != digest:
-            problem = Problem(
-                seq,
-                _record_id(body),
-                "edited",
-                "contents do not match the record's hash: the record was edited",
-            )
-            return VerifyReport(False, count, prev, problem, walker.signatures, triggers)
-        if prev_hash != prev:
-            before = conn.execute(
-                f"SELECT body FROM {chain.TABLE} WHERE seq = ?", (seq - 1,)
-            ).fetchone()
-            problem = Problem(
-                seq - 1,
-                _record_id(before[0]) if before else None,
-                "rewritten",
-                f"no longer matches the hash that record seq {seq} ({_record_id(body) or '?'}) "
-                "stored for it: it was rewritten after being chained",
-            )
-            return VerifyReport(False, count, prev, problem, walker.signatures, triggers)
-        if sig or _tail_signed(body) or _tail_kind(body) in parsed_kinds:
-            env = _envelope(body)
-            if env is None:
-                problem = Problem(seq, None, "content", "record body is not a valid envelope")
-                return VerifyReport(False, count, prev, problem, walker.signatures, triggers)
-            found = walker.signed(seq, env, digest, sig) or walker.track(seq, env, prev_hash)
-            if found is not None:
-                return VerifyReport(False, count, prev, found, walker.signatures, triggers)
-        prev = digest
-        expected += 1
-        count += 1
+
+    def check(
+        seq: int, env: dict[str, Any], digest: str, sig: str | None, prev_hash: str
+    ) -> Problem | None:
+        return walker.signed(seq, env, digest, sig) or walker.track(seq, env, prev_hash)
+
+    walked = walk_chain(conn, chain.TABLE, PARSED_KINDS, check)
+    if walked.problem is not None:
+        return VerifyReport(
+            False, walked.count, walked.head_hash, walked.problem, walker.signatures, triggers
+        )
     fingerprints = tuple(walker.keys)
+    count, prev = walked.count, walked.head_hash
     if not triggers:
         problem = Problem(
             None,

@@ -11,6 +11,7 @@ from typing import Any
 
 import typer
 
+from embodied_eval.cli.store_cmd import trial_audit
 from embodied_eval.errors import EvalError
 
 twin_app = typer.Typer(
@@ -181,6 +182,8 @@ def twin_main(argv: list[str]) -> int:
 
 
 # --------------------------------------------------------------------------- trial record
+
+trial_app.command("audit")(trial_audit)
 
 
 def _flag(parse: Any, value: str | None, name: str) -> Any:

@@ -15,14 +15,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval.canonical import canonical_hash, sha256_hex
 from embodied_eval.certificate.bundle import write_bundle
-from embodied_eval.certificate.signing import (
+from embodied_eval.certificate.verify import verify_bundle
+from embodied_eval.cli.main import main
+from embodied_eval.errors import EvalError
+from embodied_eval.keys import (
     create_private_key,
     load_private_key,
     public_key_fingerprint,
 )
-from embodied_eval.certificate.verify import verify_bundle
-from embodied_eval.cli.main import main
-from embodied_eval.errors import EvalError
 
 pytestmark = pytest.mark.timeout(60)
 

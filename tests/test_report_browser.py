@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.certificate.issue import issue_certificate
-from embodied_eval.certificate.signing import create_private_key
+from embodied_eval.keys import create_private_key
 from tests.test_certificate import build_window, write_evidence
 
 CHROMIUM = next(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 from pathlib import Path
 
@@ -17,6 +16,7 @@ from embodied_eval.runner.summary import run_history
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import GymSource
 from embodied_eval.store import Store
+from embodied_eval.store_verify import verify_store
 from tests import test_runner_support as support
 from tests.test_runner_support import HERE, tiny_protocol
 
@@ -102,14 +102,28 @@ def test_resume_runs_exactly_the_missing_rows_and_replays_them(tmp_path: Path):
     run(tmp_path)
     before = {e.episode_id: e for e in stored(tmp_path)}
     lost = sorted(before)[::7]  # as if the run had died before these were written
-    with sqlite3.connect(tmp_path / "store.db") as conn:
-        conn.executemany("DELETE FROM safety_events WHERE episode_id = ?", [(i,) for i in lost])
-        conn.executemany("DELETE FROM episodes WHERE episode_id = ?", [(i,) for i in lost])
+    # The store such a run leaves: the manifest and every other episode, chained (the store is
+    # append-only, so it is rebuilt rather than edited).
+    partial = tmp_path / "partial" / "store.db"
+    with Store(tmp_path / "store.db") as old, Store(partial) as new:
+        for m in old.manifests():
+            h = m["manifest_hash"]
+            new.write_manifest(h, m["protocol_hash"], m["window"], old.manifest(h))
+        for ep in old.episodes():
+            if ep.episode_id not in lost:
+                events = old.safety_events(ep.episode_id)
+                new.write_episode(
+                    ep, [{k: v for k, v in e.items() if k != "ordinal"} for e in events]
+                )
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"store.db{suffix}").unlink(missing_ok=True)
+    partial.rename(tmp_path / "store.db")
     again = run(tmp_path)
     assert again.written == len(lost)
     after = {e.episode_id: e for e in stored(tmp_path)}
     assert after.keys() == before.keys()
     assert all(comparable(after[i]) == comparable(before[i]) for i in lost)
+    assert verify_store(tmp_path / "store.db").ok
 
 
 def test_an_exception_in_an_episode_is_an_error_with_its_traceback_then_a_retry(

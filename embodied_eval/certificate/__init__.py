@@ -6,7 +6,7 @@ assigns the level and writes a signed bundle; `embodied-eval verify` checks one.
 Modules: `inputs` (the window's data from the store and the incident log), `compute` (E, the
 score and the level from one RNG seed), `trials` and `incidents` (the technicians' and the
 safety officers' sections), `assemble` (the certificate's JSON), `plots` (PNGs), `html_parts`
-and `report_html` (the self-contained report), `signing` (Ed25519 keys), `bundle` (files,
+and `report_html` (the self-contained report), `bundle` (files,
 hashes, signature), `verify` (signature and file checks), `issue` (certify, and recompute).
 """
 

@@ -39,6 +39,12 @@ certificate.json (format "embodied-eval-certificate/1"):
                         (cumulative exposure hours at each counted incident), "chain"
                         (head_hash, record_count, verification, signatures_checked,
                         key_fingerprints, window_close, signer_registration)}
+    ledger              the trial ledger: {"head_hash", "record_count" (when certified),
+                        "verification" (whole-store verify, one line), "seal" (the window's
+                        signed seal: "seq", "hash", "episode_head" and "incident_head" {"head_hash",
+                        "record_count"}, "episodes", "incidents", "exposure_h", "signer", "owner";
+                        null when the window is not sealed), "amendments_used" (chained audits
+                        and corrections applied to the episodes)}
     artifacts           {"count", "digest", "rehashed_at_certification",
                         "not_on_disk_at_certification", "checksums": [{"episode_id", "path",
                         "sha256", "kind", "size_bytes"}]}
@@ -283,6 +289,7 @@ def build_certificate(
         "score": results.score,
         "level": results.level,
         "incidents": incidents_section(inputs, results),
+        "ledger": dict(inputs.ledger or {}),
         "artifacts": artifacts_section(inputs.episodes),
         "evidence": (
             None if evidence is None else {"file": "evidence.json", "sha256": evidence_sha256}

@@ -34,13 +34,13 @@ from embodied_eval.canonical import (
     canonical_json,
     sha256_hex,
 )
-from embodied_eval.certificate.signing import (
+from embodied_eval.errors import EvalError
+from embodied_eval.keys import (
     ALGORITHM,
     public_key_fingerprint,
     public_key_pem,
     sign_bytes,
 )
-from embodied_eval.errors import EvalError
 
 SIGNATURE_FORMAT = "embodied-eval-certificate-signature/1"
 CERTIFICATE_FILE = "certificate.json"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from embodied_eval import ledger
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
@@ -41,6 +42,9 @@ class WindowInputs:
             (one line), signatures_checked, key_fingerprints, window_close (signed, or None),
             signer_registration ({"holder", "role"} of the signer's key, or None).
         threshold_tables: (version, hash) of the classification threshold tables used.
+        ledger: the trial ledger when read: head_hash, record_count, verification (the
+            whole-store verify, one line), seal (the window's signed seal: seq, hash, episode
+            and incident heads, counts, exposure hours, signer; or None), amendments_used.
         notes: what the window selection had to say (e.g. episodes imported without a window).
     """
 
@@ -56,6 +60,7 @@ class WindowInputs:
     chain: dict[str, Any]
     threshold_tables: tuple[tuple[str, str], ...]
     notes: tuple[str, ...] = ()
+    ledger: dict[str, Any] | None = None
 
     def episodes_digest(self) -> str:
         """SHA-256 of the canonical JSON of the episodes (sorted by id): what was certified."""
@@ -135,6 +140,21 @@ def gather_inputs(
     # The same window selection as `embodied-eval metrics` (one place decides which episodes,
     # faults, incidents and exposure belong to a window); the log was verified just above.
     window = load_window(db_path, protocol)
+    with Store(db_path, create=False) as store:
+        ledger_count, ledger_head = ledger.head(store.conn)
+        seal_row = ledger.find(store.conn, "seal", protocol.window_id)
+    seal = None
+    if seal_row is not None:
+        seal = {
+            "seq": seal_row.seq,
+            "hash": seal_row.hash,
+            "signer": seal_row.signer,
+            **{
+                k: seal_row.data.get(k)
+                for k in ("episode_head", "incident_head", "episodes", "incidents", "exposure_h")
+            },
+            "owner": seal_row.data.get("owner"),
+        }
     amendments = [{"incident_id": s.incident_id, **dict(a)} for s in states for a in s.amendments]
     reviews = [{"incident_id": s.incident_id, **dict(r)} for s in states for r in s.reviews]
     tables = sorted(
@@ -153,4 +173,11 @@ def gather_inputs(
         chain=chain,
         threshold_tables=tuple(tables),
         notes=tuple(window.notes),
+        ledger={
+            "head_hash": ledger_head,
+            "record_count": ledger_count,
+            "verification": window.verification,
+            "seal": seal,
+            "amendments_used": list(window.amendments_used),
+        },
     )

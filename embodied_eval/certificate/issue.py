@@ -8,7 +8,8 @@ certificate; draw the plots; render the report; write and sign the bundle.
 Recomputing: from the bundle's own protocol file, evidence and RNG seed, gather the same window
 from the store and build the certificate again; every number must come out the same, the
 episodes must be the ones certified, and the incident log must still verify with the certified
-chain head as a prefix of today's chain.
+chain head as a prefix of today's chain; the whole store must verify and the trial ledger must
+still hold the certified head and the window's certified seal.
 """
 
 from __future__ import annotations
@@ -34,13 +35,13 @@ from embodied_eval.certificate.compute import compute_results, default_seed
 from embodied_eval.certificate.inputs import gather_inputs
 from embodied_eval.certificate.plots import certificate_plots
 from embodied_eval.certificate.report_html import render_report
-from embodied_eval.certificate.signing import (
+from embodied_eval.certificate.verify import VerifiedBundle
+from embodied_eval.errors import EvalError
+from embodied_eval.keys import (
     load_private_key,
     public_key_fingerprint,
     public_key_pem,
 )
-from embodied_eval.certificate.verify import VerifiedBundle
-from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import protocol_from_mapping
 from embodied_eval.scoring import load_evidence
@@ -52,6 +53,10 @@ NOT_RECOMPUTED = (
     "signer",
     "software",
     "incidents.chain",
+    "ledger.head_hash",
+    "ledger.record_count",
+    "ledger.verification",
+    "ledger.seal",
     "window.closed",
     "window.close",
     "artifacts.rehashed_at_certification",
@@ -114,7 +119,7 @@ def issue_certificate(
         IssuedCertificate.
     """
     protocol_bytes, protocol = _read_protocol(protocol_path)
-    key = load_private_key(key_path, passphrase)
+    key = load_private_key(key_path, passphrase, prompt=True)
     evidence = None
     evidence_bytes = None
     if evidence_path is not None:
@@ -236,6 +241,58 @@ def _check_chain_prefix(db: str | os.PathLike[str], chain: Mapping[str, Any]) ->
             )
 
 
+def _check_ledger_prefix(db: Path, certified: Mapping[str, Any]) -> None:
+    """The whole store must verify and still extend the trial ledger's certified head and the
+    window's certified seal (appending after them is fine; rewriting or removing is not)."""
+    from embodied_eval import hashchain, ledger
+    from embodied_eval.store import Store
+    from embodied_eval.store_verify import require_store_verified
+
+    require_store_verified(db, what="verification")
+    if not certified:
+        return
+    anchors = [("certified head", certified.get("record_count"), certified.get("head_hash"))]
+    seal = certified.get("seal")
+    if isinstance(seal, dict):
+        anchors.append(("certified seal", seal.get("seq"), seal.get("hash")))
+    with Store(db, create=False) as store:
+        for what, count, digest in anchors:
+            if not count:
+                continue
+            now = hashchain.hash_at(store.conn, ledger.TABLE, int(count))
+            if now != digest:
+                raise EvalError(
+                    f"verification failed: trial ledger record {count} (the {what}, "
+                    f"{str(digest)[:16]}…) is "
+                    + ("gone: the ledger was truncated" if now is None else "different")
+                    + " after certification",
+                    key="ledger",
+                )
+
+
+def check_signer_registry(
+    verified: VerifiedBundle, db: str | os.PathLike[str]
+) -> dict[str, Any] | None:
+    """The signer's entry in the store's key registry ({"holder", "role"}), or None when the key
+    is not registered; EvalError when it was revoked before the certificate was issued."""
+    state = resolve(INCIDENT_LOG["integrity_state"])(Path(db))
+    entry = next(
+        (k for k in state["keys"] if k.get("fingerprint") == verified.key_fingerprint), None
+    )
+    if entry is None:
+        return None
+    issued = str(verified.certificate.get("issued_at", ""))
+    revoked = entry.get("revoked_at")
+    if revoked is not None and issued >= str(revoked):
+        raise EvalError(
+            f"verification failed: signature: key {verified.key_fingerprint[:16]}… "
+            f"({entry.get('holder')}, {entry.get('role')}) was revoked at {revoked}, before this "
+            f"certificate was issued ({issued}): a revoked key's signatures do not count",
+            key="signature",
+        )
+    return {"holder": entry.get("holder"), "role": entry.get("role")}
+
+
 def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> None:
     """Recompute a verified bundle's certificate from the store; EvalError at the first
     difference (one line naming the number, its certified value and its value now).
@@ -261,6 +318,7 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
     if not isinstance(seed, int):
         raise EvalError("verification failed: certificate.json: rng.seed is missing", key="rng")
     _check_chain_prefix(db_path, cert.get("incidents", {}).get("chain", {}))
+    _check_ledger_prefix(db_path, cert.get("ledger") or {})
     inputs = gather_inputs(protocol, db_path)
     certified = cert.get("episodes", {})
     if inputs.episodes_digest() != certified.get("digest"):

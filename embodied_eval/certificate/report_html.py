@@ -430,6 +430,8 @@ def _integrity(cert: Mapping[str, Any]) -> str:
     registered = signer.get("registered_in_incident_log")
     chain = cert.get("incidents", {}).get("chain", {})
     artifacts = cert.get("artifacts", {})
+    ledger = cert.get("ledger") or {}
+    seal = ledger.get("seal")
     rows = [
         ["protocol hash", f"<code>{esc(protocol.get('hash'))}</code>"],
         [
@@ -440,6 +442,30 @@ def _integrity(cert: Mapping[str, Any]) -> str:
             or "—",
         ],
         ["incident-chain head", f"<code>{esc(chain.get('head_hash'))}</code>"],
+        [
+            "trial-ledger head",
+            f"<code>{esc(ledger.get('head_hash'))}</code> "
+            f"({fmt_number(ledger.get('record_count', 0))} records)",
+        ],
+        [
+            "window seal",
+            (
+                f"record {esc(seal.get('seq'))}: episode head "
+                f"<code>{esc((seal.get('episode_head') or {}).get('head_hash'))}</code>, incident "
+                f"head <code>{esc((seal.get('incident_head') or {}).get('head_hash'))}</code>, "
+                f"signed by {esc(seal.get('owner'))}"
+                if isinstance(seal, Mapping)
+                else "not sealed"
+            ),
+        ],
+        [
+            "audits and corrections applied",
+            ", ".join(
+                f"{esc(u.get('record_id'))} ({esc(u.get('episode_id'))})"
+                for u in ledger.get("amendments_used", [])
+            )
+            or "none",
+        ],
         ["episodes digest", f"<code>{esc(cert.get('episodes', {}).get('digest'))}</code>"],
         [
             "artifact checksums",

@@ -21,13 +21,13 @@ from embodied_eval.certificate.bundle import (
     SIGNATURE_FILE,
     SIGNATURE_FORMAT,
 )
-from embodied_eval.certificate.signing import (
+from embodied_eval.errors import EvalError
+from embodied_eval.keys import (
     ALGORITHM,
     load_public_key_pem,
     public_key_fingerprint,
     signature_is_valid,
 )
-from embodied_eval.errors import EvalError
 
 
 @dataclass(frozen=True)

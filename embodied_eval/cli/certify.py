@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
 
 from embodied_eval.cli.common import DbOption, JsonOption, print_json
-from embodied_eval.errors import EvalError
-
-
-def _passphrase(env_var: str | None) -> bytes | None:
-    if env_var is None:
-        return None
-    value = os.environ.get(env_var)
-    if value is None:
-        raise EvalError(f"--passphrase-env: ${env_var} is not set", key="passphrase_env")
-    return value.encode("utf-8")
 
 
 def certify(
@@ -44,10 +33,11 @@ def certify(
     bundle (certificate.json, report.html, plots, signature). Refuses when the incident log's
     hash chain does not verify."""
     from embodied_eval.certificate.issue import issue_certificate
-    from embodied_eval.certificate.signing import create_private_key
+    from embodied_eval.keys import create_private_key, passphrase_from_env
 
+    secret = passphrase_from_env(passphrase_env)
     if create_key:
-        fingerprint = create_private_key(key)
+        fingerprint = create_private_key(key, passphrase=secret)
         typer.echo(f"created key {key} (fingerprint {fingerprint})")
     result = issue_certificate(
         protocol_path=protocol,
@@ -55,7 +45,7 @@ def certify(
         key_path=key,
         out=out,
         evidence_path=evidence,
-        passphrase=_passphrase(passphrase_env),
+        passphrase=secret,
         seed=seed,
         overwrite=overwrite,
     )
@@ -94,18 +84,27 @@ def verify(
     from embodied_eval.certificate.verify import verify_bundle
 
     verified = verify_bundle(bundle, expected_fingerprint=fingerprint)
+    signer = verified.certificate.get("signer", {})
+    registered = signer.get("registered_in_incident_log") if isinstance(signer, dict) else None
     recomputed = False
     if db is not None:
-        from embodied_eval.certificate.issue import recompute_check
+        from embodied_eval.certificate.issue import check_signer_registry, recompute_check
 
+        registered = check_signer_registry(verified, db) or registered
         recompute_check(verified, db)
         recomputed = True
+    who = (
+        f"{registered.get('holder')} ({registered.get('role')})"
+        if isinstance(registered, dict)
+        else "a key not in the key registry (pin it with --key-fingerprint)"
+    )
     if as_json:
         print_json(
             {
                 "bundle": str(bundle),
                 "verified": True,
                 "key_fingerprint": verified.key_fingerprint,
+                "signer": registered,
                 "files": len(verified.files),
                 "recomputed": recomputed,
             }
@@ -114,7 +113,7 @@ def verify(
     level = verified.certificate.get("level", {})
     level_text = level.get("assigned") if isinstance(level, dict) else None
     typer.echo(
-        f"verified {bundle}: signature by key {verified.key_fingerprint}, "
+        f"verified {bundle}: signature by key {verified.key_fingerprint} of {who}, "
         f"{len(verified.files)} file hashes match; level {level_text}"
         + ("; numbers recompute from the store" if recomputed else "")
     )

@@ -30,8 +30,12 @@ def import_file(
     kind: Kind = typer.Argument(..., help="What the file holds: episodes, faults or incidents."),
     file: Path = typer.Argument(..., help="A .csv or .parquet file."),
     db: Path | None = DbOption,
+    importer: str | None = typer.Option(
+        None, "--importer", help="Who imports (recorded in the trial ledger; default: login name)."
+    ),
 ) -> None:
-    """Import a CSV/Parquet file into the store (all rows or none; re-importing is harmless)."""
+    """Import a CSV/Parquet file into the store (all rows or none; re-importing is harmless).
+    Imported episodes are chained in the trial ledger with the importer and the file's SHA-256."""
     if kind is Kind.incidents:
         count = resolve(INCIDENT_LOG["import"])(db, file)
         console.print(f"imported {count} incident(s) from {file}")
@@ -39,7 +43,16 @@ def import_file(
     frame = read_table(file)
     with open_store(db) as store:
         if kind is Kind.episodes:
-            new, same = store.write_episodes(episodes_from_frame(frame))
+            import getpass
+
+            from embodied_eval.canonical import file_sha256
+
+            source = {
+                "importer": importer or getpass.getuser(),
+                "source_file": file.name,
+                "source_sha256": file_sha256(file),
+            }
+            new, same = store.write_episodes(episodes_from_frame(frame), source=source)
         else:
             new, same = store.write_faults(faults_from_frame(frame))
     console.print(f"imported {new} new {kind.value} from {file} ({same} already stored)")

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "embodied_eval.cli.run",
     "embodied_eval.cli.certify",
     "embodied_eval.cli.compare",
+    "embodied_eval.cli.store_cmd",
 )
 
 app = typer.Typer(

@@ -60,6 +60,9 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     beyond              {"detector_correction", "baselines", "policy_agreement"} (null when the
                         data does not allow them)
     notes               list of sentences (exposure source, reweighting, warnings)
+    amendments_used     the trial ledger's audits and corrections applied to the episodes:
+                        [{"kind", "record_id", "seq", "episode_id", "changes", "by", "role",
+                        "signer", "at"}]
 
 `--evidence FILE` is a JSON object with any of "maintenance_closure", "expansion_closure",
 "delivery_attestation" (a verdict string or true/false) and "P", "W" (a number or an estimate
@@ -231,7 +234,7 @@ def metrics(
         window=window,
     )
     if as_json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "amendments_used": data.amendments_used})
     else:
         render(report)
 

@@ -12,6 +12,7 @@ import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
@@ -19,6 +20,7 @@ from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
 from embodied_eval.safety_metrics import split_by_episode, unassigned_incident_notes
 from embodied_eval.store import UNASSIGNED_WINDOW, Store, default_db_path
+from embodied_eval.store_verify import require_store_verified
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ class WindowData:
     incidents: list[Incident]
     exposure: list[ExposureEntry]
     notes: list[str] = field(default_factory=list)
+    #: Audits and corrections from the trial ledger applied to the episodes (`ledger.ScoredView`).
+    amendments_used: list[dict[str, Any]] = field(default_factory=list)
+    #: The whole-store verification the data was read after (one line).
+    verification: str = ""
 
 
 def _incident_log_installed() -> bool:
@@ -57,14 +63,28 @@ def load_window(
         count when they name one of the window's episodes; the notes say how many do not.
 
     Raises:
-        EvalError: the store is missing, the window has no episodes, or its episodes were run
-            under another protocol.
+        EvalError: the store is missing or does not verify (`store_verify`: nothing is computed
+            from a tampered store), the window has no episodes, or its episodes were run under
+            another protocol. Episodes are read as scored: chained audits and corrections
+            applied, listed in `amendments_used` and the notes.
     """
     path = Path(db) if db is not None else default_db_path()
     window_id = window if window is not None else protocol.window_id
+    if not path.exists():
+        raise EvalError(
+            f"store {str(path)!r} does not exist (run a trial or import episodes first, or pass "
+            "--db)",
+            key="db",
+        )
+    verified = require_store_verified(path, what="metrics and certificates are")
     with Store(path, create=False) as store:
         scope = store.window_scope(window_id)
-        episodes = [e for w in scope for e in store.episodes(window=w)]
+        episodes = []
+        used: list[dict[str, Any]] = []
+        for w in scope:
+            view = store.scored_episodes(window=w)
+            episodes += view.episodes
+            used += view.used
         faults = [f for w in scope for f in store.faults(window=w)]
     if not episodes:
         raise EvalError(
@@ -73,6 +93,11 @@ def load_window(
             key="window",
         )
     notes: list[str] = []
+    if used:
+        notes.append(
+            f"{len(used)} chained audit(s)/correction(s) applied: "
+            + ", ".join(f"{u['record_id']} ({u['episode_id']})" for u in used)
+        )
     if len(scope) > 1:
         notes.append(
             f"{len(episodes)} episode(s) stored without a window id (imported without a `window` "
@@ -100,4 +125,4 @@ def load_window(
             notes += unassigned_incident_notes(len(tied), len(untied), window_id)
     else:
         notes.append("incident log not installed: no incidents counted and no exposure ledger read")
-    return WindowData(episodes, faults, incidents, exposure, notes)
+    return WindowData(episodes, faults, incidents, exposure, notes, used, verified.summary())

@@ -1,0 +1,149 @@
+"""`embodied-eval store verify | amend` and `embodied-eval trial audit`: the trial ledger."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.errors import EvalError
+
+store_app = typer.Typer(
+    help="The store's integrity: verify the trial ledger, the incident log and artifacts; "
+    "correct an episode by a chained amendment.",
+    no_args_is_help=True,
+)
+
+KeyOption = typer.Option(None, "--key", help="Your private key (PEM) to sign with.")
+PassOption = typer.Option(
+    None,
+    "--passphrase-env",
+    help="Environment variable holding the key's passphrase (else asked on the terminal).",
+)
+
+
+@store_app.command("verify")
+def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
+    """Verify the whole store: the trial ledger and the incident log (hash chains, signatures,
+    seals), the episodes/faults/manifests rows and artifact files against their chained hashes.
+    Names the first bad record and exits 2 when anything fails."""
+    from embodied_eval.store_verify import verify_store
+
+    report = verify_store(db)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        console.print(report.summary(), markup=False, highlight=False)
+        for signer in report.signers:
+            revoked = f", REVOKED at {signer['revoked_at']}" if signer["revoked_at"] else ""
+            console.print(
+                f"  signer {signer['fingerprint'][:16]}… {signer['holder']} ({signer['role']})"
+                f"{revoked}: {signer['signatures']} signature(s)",
+                markup=False,
+                highlight=False,
+            )
+        for seal in report.seals:
+            console.print(
+                f"  window {seal['window']!r} sealed at ledger record {seal['seq']}: episode "
+                f"head {seal['episode_head']['head_hash'][:16]}… "
+                f"({seal['episode_head']['record_count']}), incident head "
+                f"{seal['incident_head']['head_hash'][:16]}… "
+                f"({seal['incident_head']['record_count']}), {seal['exposure_h']:g} h",
+                markup=False,
+                highlight=False,
+            )
+        for note in report.notes[:10]:
+            console.print(f"  note: {note}", markup=False, highlight=False)
+    if not report.ok:
+        raise EvalError(f"store does not verify — {report.summary()}", key="integrity")
+
+
+@store_app.command("amend")
+def store_amend(
+    episode_id: str = typer.Argument(..., help="The stored episode to correct."),
+    changes: list[str] = typer.Option(
+        ..., "--set", help="FIELD=VALUE (JSON value, e.g. quality=0.4, status='\"aborted\"')."
+    ),
+    reason: str = typer.Option(..., "--reason", help="Why the correction is made."),
+    author: str = typer.Option("", "--author", help="Who corrects (the key's holder if --key)."),
+    role: str = typer.Option("technician", "--role", help="In which role."),
+    key: Path | None = KeyOption,
+    passphrase_env: str | None = PassOption,
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Correct a stored episode by a chained amendment (the stored row never changes; the scored
+    view applies it and lists it)."""
+    import json
+
+    from embodied_eval.keys import load_key_option
+    from embodied_eval.trial_audit import amend_episode
+
+    parsed = {}
+    for item in changes:
+        name, sep, text = item.partition("=")
+        if not sep:
+            raise EvalError(f"--set {item!r}: expected FIELD=VALUE", key="field")
+        try:
+            parsed[name.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            parsed[name.strip()] = text
+    payload = amend_episode(
+        db,
+        episode_id,
+        parsed,
+        reason=reason,
+        author=author,
+        role=role,
+        key=load_key_option(key, passphrase_env),
+    )
+    if as_json:
+        print_json(payload)
+        return
+    console.print(f"amendment {payload['record_id']} of {episode_id} chained at {payload['seq']}")
+
+
+def trial_audit(
+    episode_id: str = typer.Argument(..., help="The stored episode audited."),
+    key: Path = typer.Option(..., "--key", help="The technician's private key (PEM)."),
+    succeeded: str = typer.Option(
+        ..., "--succeeded", help="Did the task truly succeed, in your judgment (yes/no)."
+    ),
+    quality: float | None = typer.Option(
+        None, "--quality", help="The task quality you measured, in [0, 1] (optional)."
+    ),
+    note: str = typer.Option("", "--note", help="What you checked."),
+    passphrase_env: str | None = PassOption,
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Append a technician-signed human audit of a stored episode to the trial ledger (no
+    re-import); the success-detector correction uses it. Contradictory answers are refused."""
+    from embodied_eval.keys import load_key_option
+    from embodied_eval.trial_audit import audit_episode
+
+    answer = succeeded.strip().lower()
+    if answer not in ("yes", "no", "y", "n", "true", "false"):
+        raise EvalError(f"--succeeded {succeeded!r}: answer yes or no", key="succeeded")
+    private = load_key_option(key, passphrase_env)
+    assert private is not None
+    payload = audit_episode(
+        db,
+        episode_id,
+        private,
+        succeeded=answer in ("yes", "y", "true"),
+        quality=quality,
+        note=note,
+    )
+    if as_json:
+        print_json(payload)
+        return
+    console.print(
+        f"audit {payload['record_id']} of {episode_id} by {payload['auditor']} chained at "
+        f"{payload['seq']} (signed by {str(payload['signer'])[:16]}…)"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(store_app, name="store")

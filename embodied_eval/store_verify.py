@@ -1,0 +1,193 @@
+"""One verify for the whole store (`embodied-eval store verify`).
+
+Checks, stopping at the first failure and naming the record:
+
+1. the trial ledger's hash chain (`hashchain.walk_chain`): a deleted, reordered, edited or
+   rewritten record; each signed record (audit, seal, amendment with a key) against the key
+   registry — registered, the role it claims, not revoked before it was signed; each seal naming
+   the record before it as the episode chain's head;
+2. the record tables against the ledger: every `episodes.record_json`, fault and safety-event row
+   hashes to what was chained, none is missing, none was added outside the ledger; every
+   manifest's stored JSON hashes to what was chained;
+3. artifact files on disk against their chained SHA-256 (changed → fails; missing → fails for
+   episodes written here, listed for imported ones whose files stayed where they were recorded);
+4. the incident log's chain and signatures (exposure ledger and window closes included), reached
+   through `embodied_eval.plugins.INCIDENT_LOG`;
+5. the seals: each ledger seal's incident head is still that record in the incident log, and
+   each window close's episode-chain head and seal are still in the ledger (a tail removed after
+   a seal from either chain is detected);
+6. the append-only triggers on the ledger and the record tables.
+
+What this cannot show alone: records appended after the last signed record (a seal, an audit, a
+signed review) can be removed or rewritten together by someone holding the file. A seal, a
+certificate (which binds both heads) or a copy of a head kept elsewhere anchors them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from embodied_eval import hashchain, ledger
+from embodied_eval.errors import EvalError
+from embodied_eval.hashchain import Problem
+from embodied_eval.ledger_checks import LedgerWalk, check_tables
+from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.store import Store, default_db_path
+from embodied_eval.store_report import StoreReport
+
+__all__ = ["StoreReport", "require_store_verified", "verify_store"]
+
+
+def _incident_log(db: Path) -> dict[str, Any] | None:
+    module = INCIDENT_LOG["integrity_state"].partition(":")[0]
+    try:
+        if importlib.util.find_spec(module) is None:
+            return None
+    except ModuleNotFoundError:
+        return None
+    state: dict[str, Any] = resolve(INCIDENT_LOG["integrity_state"])(db)
+    return state
+
+
+def _check_seals(
+    conn: sqlite3.Connection, walk: LedgerWalk, closes: list[dict[str, Any]], report: StoreReport
+) -> bool:
+    incident_hash = {c["seq"]: c["hash"] for c in closes}
+    for seal in walk.seals:
+        head = seal["incident_head"]
+        at = head.get("record_count")
+        if at not in incident_hash and _incident_hash_at(conn, at) != head.get("head_hash"):
+            report.fail(
+                "seal",
+                Problem(
+                    seal["seq"],
+                    seal.get("window"),
+                    "truncated",
+                    "the seal "
+                    f"names incident-log record {at} ({str(head.get('head_hash'))[:16]}…)"
+                    ", which is no longer in the incident log: its tail was "
+                    "removed or rewritten after the seal",
+                ),
+            )
+            return False
+        report.seals.append(
+            {
+                k: seal[k]
+                for k in (
+                    "window",
+                    "seq",
+                    "hash",
+                    "episode_head",
+                    "incident_head",
+                    "episodes",
+                    "exposure_h",
+                )
+            }
+        )
+    for close in closes:
+        chained = close.get("episode_chain")
+        if not isinstance(chained, dict):
+            continue
+        count, seal_seq = int(chained["record_count"]), int(chained["seal_seq"])
+        problem = None
+        if count and hashchain.hash_at(conn, ledger.TABLE, count) != chained["head_hash"]:
+            problem = f"names trial-ledger record {count} ({str(chained['head_hash'])[:16]}…)"
+        else:
+            row = conn.execute(
+                f"SELECT body FROM {ledger.TABLE} WHERE seq = ?", (seal_seq,)
+            ).fetchone()
+            if row is None or hashchain.tail_kind(row[0]) != "seal":
+                problem = f"names the ledger seal at record {seal_seq}"
+        if problem:
+            report.fail(
+                "seal",
+                Problem(
+                    close["seq"],
+                    close.get("window"),
+                    "truncated",
+                    f"the signed window close {problem}, which is no longer in"
+                    " the trial ledger: its tail was removed or rewritten"
+                    " after the seal",
+                ),
+            )
+            return False
+    return True
+
+
+def _incident_hash_at(conn: sqlite3.Connection, seq: Any) -> str | None:
+    try:
+        return hashchain.hash_at(conn, "incident_chain", int(seq))
+    except (sqlite3.OperationalError, TypeError, ValueError):
+        return None
+
+
+def verify_store(db: str | os.PathLike[str] | None = None) -> StoreReport:
+    """Verify the whole store (see the module docstring); never raises for a bad store."""
+    path = Path(db) if db is not None else default_db_path()
+    report = StoreReport()
+    incident = _incident_log(path)
+    registry: dict[str, dict[str, Any]] = {}
+    closes: list[dict[str, Any]] = []
+    if incident is not None:
+        registry = {k["fingerprint"]: k for k in incident["keys"]}
+        closes = incident["closes"]
+        log_report = incident["report"]
+        report.incident_records = log_report.records
+        report.incident_head = log_report.head_hash
+        report.incident_summary = log_report.summary()
+    with Store(path, create=False) as store:
+        conn = store.conn
+        walk = LedgerWalk(registry)
+        walked = hashchain.walk_chain(
+            conn, ledger.TABLE, frozenset(ledger.KINDS), walk.check, walk.skim
+        )
+        report.ledger_records, report.ledger_head = walked.count, walked.head_hash
+        report.signers = [
+            {
+                "fingerprint": fp,
+                "holder": registry.get(fp, {}).get("holder"),
+                "role": registry.get(fp, {}).get("role"),
+                "revoked_at": registry.get(fp, {}).get("revoked_at"),
+                "signatures": n,
+            }
+            for fp, n in walk.signatures.items()
+        ]
+        if walked.problem is not None:
+            return report.fail("trial ledger", walked.problem)
+        if not check_tables(conn, walk, report, path):
+            return report
+        if incident is not None and not log_report.ok:
+            assert log_report.problem is not None
+            return report.fail("incident log", log_report.problem)
+        if not _check_seals(conn, walk, closes, report):
+            return report
+        for table, names in ledger.ALL_TRIGGERS.items():
+            if not hashchain.triggers_present(conn, table, names):
+                return report.fail(
+                    "triggers",
+                    Problem(
+                        None,
+                        table,
+                        "triggers",
+                        f"the append-only triggers on {table} are missing (someone dropped them)",
+                    ),
+                )
+    return report
+
+
+def require_store_verified(db: str | os.PathLike[str] | None, *, what: str = "") -> StoreReport:
+    """The report, or EvalError naming the first bad record (nothing is computed from it)."""
+    report = verify_store(db)
+    if not report.ok:
+        path = Path(db) if db is not None else default_db_path()
+        refused = f"; {what} refused until it does" if what else ""
+        raise EvalError(
+            f"store {str(path)!r} does not verify — {report.summary()}{refused} "
+            "(`embodied-eval store verify` shows it)",
+            key="integrity",
+        )
+    return report
