@@ -180,11 +180,8 @@ class BridgeLink:
                     self._camera_count += 1
                     if self._camera_count % self.config.loop.camera_every == 0:
                         msg = deserialize_message(raw, cls)
-                        recorder.write(
-                            compressed_topic(topic),
-                            serialize_message(compressed_image_of(msg)),
-                            log_ns,
-                            source_ns,
+                        recorder.write(  # PNG-compressed on the recorder's writer thread
+                            compressed_topic(topic), _png_cdr(msg), log_ns, source_ns
                         )
                 else:
                     recorder.write(topic, raw, log_ns, source_ns)
@@ -515,6 +512,15 @@ class BridgeLink:
         self._recorder = None
         self.stop_heartbeat()
         self.session.close()
+
+
+def _png_cdr(image: Any) -> Callable[[], bytes]:
+    """A function returning the CDR bytes of `image` as a PNG CompressedImage (run later)."""
+
+    def encode() -> bytes:
+        return bytes(serialize_message(compressed_image_of(image)))
+
+    return encode
 
 
 def compressed_topic(image_topic: str) -> str:

@@ -16,6 +16,8 @@ import struct
 import threading
 import time
 import zlib
+from collections import deque
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +31,8 @@ from embodied_eval.records import Artifact
 PARTIAL_SUFFIX = ".partial"
 #: The chunk in progress reaches the file at least this often, s.
 FLUSH_S = 0.5
+#: The writer thread takes queued messages this often, s.
+WRITER_PERIOD_S = 0.02
 #: Uncompressed chunk size, bytes (small: a crash loses at most one chunk).
 CHUNK_BYTES = 256 * 1024
 
@@ -66,7 +70,8 @@ class McapRecorder:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.partial = self.path.with_name(self.path.name + PARTIAL_SUFFIX)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # bookkeeping (channels, counts) of the callers
+        self._io = threading.Lock()  # the MCAP writer, used by the writer thread
         self._file: IO[bytes] = open(self.partial, "wb")  # noqa: SIM115 - closed in close()
         self._writer = Writer(self._file, chunk_size=CHUNK_BYTES, compression=CompressionType.ZSTD)
         self._last_flush = time.monotonic()
@@ -74,14 +79,20 @@ class McapRecorder:
         self._schemas: dict[str, int] = {}
         self._channels: dict[str, int] = {}
         self._sequence: dict[str, int] = {}
+        self._pending: deque[tuple[int, int, bytes | Callable[[], bytes], int, int]] = deque()
         self.counts: dict[str, int] = {}
         self._closed = False
         if metadata:
             self._writer.add_metadata("episode", {k: str(v) for k, v in metadata.items()})
+        # Compression and file writes happen on this thread, so neither the control loop nor
+        # the ROS callbacks ever wait for them.
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mcap-writer", daemon=True)
+        self._thread.start()
 
     def add_stream(self, topic: str, msgtype: str) -> None:
         """Register a topic with its message type (e.g. "sensor_msgs/msg/JointState")."""
-        with self._lock:
+        with self._lock, self._io:
             if topic in self._channels:
                 return
             schema_id = self._schemas.get(msgtype)
@@ -99,8 +110,17 @@ class McapRecorder:
             self._sequence[topic] = 0
             self.counts[topic] = 0
 
-    def write(self, topic: str, data: bytes, log_time_ns: int, publish_time_ns: int = 0) -> None:
-        """Append one serialized (CDR) message; silently ignored after `close()`."""
+    def write(
+        self,
+        topic: str,
+        data: bytes | Callable[[], bytes],
+        log_time_ns: int,
+        publish_time_ns: int = 0,
+    ) -> None:
+        """Queue one serialized (CDR) message for the writer thread; ignored after `close()`.
+
+        `data` may be a function returning the bytes: it runs on the writer thread (e.g. image
+        compression, which then delays neither the ROS callbacks nor the control loop)."""
         with self._lock:
             if self._closed:
                 return
@@ -109,24 +129,36 @@ class McapRecorder:
                 raise EvalError(f"recording: topic {topic!r} was not registered", key="topic")
             self._sequence[topic] += 1
             self.counts[topic] += 1
-            self._writer.add_message(
-                channel_id=channel,
-                log_time=log_time_ns,
-                data=data,
-                publish_time=publish_time_ns or log_time_ns,
-                sequence=self._sequence[topic],
+            self._pending.append(
+                (channel, log_time_ns, data, publish_time_ns or log_time_ns, self._sequence[topic])
             )
+
+    def _drain(self) -> None:
+        with self._io:
+            while self._pending:
+                channel, log_ns, data, pub_ns, seq = self._pending.popleft()
+                self._writer.add_message(
+                    channel_id=channel,
+                    log_time=log_ns,
+                    data=data if isinstance(data, bytes) else data(),
+                    publish_time=pub_ns,
+                    sequence=seq,
+                )
             now = time.monotonic()
             if now - self._last_flush >= FLUSH_S:
                 self._writer.flush()
                 self._last_flush = now
 
+    def _run(self) -> None:
+        while not self._stop.wait(WRITER_PERIOD_S):
+            self._drain()
+
     def flush(self) -> None:
-        """Write the chunk in progress to the file now (no fsync)."""
-        with self._lock:
-            if not self._closed:
-                self._writer.flush()
-                self._last_flush = time.monotonic()
+        """Write everything queued and the chunk in progress to the file now (no fsync)."""
+        self._drain()
+        with self._io:
+            self._writer.flush()
+            self._last_flush = time.monotonic()
 
     def close(self) -> Artifact:
         """Finish the file, fsync, checksum, rename into place; returns the Artifact."""
@@ -134,6 +166,10 @@ class McapRecorder:
             if self._closed:
                 raise EvalError("recording: already closed")
             self._closed = True
+        self._stop.set()
+        self._thread.join(5.0)
+        self._drain()
+        with self._io:
             self._writer.finish()
             self._file.flush()
             os.fsync(self._file.fileno())
