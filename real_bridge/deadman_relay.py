@@ -11,6 +11,7 @@ replaces whatever it was executing. It holds once per heartbeat loss.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from typing import Any
@@ -28,7 +29,11 @@ class DeadmanRelay:
 
     def __init__(self, config: BridgeConfig) -> None:
         self.config = config
-        self.session = RosSession("embodied_eval_deadman", config.domain_id, config.namespace)
+        # Callbacks take the message alone: the EventsExecutor's lower cost per callback keeps
+        # the heartbeat's arrival time honest.
+        self.session = RosSession(
+            "embodied_eval_deadman", config.domain_id, config.namespace, events_executor=True
+        )
         node, t, q = self.session.node, config.topics, config.qos
         self._lock = threading.Lock()
         self.last_heartbeat_s: float | None = None
@@ -44,7 +49,7 @@ class DeadmanRelay:
             message_class("sensor_msgs/msg/JointState"),
             t.joint_state,
             self._state,
-            qos_profile(q.joint_state),
+            qos_profile(dataclasses.replace(q.joint_state, depth=1)),  # the latest posture only
         )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="deadman", daemon=True)
