@@ -16,7 +16,10 @@ $(STAMP_BASE): pyproject.toml | $(BIN)/python
 	touch $@
 
 $(STAMP_ALL): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q -e ".[ros,dev]"
+	$(BIN)/python -m pip install -q -e ".[ros,dev,ray]"
+	# openpi's client, only to prove our policy server speaks its protocol. It pins numpy<2,
+	# which its code does not need (and pyarrow needs numpy 2): install it without its pins.
+	$(BIN)/python -m pip install -q --no-deps "openpi-client==0.1.2"
 	touch $@ $(STAMP_BASE)
 
 demo: $(STAMP_BASE)

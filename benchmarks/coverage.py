@@ -10,7 +10,8 @@ AR_ppi (prediction-powered success rate): coverage of the iid and cluster interv
 of sim quality (predicts well / 90 % agreement / biased / useless), cluster layouts and p, and
 the real trials it needs for the classical interval's width. Sequential A/B test: wrong-winner
 rate between equal policies with a look after every trial, power, and average trials against
-the fixed-n paired design at the same α and power.
+the fixed-n paired design at the same α and power, beside Wald's floor (the fewest expected trials
+any test with the row's error rates can have).
 
 Run: python benchmarks/coverage.py [--reps 1000] [--seed 7] [--only-new]
 """
@@ -31,7 +32,7 @@ from embodied_eval.stats import (
     poisson_rate_interval,
     poisson_rate_upper,
 )
-from embodied_eval.stats.comparison import fixed_n_pairs
+from embodied_eval.stats.comparison import fewest_expected_pairs, fixed_n_pairs
 from embodied_eval.stats.coverage_ppi import (
     BAD,
     BIASED,
@@ -208,12 +209,14 @@ def comparison_table(reps: int, seed: int) -> None:
     delta, alpha, power, cap = 0.2, 0.05, 0.8, 400
     print(
         f"Sequential A/B (δ = {delta}, α = {alpha}, power {power}, cap {cap}, a look after every "
-        f"trial, {reps} comparisons per row; fixed n = paired z-test at the same α, power):"
+        f"trial, {reps} comparisons per row; fixed n = paired z-test at the same α, power, "
+        f"⌈(z_(1−α/2) + z_power)² σ²_D / δ²⌉ at the σ_D of the design alternative; floor = Wald's "
+        f"lower bound for any test with the row's error rates):"
     )
-    ratios = []
+    ratios, floors = [], []
     for p_a, p_b, shared in (
         (0.6, 0.6, 0.0), (0.5, 0.5, 0.0), (0.85, 0.85, 0.0), (0.6, 0.6, 0.5),
-        (0.7, 0.5, 0.0), (0.7, 0.5, 0.5), (0.8, 0.4, 0.0), (0.5, 0.7, 0.0),
+        (0.7, 0.5, 0.0), (0.7, 0.5, 0.5), (0.5, 0.7, 0.0), (0.8, 0.4, 0.0),
     ):  # fmt: skip
         xa, xb = paired_outcomes(p_a, p_b, reps, cap, rng, shared)
         oc = sequential_comparison_oc(xa, xb, delta, alpha, power)
@@ -225,13 +228,19 @@ def comparison_table(reps: int, seed: int) -> None:
         sd = math.sqrt(differ - (q_a - q_b) ** 2)
         n_fixed = fixed_n_pairs(delta, sd, alpha, power)
         ratio = oc.mean_trials / n_fixed
+        # The row's own paired law: P(A wins the pair), P(B wins it).
+        p10 = shared * max(p_a - p_b, 0.0) + (1 - shared) * p_a * (1 - p_b)
+        p01 = shared * max(p_b - p_a, 0.0) + (1 - shared) * p_b * (1 - p_a)
+        floor = fewest_expected_pairs(p10, p01, delta, alpha, power, oc.no_difference) / n_fixed
         if abs(p_a - p_b) in (0.0, 0.2) or math.isclose(abs(p_a - p_b), 0.2):
             ratios.append(ratio)
+            floors.append(floor)
         kind = "equal" if p_a == p_b else f"Δ = {p_a - p_b:+.1f}"
         print(
             f"  A {p_a} B {p_b} shared {shared} ({kind}): A better {oc.a_better:.3f}, B better "
             f"{oc.b_better:.3f}, no diff {oc.no_difference:.3f}, undecided {oc.undecided:.3f}; "
-            f"mean trials {oc.mean_trials:.1f} vs fixed {n_fixed} → {ratio:.2f}×"
+            f"mean trials {oc.mean_trials:.1f} vs fixed {n_fixed} → {ratio:.2f}× "
+            f"(floor {floor:.2f}×)"
         )
     g = np.random.default_rng(seed + 1)
     qa, qb = g.beta(3, 2, size=(reps, cap)), g.beta(3, 2, size=(reps, cap))
@@ -242,7 +251,9 @@ def comparison_table(reps: int, seed: int) -> None:
     oc = sequential_comparison_oc(qa, qb, delta, alpha, power)
     print(f"  graded q, A shifted up by ≈ δ: A better {oc.a_better:.3f}, mean trials "
           f"{oc.mean_trials:.1f}")  # fmt: skip
-    print(f"  average ratio over the equal and Δ = ±δ binary rows: {np.mean(ratios):.2f}×")
+    print(f"  average ratio over the equal and Δ = ±δ binary rows: {np.mean(ratios):.2f}× "
+          f"(floor {np.mean(floors):.2f}×; the Δ = ±δ rows alone: {np.mean(ratios[4:]):.2f}×, "
+          f"floor {np.mean(floors[4:]):.2f}×)")  # fmt: skip
 
 
 def main() -> None:

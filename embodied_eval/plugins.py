@@ -19,6 +19,10 @@ SIM_ENGINES: dict[str, str] = {
     "pybullet": "sim_suites.episode:run_episode",
 }
 
+#: Builds a policy from its name and a task id: `load(name, task_id) -> Policy` (import paths with
+#: `?key=value` options, policy server URLs); used by `embodied-eval policy serve`.
+POLICY_LOADER = "sim_suites.policies:load_policy"
+
 #: Robot backends for the real side, by name.
 ROBOT_BACKENDS: dict[str, str] = {
     "ros2": "real_bridge.ros2_backend:Ros2Backend",

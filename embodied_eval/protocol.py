@@ -10,7 +10,8 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 
 - `[protocol]` name, version, base_seed, confidence, bootstrap_resamples, majors_allowed, m_min
 - `[window]` id, start, end (dates)
-- `[battery.<family>]` target_quality (family default), instances (≥ 5), each instance with
+- `[battery.<family>]` target_quality (family default), instances (≥ 5; optional `env_id` and
+  `make_kwargs` map an instance to a Gymnasium environment), each instance with
   task_id, optional target_quality and qc_tolerance
 - `[sampling]` seeds_per_instance, drifts (names from `[drift.<name>]`), real_fraction
 - `[randomization]` domain-randomization knobs as [low, high] ranges
@@ -77,13 +78,19 @@ FAMILY_NAMES_HINT = "pick_place, drawer_open, peg_insert, push"
 
 @dataclass(frozen=True)
 class TaskInstance:
-    """One named task instance of a family, with its target quality q* and QC tolerance."""
+    """One named task instance of a family, with its target quality q* and QC tolerance.
+
+    `env_id` / `make_kwargs` map the instance to a registered Gymnasium environment (run with
+    `--engine gymnasium`): `gymnasium.make(env_id, **make_kwargs)`.
+    """
 
     task_id: str
     family: str
     target_quality: float
     qc_tolerance: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    env_id: str = ""
+    make_kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -352,6 +359,8 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
                     target_quality=inst.get("target_quality", float, fam_q, low=0.0, high=1.0),
                     qc_tolerance=inst.get("qc_tolerance", float, fam_tol, low=0.0),
                     params=dict(inst.get("params", dict, {})),
+                    env_id=inst.get("env_id", str, ""),
+                    make_kwargs=dict(inst.get("make_kwargs", dict, {})),
                 )
             )
             inst.done()
@@ -527,6 +536,9 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
                 "target_quality": t.target_quality,
                 "qc_tolerance": t.qc_tolerance,
                 "params": dict(t.params),
+                # Only mapped instances carry these, so other protocols keep their hashes.
+                **({"env_id": t.env_id} if t.env_id else {}),
+                **({"make_kwargs": dict(t.make_kwargs)} if t.make_kwargs else {}),
             }
             for t in instances
         ],

@@ -80,7 +80,9 @@ def run_episode(
         faults: fault kinds or `FaultRequest`s to inject (none by default).
         max_steps: overrides the protocol's max_steps (control steps at 50 Hz).
         record_dir: if given, the per-step trajectory is written there as
-            `<episode_id>.npz` and listed in `Episode.artifacts`.
+            `<episode_id>.npz` and listed in `Episode.artifacts`: `action`, `tcp`, `object`,
+            `q` after each step, and `time` plus every observation array as `obs.<key>` as
+            the policy saw it before each action (read by `embodied-eval export lerobot`).
         reality_gap: extra physics offsets (the twin robot's "real" world).
         started_at: ISO-8601 start time to record; None derives it deterministically.
         safety: monitor limits; None uses the protocol's thresholds over the defaults.
@@ -142,6 +144,9 @@ def run_episode(
     actions = 0
     while True:
         action = agent.act(obs)
+        if record:
+            # What the policy saw when it chose this action (images included), for exports.
+            record_observation(trace, obs, actions * env.control_dt)
         obs, _, terminated, truncated, _ = env.step(action)
         actions += 1
         if record:
@@ -153,6 +158,9 @@ def run_episode(
         if terminated or truncated:
             break
     summary = env.episode_summary()
+    if hasattr(agent, "latency_summary"):
+        # A remote policy: the inference round trips of this episode.
+        summary["control"]["policy_latency_ms"] = agent.latency_summary()
     artifacts: tuple[Artifact, ...] = ()
     if record_dir is not None:
         artifacts = (_write_trace(Path(record_dir), spec.episode_id, trace),)
@@ -180,6 +188,13 @@ def run_episode(
         status_reason=summary["status_reason"],
     )
     return EpisodeOutcome(episode=episode, safety_events=summary["safety_events"])
+
+
+def record_observation(trace: dict[str, list[np.ndarray]], obs: Any, time_s: float) -> None:
+    """Append an observation (every array as `obs.<key>`) and its simulated time to a trace."""
+    trace.setdefault("time", []).append(np.asarray(time_s, dtype=np.float64))
+    for key, value in obs.items():
+        trace.setdefault(f"obs.{key}", []).append(np.asarray(value))
 
 
 def _jsonable(value: Any) -> Any:

@@ -15,8 +15,11 @@ from embodied_eval.stats.comparison import (
     NO_DIFFERENCE,
     UNDECIDED,
     SequentialComparison,
+    bernoulli_relative_entropy,
     effect_confidence_sequence,
+    fewest_expected_pairs,
     fixed_n_pairs,
+    paired_kl_inf,
 )
 from embodied_eval.stats.coverage_sim import paired_outcomes, sequential_comparison_oc
 
@@ -119,6 +122,8 @@ def test_power_scenario_uses_fewer_trials_than_fixed_n():
     assert oc.a_better >= 0.8 - 2 * math.sqrt(0.16 / 2000)
     assert oc.b_better == 0.0
     assert ratio < 1.0
+    # No test with these error rates can average fewer than Wald's floor, 59.69 pairs (below).
+    assert oc.mean_trials >= 59.69
 
 
 def test_effect_confidence_sequence_covers_at_every_look():
@@ -160,3 +165,35 @@ def test_scalar_and_array_bets_agree():
     for n, s1, s2 in ((0, 0.0, 0.0), (3, 2.0, 2.0), (10, -4.0, 6.0), (50, 0.3, 9.5)):
         arr = betting_fractions(np.array([n]), np.array([s1]), np.array([s2]), 0.2)
         assert [float(x[0]) for x in arr] == pytest.approx(list(_bets_scalar(n, s1, s2, 0.2)))
+
+
+def test_fewest_expected_pairs_by_hand():
+    # A 0.7, B 0.5 independent: P(A wins the pair) = 0.7·0.5 = 0.35, P(B wins) = 0.5·0.3 = 0.15.
+    # Closest law with Δ ≤ 0: the Kelly bet λ = (0.35 − 0.15)/(0.35 + 0.15) = 0.4 and
+    #   KL_inf = 0.35 ln 1.4 + 0.15 ln 0.6 = 0.117765 − 0.076624 = 0.041141.
+    # d(0.8 ‖ 0.025) = 0.8 ln 32 + 0.2 ln(0.2/0.975) = 2.772589 − 0.316824 = 2.455765.
+    # Floor: 2.455765 / 0.041141 = 59.69 pairs (vs 91 for the fixed-n design: 0.656×).
+    assert bernoulli_relative_entropy(0.8, 0.025) == pytest.approx(2.455765, abs=1e-6)
+    assert paired_kl_inf(0.35, 0.15, 0.0, False) == pytest.approx(0.041141, abs=1e-6)
+    assert fewest_expected_pairs(0.35, 0.15) == pytest.approx(59.69, abs=0.01)
+    assert fewest_expected_pairs(0.15, 0.35) == pytest.approx(59.69, abs=0.01)
+    # Gaussian D: floor / fixed n = 2 d(0.8 ‖ 0.025) / (z_.975 + z_.8)² = 4.91153 / 7.848876 = 0.6258.
+    z = 1.959964 + 0.841621
+    assert 2 * bernoulli_relative_entropy(0.8, 0.025) / z**2 == pytest.approx(0.6258, abs=1e-4)
+
+
+def test_no_difference_floor_matches_a_brute_force_projection():
+    # Equal policies 0.6/0.6: P(A wins) = P(B wins) = 0.24. The closest law with Δ ≥ δ = 0.2 sits
+    # on Δ = δ: Q = (q, q − 0.2, 1 − 2q + 0.2); search q on a fine grid for the smallest KL.
+    q = np.linspace(0.2 + 1e-6, 0.6 - 1e-6, 400001)
+    p = np.array([0.24, 0.24, 0.52])
+    kl = (
+        p[0] * np.log(p[0] / q)
+        + p[1] * np.log(p[1] / (q - 0.2))
+        + p[2] * np.log(p[2] / (1.2 - 2 * q))
+    )
+    assert paired_kl_inf(0.24, 0.24, 0.2, True) == pytest.approx(kl.min(), rel=1e-6)
+    # d(0.95 ‖ 0.2) = 0.95 ln 4.75 + 0.05 ln 0.0625 = 1.480247 − 0.138629 = 1.341618.
+    assert fewest_expected_pairs(0.24, 0.24, no_difference=0.95) == pytest.approx(
+        1.341618 / kl.min(), rel=1e-5
+    )

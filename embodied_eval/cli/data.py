@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.errors import EvalError
 from embodied_eval.interchange import (
     episodes_from_frame,
     episodes_to_frame,
@@ -24,6 +25,7 @@ class Kind(str, Enum):
     episodes = "episodes"
     faults = "faults"
     incidents = "incidents"
+    lerobot = "lerobot"
 
 
 def import_file(
@@ -40,6 +42,8 @@ def import_file(
         count = resolve(INCIDENT_LOG["import"])(db, file)
         console.print(f"imported {count} incident(s) from {file}")
         return
+    if kind is Kind.lerobot:
+        raise EvalError("import lerobot is not supported; import episodes from CSV/Parquet")
     frame = read_table(file)
     with open_store(db) as store:
         if kind is Kind.episodes:
@@ -60,11 +64,19 @@ def import_file(
 
 def export_file(
     kind: Kind = typer.Argument(..., help="What to export: episodes, faults or incidents."),
-    out: Path = typer.Option(..., "--out", help="Output file; .csv or .parquet by extension."),
+    out: Path = typer.Option(
+        ..., "--out", help="Output file (.csv or .parquet by extension); a folder for lerobot."
+    ),
     db: Path | None = DbOption,
     window: str | None = typer.Option(None, "--window", help="Only this window id."),
 ) -> None:
-    """Export from the store to CSV or Parquet (written atomically)."""
+    """Export from the store to CSV or Parquet (written atomically), or as a LeRobotDataset
+    folder (`export lerobot --out DIR`)."""
+    if kind is Kind.lerobot:
+        from embodied_eval.cli.export import export_lerobot_command
+
+        export_lerobot_command(out, db, window)
+        return
     if kind is Kind.incidents:
         count = resolve(INCIDENT_LOG["export"])(db, out, window)
         console.print(f"exported {count} incident(s) to {out}")

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "embodied_eval.cli.score",
     "embodied_eval.cli.run",
     "embodied_eval.cli.certify",
+    "embodied_eval.cli.policy",
     "embodied_eval.cli.compare",
     "embodied_eval.cli.store_cmd",
 )

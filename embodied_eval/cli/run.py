@@ -17,10 +17,10 @@ import typer
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import load_protocol
+from embodied_eval.runner.gym_side import GymSource
 from embodied_eval.runner.progress import summary_table
 from embodied_eval.runner.summary import RunSummary
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.runner.work import GymSource
 from embodied_eval.store import default_db_path
 
 
@@ -84,7 +84,10 @@ def run_command(
         None, "--engine", help="Sim engine, repeatable: mujoco, pybullet (default: the protocol's)."
     ),
     policy: str | None = typer.Option(
-        None, "--policy", help="Policy 'module:factory' for both sides (default: the protocol's)."
+        None,
+        "--policy",
+        help="Policy 'module:factory', or ws://HOST:PORT for a policy server, for both sides "
+        "(default: the protocol's).",
     ),
     executor: ExecutorChoice = typer.Option(
         ExecutorChoice.local, "--executor", help="How sim episodes fan out."
@@ -121,7 +124,12 @@ def run_command(
         None, "--timeout", help="Wall-clock limit per sim episode, seconds (local/ray executors)."
     ),
     record: bool = typer.Option(False, "--record", help="Let sim engines write recordings."),
-    ray_address: str | None = typer.Option(None, "--ray-address", help="Ray cluster to join."),
+    ray_address: str | None = typer.Option(
+        None,
+        "--ray-address",
+        help="Ray cluster to join with --executor ray ('auto', 'HOST:6379' or "
+        "'ray://HOST:10001'); default: start a local one.",
+    ),
     ray_working_dir: str | None = typer.Option(
         None, "--ray-working-dir", help="Code folder shipped to a remote Ray cluster."
     ),
@@ -131,8 +139,9 @@ def run_command(
 ) -> None:
     """Run a protocol's paired sim/real trials; re-run the same command to resume."""
     protocol = load_protocol(protocol_file)
-    if quality and not gym_id:
-        raise EvalError("--quality needs --gym-id", key="quality")
+    gym_engine = tuple(engine or ()) == ("gymnasium",)
+    if quality and not (gym_id or gym_engine):
+        raise EvalError("--quality needs --gym-id or --engine gymnasium", key="quality")
     options = RunOptions(
         sides=("sim", "real") if side is SideChoice.both else (side.value,),
         engines=tuple(engine) if engine else None,
@@ -143,7 +152,7 @@ def run_command(
         timeout_s=timeout,
         robot_backend=robot_backend,
         robot_options=parse_options(robot_option),
-        gym=GymSource(gym_id=gym_id, quality=quality or "") if gym_id else None,
+        gym=GymSource(gym_id=gym_id or "", quality=quality or "") if gym_id or quality else None,
         record=record,
         ray_address=ray_address,
         ray_working_dir=ray_working_dir,
@@ -168,6 +177,12 @@ def run_command(
     if summary.real_halted:
         console.print(f"[red]halted[/]: {summary.real_stopped}")
         raise typer.Exit(3)
+    if summary.all_failed:
+        raise EvalError(
+            f"every one of the {summary.written} episode(s) run failed; first error: "
+            f"{summary.first_error}",
+            key="run",
+        )
 
 
 def register(app: typer.Typer) -> None:

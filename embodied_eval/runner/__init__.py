@@ -1,11 +1,14 @@
 """The paired-trial runner: plan the manifest, run sim and real episodes, record, resume, stop.
 
 - `plan`: the manifest (seed escrow) drawn from the protocol's sampling law μ.
-- `executors`: sequential, local process pool and Ray executors behind `map_episodes`.
+- `executors`: sequential and local process pool executors behind `map_episodes`, and
+  `make_executor`; `ray_executor` the Ray one; both build on `executor_base` (retry rules,
+  batching), so neither imports the other.
 - `backend`: the `RobotBackend` interface the real side runs through.
 - `trials`: `run_trials`, what `embodied-eval run` calls.
 - `stopping`: anytime-valid stopping of the real side against the AR gate.
-- `gym_side`: any registered Gymnasium environment as the sim side.
+- `gym_side`: any registered Gymnasium environment as the sim side (`gym_physics`: randomization
+  and energy through a MuJoCo model).
 
 Names are imported lazily: pool workers import `embodied_eval.runner.executors` and `.work`
 only, and must not pay for the store (pandas) and the CLI on every start.
@@ -19,7 +22,7 @@ from typing import Any
 _EXPORTS = {
     "BackendFactory": "embodied_eval.runner.backend",
     "RobotBackend": "embodied_eval.runner.backend",
-    "GymSource": "embodied_eval.runner.work",
+    "GymSource": "embodied_eval.runner.gym_side",
     "Manifest": "embodied_eval.runner.plan",
     "derive_seed": "embodied_eval.runner.plan",
     "plan_manifest": "embodied_eval.runner.plan",

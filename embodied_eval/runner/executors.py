@@ -16,112 +16,39 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import multiprocessing
 import multiprocessing.connection
 import os
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
+from embodied_eval.runner.executor_base import (
+    THREAD_ENV,
+    EpisodeFn,
+    Executor,
+    batch_size,
+    call_safely,
+    retry_spec,
+)
 from embodied_eval.runner.outcomes import error_outcome
-from embodied_eval.runner.plan import next_attempt
-
-EpisodeFn = Callable[[EpisodeSpec], EpisodeOutcome]
-
-#: Thread-count variables set to 1 in worker processes: parallelism comes from the workers, and
-#: BLAS/OpenMP threads in each of them would oversubscribe the cores.
-THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 #: Marker folders are "<tmp>/embodied-eval-workers-<runner pid>-<random>".
 MARKER_PREFIX = "embodied-eval-workers-"
 
 #: A pool that breaks this many times in a row with no episode to blame is given up on.
 MAX_UNATTRIBUTED_BREAKS = 3
-
-
-class Executor(Protocol):
-    """Runs episodes and yields their outcomes in completion order."""
-
-    name: str
-
-    def map_episodes(
-        self,
-        fn: EpisodeFn,
-        specs: Iterable[EpisodeSpec],
-        max_retries: int = 1,
-        timeout_s: float | None = None,
-        *,
-        retry_on: Sequence[str] = ("error",),
-        stop: threading.Event | None = None,
-    ) -> Iterator[EpisodeOutcome]:
-        """Run `fn(spec)` for every spec (and retries); yield each outcome as it finishes.
-
-        Args:
-            fn: runs one episode and returns its outcome (picklable for process executors).
-            specs: the manifest rows to run.
-            max_retries: retries per manifest row; attempt a is retried while a <= max_retries.
-            timeout_s: wall-clock limit per episode, s (None: no limit).
-            retry_on: statuses that trigger a retry.
-            stop: when set, stop starting episodes, abandon those in flight (they were not
-                recorded and will be re-run on resume) and return.
-        """
-        ...
-
-
-def retry_spec(
-    spec: EpisodeSpec, outcome: EpisodeOutcome, max_retries: int, retry_on: Sequence[str]
-) -> EpisodeSpec | None:
-    """The next attempt of `spec` when `outcome` calls for a retry and retries are left."""
-    if outcome.episode.status in retry_on and spec.attempt <= max_retries:
-        return next_attempt(spec)
-    return None
-
-
-def batch_size(
-    durations: Sequence[float], remaining: int, workers: int, target_s: float, max_batch: int
-) -> int:
-    """Episodes per task for a process or Ray pool: about `target_s` seconds of work each.
-
-    Args:
-        durations: wall seconds of the episodes finished so far (the last 64 are used).
-        remaining: episodes still waiting to be submitted.
-        workers: tasks that run at once.
-        target_s: wall seconds of episodes one task should carry.
-        max_batch: most episodes per task.
-
-    Returns:
-        The batch size, at least 1 (exactly 1 before any episode has finished).
-    """
-    if not durations:
-        return 1
-    typical = statistics.median(durations[-64:])
-    by_time = int(target_s / max(typical, 1e-6))
-    # Keep at least two batches per worker so the last ones do not leave a core idle.
-    fair = math.ceil(remaining / (2 * workers))
-    return max(1, min(max_batch, by_time, fair))
-
-
-def _call_safely(fn: EpisodeFn, spec: EpisodeSpec) -> EpisodeOutcome:
-    """`fn(spec)`, with an exception escaping `fn` turned into an `error` outcome."""
-    try:
-        return fn(spec)
-    except Exception as exc:
-        last = traceback.format_exc().strip().splitlines()[-1]
-        return error_outcome(spec, f"{type(exc).__name__} escaped the episode function: {last}")
 
 
 class SequentialExecutor:
@@ -148,7 +75,7 @@ class SequentialExecutor:
             if stop is not None and stop.is_set():
                 return
             spec = queue.popleft()
-            outcome = _call_safely(fn, spec)
+            outcome = call_safely(fn, spec)
             yield outcome
             retry = retry_spec(spec, outcome, max_retries, retry_on)
             if retry is not None:
@@ -220,7 +147,7 @@ def _run_batch(fn: EpisodeFn, specs: Sequence[EpisodeSpec]) -> list[tuple[Episod
     for spec in specs:
         _write_marker(spec.episode_id)
         t0 = time.monotonic()
-        outcome = _call_safely(fn, spec)
+        outcome = call_safely(fn, spec)
         results.append((outcome, time.monotonic() - t0))
     _clear_marker()
     return results
@@ -480,3 +407,15 @@ def make_executor(
 
         return RayExecutor(workers, address=ray_address, working_dir=ray_working_dir)
     raise EvalError(f"executor {name!r} is not one of sequential, local, ray", key="executor")
+
+
+__all__ = [
+    "THREAD_ENV",
+    "EpisodeFn",
+    "Executor",
+    "LocalPoolExecutor",
+    "SequentialExecutor",
+    "batch_size",
+    "make_executor",
+    "retry_spec",
+]

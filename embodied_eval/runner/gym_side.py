@@ -1,12 +1,24 @@
 """Any registered Gymnasium environment as the sim side of a paired trial.
 
-The environment is made with `gymnasium.make(gym_id)`, reset with the spec's seed and stepped by
-the policy until it terminates, truncates or reaches the protocol's `max_steps`. Quality q comes
+Two ways to name the environment:
+
+- `--gym-id ID`: every sim episode runs `ID` and is recorded under family = task = `ID` (never
+  under the protocol's unrelated task ids); seeds, pairs and episode ids stay the manifest's.
+- `--engine gymnasium` with instances mapped in the protocol (`env_id`, `make_kwargs` in
+  `[battery.<family>] instances`): each episode runs its instance's environment and is recorded
+  under the protocol's task id.
+
+The environment is made with `gymnasium.make(env_id, **make_kwargs)`, randomized where it exposes
+its physics (`gym_physics`), reset with the spec's seed and stepped by the policy until it
+terminates, truncates or reaches the protocol's `max_steps`. `duration_s` is simulated time,
+`env.unwrapped.dt` × steps, when the environment exposes `dt` (wall time otherwise, and
+`control.duration_source` says which). Quality q comes
 from a quality function ("module:function" taking a `GymRollout`) or, without one, from
 `info["is_success"]` at the last step (the gymnasium-robotics convention): q = 1 if it is true,
 else 0. Success z = 1{q ≥ q*} as for every episode.
 
-A policy is "module:factory" with `factory(env, seed) -> act`, `act(observation) -> action`.
+A policy is "module:factory" with `factory(env, seed) -> act`, `act(observation) -> action`, or a
+policy server `ws://HOST:PORT` (an array observation is sent as `{"observation": array}`).
 """
 
 from __future__ import annotations
@@ -15,14 +27,45 @@ import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
+import numpy as np
+
+from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
-from embodied_eval.records import EpisodeOutcome, EpisodeSpec
+from embodied_eval.protocol import Protocol
+from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
+from embodied_eval.remote import is_remote_policy
+from embodied_eval.remote.client import RemotePolicy
+from embodied_eval.runner.gym_physics import apply_randomization, step_energy_j
 
-if TYPE_CHECKING:
-    from embodied_eval.runner.work import GymSource
+#: Engine name of sim episodes run on an external Gymnasium environment.
+GYM_ENGINE = "gymnasium"
+
+
+@dataclass(frozen=True)
+class GymSource:
+    """An external Gymnasium environment used as the sim side.
+
+    Attributes:
+        gym_id: a registered environment id, e.g. "Pusher-v5"; empty: each protocol instance
+            names its own (`env_id`, `make_kwargs`).
+        quality: "module:function" mapping a `GymRollout` to q in [0, 1]; empty: read success
+            from `info["is_success"]` at the last step (the gymnasium-robotics convention).
+        make_kwargs: keyword arguments for `gymnasium.make`.
+    """
+
+    gym_id: str
+    quality: str = ""
+    make_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """What the run key records about this source."""
+        return f"gym:{self.gym_id or 'protocol'}|quality:{self.quality or 'is_success'}"
+
 
 #: The policy used on a Gymnasium source when none is given: uniform random actions.
 RANDOM_POLICY = "embodied_eval.runner.gym_side:random_policy"
@@ -56,15 +99,29 @@ def random_policy(env: Any, seed: int) -> Callable[[Any], Any]:
 
 
 def check_gym_id(gym_id: str) -> None:
-    """Raise EvalError unless `gym_id` is a registered Gymnasium environment id."""
+    """Raise EvalError unless `gym_id` is a registered Gymnasium environment id.
+
+    "module:EnvId" first imports `module` (which registers its environments), as
+    `gymnasium.make` does, e.g. "gymnasium_robotics:PointMaze_UMaze-v3".
+    """
+    import importlib
+
     import gymnasium
 
+    module, _, name = gym_id.rpartition(":")
     try:
-        gymnasium.spec(gym_id)
+        if module:
+            importlib.import_module(module)
+        gymnasium.spec(name)
     except Exception as exc:
         raise EvalError(
             f"--gym-id {gym_id!r} is not a registered Gymnasium environment ({exc})", key="gym_id"
         ) from None
+
+
+def env_name(gym_id: str) -> str:
+    """The environment's own id, without a "module:" prefix (what episodes are recorded under)."""
+    return gym_id.rpartition(":")[2]
 
 
 def rollout_quality(rollout: GymRollout, quality_fn: Callable[[GymRollout], float] | None) -> float:
@@ -86,35 +143,89 @@ def rollout_quality(rollout: GymRollout, quality_fn: Callable[[GymRollout], floa
     return value
 
 
+def gym_target(
+    spec: EpisodeSpec, source: GymSource, protocol: Protocol
+) -> tuple[str, dict[str, Any]]:
+    """(env id, make kwargs) for a spec: the source's id, else the protocol instance's mapping."""
+    if source.gym_id:
+        return source.gym_id, dict(source.make_kwargs)
+    inst = protocol.instance(spec.task_id)
+    if not inst.env_id:
+        raise EvalError(
+            f"task {spec.task_id!r} has no env_id in the protocol; map every instance "
+            "(env_id, make_kwargs) or pass --gym-id",
+            key="env_id",
+        )
+    return inst.env_id, {**dict(source.make_kwargs), **dict(inst.make_kwargs)}
+
+
 def run_gym_episode(
-    spec: EpisodeSpec, source: GymSource, *, max_steps: int, started_at: str
+    spec: EpisodeSpec,
+    source: GymSource,
+    *,
+    protocol: Protocol,
+    max_steps: int,
+    started_at: str,
+    record_dir: Path | None = None,
 ) -> EpisodeOutcome:
-    """Run one episode of `spec` on the Gymnasium environment `source.gym_id`.
+    """Run one episode of `spec` on its Gymnasium environment.
 
     Args:
         spec: the manifest row (engine "gymnasium").
-        source: environment id, quality function and `make` keyword arguments.
+        source: environment id (or the protocol's mapping), quality function, `make` kwargs.
+        protocol: supplies the `[randomization]` ranges and the instance mapping.
         max_steps: step limit.
         started_at: ISO UTC time the attempt started.
+        record_dir: when given, the per-step trajectory is written there (`time`, `action`,
+            the observation as `obs.observation` or, for a dict, `obs.<key>`, and the rendered
+            frame as `obs.camera` when the env was made with `render_mode="rgb_array"`).
 
     Returns:
         An `ok` episode with q from `rollout_quality`; `control` holds the total reward, the
-        step count and how the rollout ended. duration_s is wall-clock seconds.
+        step count and how the rollout ended; `randomization` what was applied and what not.
     """
     import gymnasium
 
     quality_fn = resolve(source.quality) if source.quality else None
-    factory = resolve(spec.policy)
+    remote = RemotePolicy(spec.policy, spec.task_id) if is_remote_policy(spec.policy) else None
+    factory: Any = resolve(spec.policy) if remote is None else None
+    env_id, make_kwargs = gym_target(spec, source, protocol)
     t0 = time.monotonic()
-    env = gymnasium.make(source.gym_id, **dict(source.make_kwargs))
+    env = gymnasium.make(env_id, **make_kwargs)
+    rng = np.random.default_rng(np.random.SeedSequence([int(spec.seed) % 2**63, 0x67796D]))
+    trace: dict[str, list[Any]] = {"time": [], "action": []}
     try:
+        randomization = apply_randomization(env, protocol.randomization, rng)
         observation, info = env.reset(seed=spec.seed)
-        act = factory(env, spec.seed)
-        total, steps, terminated, truncated = 0.0, 0, False, False
+        dt = getattr(env.unwrapped, "dt", None)
+        step_dt = float(dt) if isinstance(dt, (int, float)) and dt > 0 else None
+        if remote is not None:
+            remote.reset(spec.seed)
+            act = remote_act(remote)
+        else:
+            act = factory(env, spec.seed)
+        camera = record_dir is not None and getattr(env, "render_mode", None) == "rgb_array"
+        total, steps, terminated, truncated, energy_j = 0.0, 0, False, False, 0.0
         while steps < max_steps and not (terminated or truncated):
-            observation, reward, terminated, truncated, info = env.step(act(observation))
+            action = act(observation)
+            if record_dir is not None:
+                trace["time"].append(steps * (step_dt or 0.0))
+                trace["action"].append(np.asarray(action, dtype=np.float64))
+                parts = (
+                    observation
+                    if isinstance(observation, Mapping)
+                    else {"observation": observation}
+                )
+                for key, value in parts.items():
+                    trace.setdefault(f"obs.{key}", []).append(np.asarray(value))
+                if camera:
+                    # The rendered frame of the state the policy acted on, as a camera stream.
+                    trace.setdefault("obs.camera", []).append(np.asarray(env.render(), np.uint8))
+            observation, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             steps += 1
+            if step_dt is not None:
+                energy_j += step_energy_j(env, step_dt)
     finally:
         env.close()
     rollout = GymRollout(
@@ -126,17 +237,55 @@ def run_gym_episode(
         final_info=dict(info),
     )
     quality = rollout_quality(rollout, quality_fn)
+    artifacts: tuple[Artifact, ...] = ()
+    if record_dir is not None and steps:
+        artifacts = (write_trace(Path(record_dir), spec.episode_id, trace),)
+    duration = steps * step_dt if step_dt is not None else time.monotonic() - t0
     episode = spec.to_episode(
         quality,
         status="ok",
-        duration_s=time.monotonic() - t0,
+        duration_s=round(duration, 9),
         actions=steps,
         control={
+            "env_id": env_id,
             "total_reward": total,
             "steps": steps,
             "terminated": bool(terminated),
             "truncated": bool(truncated),
+            "duration_source": "simulated" if step_dt is not None else "wall",
+            **({"policy_latency_ms": remote.latency_summary()} if remote is not None else {}),
         },
+        randomization=randomization,
+        drift={"name": spec.drift_name, **dict(spec.drift), "applied": False},
+        energy_wh=round(energy_j / 3600.0, 12),
         started_at=started_at,
+        artifacts=artifacts,
     )
     return EpisodeOutcome(episode=episode)
+
+
+def remote_act(remote: RemotePolicy) -> Callable[[Any], Any]:
+    """`act(observation)` through a policy server: a dict observation is sent as it is, an
+    array as `{"observation": array}`."""
+
+    def act(observation: Any) -> Any:
+        obs = observation if isinstance(observation, Mapping) else {"observation": observation}
+        return remote.act(obs)
+
+    return act
+
+
+def write_trace(folder: Path, episode_id: str, trace: Mapping[str, list[Any]]) -> Artifact:
+    """Write a per-step trajectory as `<folder>/trajectory.npz` (atomic) and describe it."""
+    import io
+
+    buffer = io.BytesIO()
+    arrays = {k: np.asarray(v) for k, v in trace.items()}
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    data = buffer.getvalue()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "trajectory.npz"
+    digest = atomic_write_bytes(path, data)
+    return Artifact(
+        path=str(path.resolve()), sha256=digest, kind="trajectory", size_bytes=len(data)
+    )

@@ -16,6 +16,8 @@ from embodied_eval.errors import EvalError
 from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES, resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import SIDES
+from embodied_eval.remote import is_remote_policy
+from embodied_eval.remote.client import parse_policy_url
 from embodied_eval.runner.backend import backend_target
 from embodied_eval.runner.plan import Manifest, plan_manifest
 from embodied_eval.runner.work import GYM_ENGINE, GymSource
@@ -69,6 +71,7 @@ class RunSettings:
     real_backend: str
     real_engine: str
     sim_source: str
+    sim_task: str = ""
 
 
 def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
@@ -86,23 +89,39 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
         raise EvalError("--timeout: must be a positive number of seconds", key="timeout")
     if options.workers is not None and options.workers < 1:
         raise EvalError("--workers: must be at least 1", key="workers")
-    if options.gym is not None:
-        from embodied_eval.runner.gym_side import RANDOM_POLICY, check_gym_id
+    sim_task = ""
+    gym_engine = options.gym is not None or tuple(options.engines or ()) == (GYM_ENGINE,)
+    if gym_engine:
+        from embodied_eval.runner.gym_side import RANDOM_POLICY, check_gym_id, env_name
 
-        check_gym_id(options.gym.gym_id)
+        gym = options.gym or GymSource(gym_id="")
         if options.engines and tuple(options.engines) != (GYM_ENGINE,):
             raise EvalError("--engine cannot be combined with --gym-id", key="engine")
+        if gym.gym_id:
+            check_gym_id(gym.gym_id)
+            sim_task = env_name(gym.gym_id)
+        else:
+            unmapped = [i.task_id for i in protocol.instances if not i.env_id]
+            if unmapped:
+                raise EvalError(
+                    f"--engine gymnasium: instance {unmapped[0]!r} has no env_id; map every "
+                    "instance in [battery.<family>] instances (env_id, make_kwargs) or pass "
+                    "--gym-id",
+                    key="env_id",
+                )
+            for env_id in sorted({i.env_id for i in protocol.instances}):
+                check_gym_id(env_id)
         engines: tuple[str, ...] = (GYM_ENGINE,)
         targets: dict[str, str] = {}
         sim_policy = options.policy or RANDOM_POLICY
-        sim_source = options.gym.label
+        sim_source = gym.label
     else:
         engines = tuple(options.engines or protocol.engines)
         unknown = [e for e in engines if e not in SIM_ENGINES]
         if unknown:
             raise EvalError(
                 f"--engine {unknown[0]!r} is not a registered sim engine (known: "
-                f"{', '.join(sorted(SIM_ENGINES))})",
+                f"{', '.join(sorted([*SIM_ENGINES, GYM_ENGINE]))})",
                 key="engine",
             )
         targets = {e: SIM_ENGINES[e] for e in engines}
@@ -118,6 +137,7 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
         real_backend=backend,
         real_engine=real_engine,
         sim_source=sim_source,
+        sim_task=sim_task,
     )
 
 
@@ -128,7 +148,10 @@ def check_importable(settings: RunSettings, options: RunOptions) -> None:
     if "sim" in options.sides:
         for target in settings.engine_targets.values():
             resolve(target)
-        resolve(settings.sim_policy)
+        if is_remote_policy(settings.sim_policy):
+            parse_policy_url(settings.sim_policy)
+        else:
+            resolve(settings.sim_policy)
         if options.gym is not None and options.gym.quality:
             resolve(options.gym.quality)
 
@@ -143,4 +166,5 @@ def plan_for(protocol: Protocol, options: RunOptions) -> Manifest:
         real_policy=s.real_policy,
         real_engine=s.real_engine,
         sim_source=s.sim_source,
+        sim_task=s.sim_task,
     )

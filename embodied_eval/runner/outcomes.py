@@ -49,8 +49,12 @@ def error_outcome(
     out_dir: str | Path | None = None,
     started_at: str | None = None,
     duration_s: float = 0.0,
+    status: str = "error",
 ) -> EpisodeOutcome:
     """An `error` episode for `spec` (quality 0, not scored), with the traceback as an artifact.
+
+    `status="aborted"` records an episode that could not finish for a reason outside the harness
+    (e.g. the remote policy server stopped answering).
 
     Args:
         spec: the manifest row that failed.
@@ -65,7 +69,7 @@ def error_outcome(
     line = " ".join(reason.split())
     episode = spec.to_episode(
         0.0,
-        status="error",
+        status=status,
         duration_s=max(0.0, duration_s),
         started_at=started_at or utc_now_iso(),
         artifacts=artifacts,

@@ -131,6 +131,7 @@ def plan_manifest(
     real_policy: str | None = None,
     real_engine: str | None = None,
     sim_source: str = "",
+    sim_task: str = "",
 ) -> Manifest:
     """Draw the manifest from μ with the protocol's base seed (factorial over t × δ × s).
 
@@ -141,6 +142,8 @@ def plan_manifest(
         real_engine: the engine name written on real specs (default: the protocol's backend).
         sim_source: "" for the built-in engines; "gym:<id>|quality:<fn>" for an external
             Gymnasium environment (part of the run key, so its ids differ from built-in runs).
+        sim_task: when set, sim specs are recorded under this family and task id (an external
+            environment that is none of the protocol's tasks); pairs and seeds are unchanged.
 
     Returns:
         The `Manifest`: n_pairs = instances × drifts × seeds_per_instance pairs, each with one
@@ -182,6 +185,7 @@ def plan_manifest(
             "target_quality": inst.target_quality,
             "attempt": 1,
         }
+        sim_common = {**common, "family": sim_task, "task_id": sim_task} if sim_task else common
         for engine in engine_list:
             specs.append(
                 EpisodeSpec(
@@ -189,7 +193,7 @@ def plan_manifest(
                     side="sim",
                     engine=engine,
                     policy=sim_pol,
-                    **common,
+                    **sim_common,
                 )
             )
         if real_selected[int(index)]:
@@ -216,6 +220,7 @@ def plan_manifest(
         "sim_engines": engine_list,
         "real_engine": real_eng,
         "sim_source": sim_source,
+        **({"sim_task": sim_task} if sim_task else {}),
         "seed_rule": SEED_RULE,
         "design": "factorial: instances x drifts x seeds_per_instance, seeded run order",
         "seeds_per_instance": protocol.seeds_per_instance,

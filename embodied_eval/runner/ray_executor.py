@@ -24,11 +24,11 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from embodied_eval.runner.executors import (
+from embodied_eval.runner.executor_base import (
     THREAD_ENV,
     EpisodeFn,
-    _call_safely,
     batch_size,
+    call_safely,
     retry_spec,
 )
 from embodied_eval.runner.outcomes import error_outcome
@@ -53,7 +53,7 @@ def run_batch_plain(
     out = []
     for spec in specs:
         t0 = time.monotonic()
-        out.append((_call_safely(fn, spec), time.monotonic() - t0))
+        out.append((call_safely(fn, spec), time.monotonic() - t0))
     return out
 
 

@@ -45,6 +45,8 @@ class Recorder:
         self.progress = progress
         self.lock = threading.Lock()
         self.written = 0
+        self.failed = 0
+        self.first_error = ""
 
     def record(self, store: Store, outcome: EpisodeOutcome) -> bool:
         """Store one outcome; returns True when it settles its manifest row."""
@@ -57,6 +59,10 @@ class Recorder:
         )
         with self.lock:
             self.written += 1
+            if ep.status == "error":
+                self.failed += 1
+                if not self.first_error:
+                    self.first_error = f"{ep.episode_id}: {ep.status_reason}"
         if settles:
             self.progress.advance(ep)
         return settles

@@ -151,6 +151,8 @@ class RunSummary:
         real_error: why the real side could not run ("" if it could).
         written: episodes written by this invocation (attempts, including errors).
         interrupted: Ctrl-C stopped the run; re-running the command continues it.
+        failed / first_error: attempts of this invocation that ended `error`, and the first
+            one's reason (a run where every attempt failed exits non-zero with it).
     """
 
     run_id: str
@@ -175,6 +177,13 @@ class RunSummary:
     real_halted: bool = False
     real_error: str = ""
     incident_log: str = ""
+    failed: int = 0
+    first_error: str = ""
+
+    @property
+    def all_failed(self) -> bool:
+        """This invocation ran episodes and every one of them ended `error`."""
+        return self.written > 0 and self.failed == self.written
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -63,7 +63,7 @@ from embodied_eval.runner.summary import (
     settle,
     stored_attempts,
 )
-from embodied_eval.runner.work import SimContext, run_sim_episode
+from embodied_eval.runner.work import GYM_ENGINE, GymSource, SimContext, run_sim_episode
 from embodied_eval.store import Store
 
 __all__ = ["RunOptions", "plan_for", "run_trials"]
@@ -191,6 +191,7 @@ def run_trials(
         real_policy=settings.real_policy,
         real_engine=settings.real_engine,
         sim_source=settings.sim_source,
+        sim_task=settings.sim_task,
     )
     out = Path(out_dir)
     db = Path(db_path)
@@ -274,6 +275,8 @@ def run_trials(
                     while thread.is_alive():
                         thread.join(0.2)
         summary.written = recorder.written
+        summary.failed = recorder.failed
+        summary.first_error = recorder.first_error
         # Only Ctrl-C (or the caller) sets `stop`; the real side halts through `real_stop`.
         summary.interrupted = stop.is_set()
         if real_side is not None:
@@ -322,7 +325,7 @@ def _run_sim(
         out_dir=str(out_dir.resolve()),
         record=options.record,
         max_steps=protocol.max_steps,
-        gym=options.gym,
+        gym=options.gym or (GymSource(gym_id="") if settings.engines == (GYM_ENGINE,) else None),
     )
     fn = functools.partial(run_sim_episode, context)
     with Store(db_path) as store:

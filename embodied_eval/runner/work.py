@@ -9,38 +9,15 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from embodied_eval.plugins import resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
+from embodied_eval.remote.client import RemotePolicyError
+from embodied_eval.runner.gym_side import GYM_ENGINE, GymSource, run_gym_episode
 from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
-
-#: Engine name of sim episodes run on an external Gymnasium environment.
-GYM_ENGINE = "gymnasium"
-
-
-@dataclass(frozen=True)
-class GymSource:
-    """An external Gymnasium environment used as the sim side.
-
-    Attributes:
-        gym_id: a registered environment id, e.g. "CartPole-v1".
-        quality: "module:function" mapping a `GymRollout` to q in [0, 1]; empty: read success
-            from `info["is_success"]` at the last step (the gymnasium-robotics convention).
-        make_kwargs: keyword arguments for `gymnasium.make`.
-    """
-
-    gym_id: str
-    quality: str = ""
-    make_kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str:
-        """What the run key records about this source."""
-        return f"gym:{self.gym_id}|quality:{self.quality or 'is_success'}"
 
 
 @dataclass(frozen=True)
@@ -79,15 +56,15 @@ def run_sim_episode(context: SimContext, spec: EpisodeSpec) -> EpisodeOutcome:
     record_dir = artifact_dir(context.out_dir, spec.episode_id) if context.record else None
     try:
         if spec.engine == GYM_ENGINE:
-            if context.gym is None:
-                raise ValueError("a gymnasium spec needs a GymSource (pass --gym-id)")
-            from embodied_eval.runner.gym_side import run_gym_episode
-
+            if record_dir is not None:
+                Path(record_dir).mkdir(parents=True, exist_ok=True)
             outcome: object = run_gym_episode(
                 spec,
-                context.gym,
+                context.gym or GymSource(gym_id=""),
+                protocol=context.protocol,
                 max_steps=context.max_steps or context.protocol.max_steps,
                 started_at=watch.started_at,
+                record_dir=record_dir,
             )
         else:
             engine = resolve(context.engine_targets[spec.engine])
@@ -100,6 +77,15 @@ def run_sim_episode(context: SimContext, spec: EpisodeSpec) -> EpisodeOutcome:
                 record_dir=record_dir,
             )
         return checked_outcome(spec, outcome)
+    except RemotePolicyError as exc:
+        # The policy lives elsewhere and stopped answering: the episode could not finish.
+        return error_outcome(
+            spec,
+            str(exc),
+            status="aborted",
+            started_at=watch.started_at,
+            duration_s=watch.elapsed_s,
+        )
     except Exception as exc:
         return error_outcome(
             spec,
@@ -109,3 +95,6 @@ def run_sim_episode(context: SimContext, spec: EpisodeSpec) -> EpisodeOutcome:
             started_at=watch.started_at,
             duration_s=watch.elapsed_s,
         )
+
+
+__all__ = ["GYM_ENGINE", "GymSource", "SimContext", "run_sim_episode"]

@@ -13,6 +13,9 @@ called with the task id (and keyword options) and returns a fresh policy:
 
 Keyword options can ride on the import path after a `?`, as `key=value` pairs joined by `&`
 (values read as JSON when they parse): `sim_suites.policies:degraded?action_noise=0.3`.
+
+A policy named `ws://HOST:PORT` (or `wss://…`) is served by a policy server over the openpi
+websocket protocol (`embodied_eval.remote.client.RemotePolicy`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
+from embodied_eval.remote import is_remote_policy
 from sim_suites.policies.degraded import DegradedPolicy, degraded
 from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
 from sim_suites.tasks import family_of
@@ -102,8 +106,12 @@ def policy_options(target: str) -> tuple[str, dict[str, Any]]:
 
 
 def load_policy(target: str | Policy | Callable[..., Policy], task_id: str) -> Policy:
-    """A policy from an import path `package.module:factory[?key=value&...]`, a factory, or a
-    policy object."""
+    """A policy from an import path `package.module:factory[?key=value&...]`, a policy server
+    URL (`ws://…`), a factory, or a policy object."""
+    if is_remote_policy(target):
+        from embodied_eval.remote.client import RemotePolicy
+
+        return RemotePolicy(str(target), task_id)
     options: dict[str, Any] = {}
     if isinstance(target, str):
         path, options = policy_options(target)

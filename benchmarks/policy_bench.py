@@ -1,0 +1,176 @@
+"""Remote policy and Ray benchmark, in one run.
+
+1. **Policy over the websocket.** The scripted push policy in process against the same policy
+   served by `embodied-eval policy serve` (a separate process) on loopback, over the same episode
+   observations (a MuJoCo push episode, replayed): per-step policy latency p50/p99, and the
+   per-step episode time (env step + policy) ratio remote / in-process. Two observation sets:
+   `state` (the env's arrays) and `image` (the same plus a 128×128×3 uint8 camera frame).
+   Target: the episode time ratio ≤ 1.5 for image observations.
+2. **Ray vs local pool.** `run_trials` on 200 real MuJoCo episodes (5 push instances × 40 seeds,
+   60 control steps) with 2 workers each: wall time of the local pool and of Ray (Ray starting
+   its own local cluster), their ratio, and Ray's fixed start-up + shutdown cost measured alone.
+
+Prints the load average before and after. Run: `nice -n 10 .venv/bin/python benchmarks/policy_bench.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+TASK = "push/block_forward"
+STEPS = 200
+PUSH = [f"push/block_{n}" for n in ("forward", "left", "right", "long", "diagonal")]
+
+
+def episode_observations() -> list[dict[str, np.ndarray]]:
+    """The observations of one scripted MuJoCo push episode (replayed below)."""
+    from sim_suites.episode import cached_env
+    from sim_suites.policies import scripted
+
+    env = cached_env(TASK, "mujoco")
+    env.configure(max_steps=STEPS)
+    obs, _ = env.reset(seed=3)
+    policy = scripted(TASK)
+    policy.reset(0)
+    out = []
+    for _ in range(STEPS):
+        out.append({k: np.array(v) for k, v in obs.items()})
+        obs, _, terminated, truncated, _ = env.step(policy.act(obs))
+        if terminated or truncated:
+            break
+    return out
+
+
+def time_episode(policy, observations, image: np.ndarray | None) -> tuple[list[float], float]:
+    """Per-step policy latencies (ms) and the whole loop's seconds (env step + policy act)."""
+    from sim_suites.episode import cached_env
+
+    env = cached_env(TASK, "mujoco")
+    env.configure(max_steps=len(observations))
+    env.reset(seed=3)
+    policy.reset(0)
+    latencies = []
+    t_start = time.perf_counter()
+    for obs in observations:
+        if image is not None:
+            obs = {**obs, "image": image}
+        t0 = time.perf_counter()
+        action = policy.act(obs)
+        latencies.append((time.perf_counter() - t0) * 1e3)
+        env.step(action)
+    return latencies, time.perf_counter() - t_start
+
+
+def start_server() -> tuple[subprocess.Popen, int]:
+    command = [sys.executable, "-m", "embodied_eval", "policy", "serve"]
+    command += ["sim_suites.policies:scripted", "--port", "0", "--task", TASK]
+    proc = subprocess.Popen(
+        [*command, "--log-file", os.devnull],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.stdout is not None
+    match = re.search(r":(\d+)", proc.stdout.readline().split("ws://", 1)[1])
+    assert match
+    return proc, int(match.group(1))
+
+
+def policy_part() -> None:
+    from embodied_eval.remote.client import RemotePolicy
+    from sim_suites.policies import scripted
+
+    observations = episode_observations()
+    image = np.random.default_rng(0).integers(0, 256, (128, 128, 3), dtype=np.uint8)
+    proc, port = start_server()
+    try:
+        remote = RemotePolicy(f"ws://127.0.0.1:{port}", TASK)
+        local = scripted(TASK)
+        print(f"policy: scripted push policy, {len(observations)} steps per episode, 5 repeats")
+        for label, img in (("state", None), ("image 128x128", image)):
+            lat: dict[str, list[float]] = {"in-process": [], "websocket": []}
+            loop: dict[str, list[float]] = {"in-process": [], "websocket": []}
+            time_episode(remote, observations, img)  # warm-up
+            for _ in range(5):
+                for name, policy in (("in-process", local), ("websocket", remote)):
+                    steps, seconds = time_episode(policy, observations, img)
+                    lat[name] += steps
+                    loop[name].append(seconds / len(observations) * 1e3)
+            for name in lat:
+                p50, p99 = np.percentile(lat[name], [50, 99])
+                print(
+                    f"  {label:14s} {name:10s} policy latency p50 {p50:7.3f} ms  p99 {p99:7.3f} ms"
+                    f"  | episode time per step {statistics.median(loop[name]):7.3f} ms"
+                )
+            ratio = statistics.median(loop["websocket"]) / statistics.median(loop["in-process"])
+            print(f"  {label:14s} episode time ratio websocket / in-process: {ratio:.2f}")
+        remote.close()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def ray_part() -> None:
+    import ray
+
+    from embodied_eval.protocol import protocol_from_mapping
+    from embodied_eval.runner.trials import RunOptions, run_trials
+
+    proto = protocol_from_mapping(
+        {
+            "protocol": {"name": "bench", "version": "1", "base_seed": 1},
+            "window": {"id": "w-bench", "start": "2026-11-01", "end": "2026-11-30"},
+            "battery": {"push": {"target_quality": 0.8, "instances": PUSH}},
+            "drift": {"nominal": {"day": 0}},
+            "sampling": {"seeds_per_instance": 40, "real_fraction": 0.0},
+            "sim": {"engines": ["mujoco"], "max_steps": 60},
+        }
+    )
+    t0 = time.perf_counter()
+    ray.init(address="local", num_cpus=2, include_dashboard=False)
+    started = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    ray.shutdown()
+    stopped = time.perf_counter() - t0
+    print(f"ray: local 2-CPU cluster start {started:.2f} s, shutdown {stopped:.2f} s")
+    walls = {}
+    for executor in ("local", "ray"):
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            summary = run_trials(
+                proto,
+                RunOptions(sides=("sim",), executor=executor, workers=2),
+                db_path=Path(tmp) / "s.db",
+                out_dir=Path(tmp) / "out",
+                show_progress=False,
+            )
+            walls[executor] = time.perf_counter() - t0
+            assert summary.written == 200 and summary.failed == 0
+        print(
+            f"  {executor:5s}: 200 episodes in {walls[executor]:.2f} s (2 workers, start-up included)"
+        )
+    print(
+        f"  ratio ray / local pool: {walls['ray'] / walls['local']:.2f} "
+        f"(without Ray's start+shutdown: {(walls['ray'] - started - stopped) / walls['local']:.2f})"
+    )
+
+
+def main() -> None:
+    print(f"load average before: {os.getloadavg()} on {os.cpu_count()} CPUs")
+    policy_part()
+    ray_part()
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""`embodied-eval export lerobot --out DIR [--window W]`: episodes as a LeRobotDataset v3.0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from embodied_eval.cli.common import console, open_store
+from embodied_eval.lerobot_export import export_lerobot
+
+
+def export_lerobot_command(out: Path, db: Path | None, window: str | None) -> None:
+    """Export the window's episodes that have per-step trajectories (see `lerobot_export`)."""
+    with open_store(db, create=False) as store:
+        episodes = store.episodes(window=window)
+    result = export_lerobot(episodes, out)
+    cams = f", cameras {', '.join(result.cameras)}" if result.cameras else ""
+    skipped = f"; {result.skipped} without a trajectory skipped" if result.skipped else ""
+    console.print(
+        f"exported {result.episodes} episode(s), {result.frames} frame(s) at {result.fps} fps"
+        f"{cams} to {result.out_dir}{skipped}"
+    )
