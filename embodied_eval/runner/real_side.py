@@ -24,7 +24,7 @@ from pathlib import Path
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.backend import RobotBackend, open_backend
-from embodied_eval.runner.executors import _call_safely
+from embodied_eval.runner.executors import call_safely
 from embodied_eval.runner.options import RunOptions, RunSettings
 from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
 from embodied_eval.runner.plan import next_attempt
@@ -146,7 +146,7 @@ class RealSide:
         aborts = 0
         while queue and not self.stop.is_set():
             spec = queue.popleft()
-            outcome = _call_safely(fn, spec)
+            outcome = call_safely(fn, spec)
             self.recorder.record(store, outcome)
             ep = outcome.episode
             slot = (spec.pair_id, spec.side, spec.engine)
