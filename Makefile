@@ -5,7 +5,21 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_ALL := $(VENV)/.installed-all
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean system-deps
+
+# Camera observations render offscreen with EGL (Mesa's software rasterizer when there is no
+# GPU): Debian packages libegl1, libegl-mesa0 and libgl1-mesa-dri. Installed when missing and
+# apt-get can run; otherwise the one line printed says what to install.
+EGL_PACKAGES := libegl1 libegl-mesa0 libgl1-mesa-dri
+system-deps:
+	@if ! ldconfig -p 2>/dev/null | grep -q 'libEGL_mesa.so.0'; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    apt-get install -y -q --no-install-recommends $(EGL_PACKAGES) >/dev/null \
+	      || (apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $(EGL_PACKAGES) >/dev/null); \
+	  else \
+	    echo "camera rendering needs EGL: install the system packages $(EGL_PACKAGES) (e.g. sudo apt-get install $(EGL_PACKAGES))"; \
+	  fi; \
+	fi
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +39,7 @@ $(STAMP_ALL): pyproject.toml | $(BIN)/python
 demo: $(STAMP_BASE)
 	$(BIN)/python -m embodied_eval.demo
 
-test: $(STAMP_ALL)
+test: $(STAMP_ALL) system-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
 	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=600
@@ -34,7 +48,7 @@ lint: $(STAMP_ALL)
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
 
-bench: $(STAMP_ALL)
+bench: $(STAMP_ALL) system-deps
 	for b in benchmarks/*_bench.py; do $(BIN)/python $$b || exit 1; done
 
 clean:

@@ -19,7 +19,9 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[incidents]` severity weights, safety threshold overrides
 - `[embodiment]` anchors L, U for φ_E; `ar_estimator` ("classical" or "ppi")
 - `[price_card]` energy, wear, consumables, operator time
-- `[sim]` engines, max_steps, policy; `[real]` backend, robot_id, policy
+- `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
+  parts; certify refuses assisted episodes unless the protocol declares it); `[real]` backend,
+  robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
 """
@@ -36,6 +38,9 @@ from typing import Any
 
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.errors import EvalError
+
+#: How simulated grasps are held: by contact friction, or by an assisting weld (declared).
+GRASP_MODES = ("contact", "assisted")
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
 DEFAULT_M_MIN = 5
@@ -55,6 +60,9 @@ DR_KNOBS = (
     "action_latency_steps",
     "control_rate_hz",
     "lighting_scale",
+    "grip_force_scale",
+    "object_yaw_rad",
+    "colour_jitter",
 )
 
 #: Parameters a drift setting δ may change on top of DR (maintenance closure, seed §7).
@@ -173,6 +181,7 @@ class Protocol:
     baselines: Mapping[str, str]
     raw: Mapping[str, Any]
     protocol_hash: str
+    sim_grasp: str = "contact"
     ar_estimator: str = "classical"
 
     @property
@@ -473,6 +482,12 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
     )
     max_steps = sim.get("max_steps", int, 400, low=1, high=1_000_000)
     sim_policy = sim.get("policy", str, "sim_suites.policies:scripted")
+    sim_grasp = sim.get(
+        "grasp",
+        str,
+        "contact",
+        check=lambda v: None if v in GRASP_MODES else "expected 'contact' or 'assisted'",
+    )
     sim.done()
 
     real = root.sub("real")
@@ -553,7 +568,12 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "embodiment": {"L": e_low, "U": e_high}
         | ({"ar_estimator": ar_estimator} if ar_estimator != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
-        "sim": {"engines": list(engines), "max_steps": max_steps, "policy": sim_policy},
+        "sim": {
+            "engines": list(engines),
+            "max_steps": max_steps,
+            "policy": sim_policy,
+            "grasp": sim_grasp,
+        },
         "real": {"backend": real_backend, "policy": real_policy, "robot_id": robot_id},
         "stopping": stopping.canonical(),
         "baselines": dict(baselines),
@@ -589,6 +609,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         baselines=baselines,
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
+        sim_grasp=sim_grasp,
         ar_estimator=ar_estimator,
     )
 

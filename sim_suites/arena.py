@@ -1,7 +1,8 @@
 """The arena: an engine-neutral description of what stands around the robot.
 
 A scene is a table (the floor plane at z = 0, the robot base at the origin), the task's bodies
-(a free object, fixtures, an articulated drawer), an optional human-proxy body and a hidden
+(a free object, fixtures, an articulated drawer), an optional human proxy (`sim_suites.human`:
+one body per body region) and a hidden
 obstacle used by the planner-dead-end fault. Each engine backend builds the same scene from this
 description, so the two simulators see the same geometry, masses and friction.
 
@@ -100,17 +101,6 @@ class Workspace:
         return bool(np.all(pos >= self.object_low) and np.all(pos <= self.object_high))
 
 
-def human_proxy(xy: tuple[float, float]) -> Body:
-    """A standing person stand-in: a vertical capsule, 0.15 m radius, 1.6 m tall."""
-    radius, half = 0.15, 0.65
-    return Body(
-        name="human_proxy",
-        role="human",
-        geoms=(Geom("capsule", (radius, half), rgba=(0.9, 0.6, 0.4, 1.0)),),
-        pos=(xy[0], xy[1], radius + half),
-    )
-
-
 def obstacle(half_height: float = 0.15) -> Body:
     """The planner-dead-end obstacle: a 2 cm square pillar, parked out of the way until used."""
     return Body(
@@ -119,29 +109,6 @@ def obstacle(half_height: float = 0.15) -> Body:
         geoms=(Geom("box", (0.01, 0.01, half_height), rgba=(0.8, 0.1, 0.1, 1.0)),),
         pos=OBSTACLE_PARKING,
     )
-
-
-@dataclass(frozen=True)
-class HumanProxyGeometry:
-    """Where the human proxy stands, for separation monitoring (vertical capsule)."""
-
-    xy: tuple[float, float]
-    radius: float = 0.15
-    height: float = 1.6
-
-    def separation(self, points: np.ndarray, point_radius: float) -> float:
-        """Smallest distance from robot points to the proxy surface.
-
-        Args:
-            points: (n, 3) robot points (link origins and TCP), m.
-            point_radius: radius of the robot links around those points, m.
-        Returns:
-            separation in m (≥ 0).
-        """
-        dxy = np.hypot(points[:, 0] - self.xy[0], points[:, 1] - self.xy[1])
-        dz = np.clip(points[:, 2], self.radius, self.height - self.radius) - points[:, 2]
-        dist = np.hypot(dxy, dz) - self.radius - point_radius
-        return float(max(0.0, dist.min()))
 
 
 @dataclass(frozen=True)

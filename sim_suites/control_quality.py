@@ -10,10 +10,13 @@ the mechanical power Σ|τ·q̇| (W).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from sim_suites.engines.base import ROBOT, TABLE
 
 #: Contact force regarded as ordinary manipulation (N); QC is penalized only above it.
 CONTACT_OK_N = 20.0
@@ -175,3 +178,20 @@ class ControlRecorder:
             "qc_terms": {k: round(v, 9) for k, v in terms.items()},
         }
         return control, qc, energy
+
+
+def unintended_contact(contacts: Mapping[tuple[str, str], float], object_name: str) -> float:
+    """Peak contact force (N) not part of the task's intended interaction (for QC).
+
+    Counted: the robot against anything but the task object, and the object against anything
+    but the table (the object resting on the table and the hand holding it are intended).
+    """
+    worst = 0.0
+    for (a, b), force in contacts.items():
+        if a == ROBOT and b == object_name:
+            continue
+        if object_name in (a, b) and TABLE in (a, b):
+            continue
+        if a == ROBOT or object_name in (a, b):
+            worst = max(worst, force)
+    return worst

@@ -2,16 +2,17 @@
 
 Action (Box(-1, 1, (4,))): [vx, vy, vz, g]. The first three are a Cartesian TCP velocity command
 scaled by V_MAX_MPS (the vector is capped at V_MAX_MPS in norm); g maps linearly to the finger
-set-point, −1 = closed, +1 = fully open (4 cm per finger). The gripper keeps pointing down with a
+set-point, −1 = closed, +1 = fully open (4 cm per finger); the finger set-point moves toward it
+at most at the fingers' rated speed (the URDF's 0.2 m/s), as a gripper drive does. The gripper keeps pointing down with a
 fixed yaw. The controller integrates the velocity into a TCP set-point (kept within LEAD_MAX_M of
 the measured TCP so a blocked arm does not wind up), solves damped-least-squares IK and sends
 joint set-points with gravity and velocity feed-forward (nominal model) to the joint servos.
 
-Grasp model (a documented modelling simplification, identical in both engines): when the
-fingers are commanded closed and have closed on the graspable part (measured opening within
-GRASP_WIDTH_TOL_M of the part's width) while the part's centre is within GRASP_BOX_M of the TCP,
-the part is welded to the hand. Commanding the fingers open past the part, or a grasp-slip fault,
-releases it.
+Weld rule of the *assisted* grasp mode (see `sim_suites.grasping`; by default grasps are held by
+contact friction alone): when the fingers are commanded closed and have closed on the graspable
+part (measured opening within GRASP_WIDTH_TOL_M of the part's width) while the part's centre is
+within GRASP_BOX_M of the TCP, the part is welded to the hand. Commanding the fingers open past
+the part, or a grasp-slip fault, releases it.
 """
 
 from __future__ import annotations
@@ -57,10 +58,12 @@ class ArmController:
         self.rot = kinematics.home_tcp_rot
         self.q_des = HOME_Q.copy()
         self.tcp_target = kinematics.forward(HOME_Q)[0]
+        self.finger = FINGER_MAX_M
 
-    def reset(self, q: np.ndarray) -> None:
+    def reset(self, q: np.ndarray, finger: float = FINGER_MAX_M) -> None:
         self.q_des = q.copy()
         self.tcp_target = self.kin.forward(q)[0]
+        self.finger = finger
 
     def command(
         self,
@@ -95,10 +98,13 @@ class ArmController:
         # velocity, so the servo computes kp·(q* − q) + kv·(q̇* − q̇) + τ_g.
         qd_des = (self.q_des - previous) / dt
         ff = self.kin.gravity_from_frames(rots, origins) + ARM_KV * qd_des
+        step = self.kin.finger_vel_limit * dt
+        wanted = finger_setpoint(g)
+        self.finger = min(self.finger + step, max(self.finger - step, wanted))
         return ControlCommand(
             arm_cmd=self.q_des + ff / ARM_KP,
             q_des=self.q_des.copy(),
-            finger=finger_setpoint(g),
+            finger=self.finger,
             tcp_target=target.copy(),
         )
 

@@ -32,19 +32,19 @@ from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
 #: restore the whole simulator state, so reuse does not change results (tested).
-_ENV_CACHE: dict[tuple[str, str], PandaTaskEnv] = {}
+_ENV_CACHE: dict[tuple[str, str, str], PandaTaskEnv] = {}
 _ENV_CACHE_MAX = 8
 
 
-def cached_env(task_id: str, engine: str) -> PandaTaskEnv:
-    """A process-local environment for (task, engine), built on first use."""
-    key = (task_id, engine)
+def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> PandaTaskEnv:
+    """A process-local environment for (task, engine, observation mode), built on first use."""
+    key = (task_id, engine, observation_mode)
     env = _ENV_CACHE.get(key)
     if env is None:
         if len(_ENV_CACHE) >= _ENV_CACHE_MAX:
             oldest = next(iter(_ENV_CACHE))
             _ENV_CACHE.pop(oldest).close()
-        env = PandaTaskEnv(task_id, engine)
+        env = PandaTaskEnv(task_id, engine, observation_mode=observation_mode)
         _ENV_CACHE[key] = env
     return env
 
@@ -68,6 +68,7 @@ def run_episode(
     reality_gap: RealityGap | None = None,
     started_at: str | None = None,
     safety: SafetyLimits | None = None,
+    grasp: str | None = None,
 ) -> EpisodeOutcome:
     """Run one simulated episode of a manifest row.
 
@@ -86,6 +87,8 @@ def run_episode(
         reality_gap: extra physics offsets (the twin robot's "real" world).
         started_at: ISO-8601 start time to record; None derives it deterministically.
         safety: monitor limits; None uses the protocol's thresholds over the defaults.
+        grasp: "contact" or "assisted" (see `sim_suites.grasping`); None uses the protocol's
+            `[sim] grasp` (default "contact"). The mode is recorded in `control["grasp_mode"]`.
     Returns:
         the Episode record plus the SafetyEvents the monitors emitted.
     """
@@ -104,6 +107,7 @@ def run_episode(
     randomization: dict[str, Any] = dict(DEFAULT_RANDOMIZATION)
     steps = 400
     limits = safety or SafetyLimits()
+    grasp_mode = grasp or (protocol.sim_grasp if protocol is not None else "contact")
     if protocol is not None:
         inst = protocol.instance(spec.task_id)
         target_quality = inst.target_quality
@@ -121,7 +125,9 @@ def run_episode(
             else "1970-01-01T00:00:00Z"
         )
 
-    env = cached_env(spec.task_id, spec.engine)
+    agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
+    # A policy that sees through cameras says so (`observation_mode`); others get state.
+    env = cached_env(spec.task_id, spec.engine, getattr(agent, "observation_mode", "state"))
     env.configure(
         randomization=randomization,
         drift=spec.drift,
@@ -131,8 +137,8 @@ def run_episode(
         max_steps=steps,
         target_quality=target_quality,
         qc_tolerance_m=qc_tolerance,
+        grasp=grasp_mode,
     )
-    agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
     policy_name = policy if isinstance(policy, str) else getattr(agent, "name", spec.policy)
     env_seed, policy_seed = episode_seeds(spec.seed)
     agent.reset(policy_seed)
@@ -150,10 +156,11 @@ def run_episode(
         obs, _, terminated, truncated, _ = env.step(action)
         actions += 1
         if record:
-            # The observation's arrays are fresh each step, so keeping references is safe.
+            # The observation's arrays are fresh each step, so keeping references is safe. The
+            # object's track is the true one (camera observations carry no object pose).
             trace_action.append(np.asarray(action, dtype=np.float64))
             trace_tcp.append(obs["tcp_pos"])
-            trace_object.append(obs["object_pos"])
+            trace_object.append(env.object_point)
             trace_q.append(obs["joint_pos"])
         if terminated or truncated:
             break
@@ -165,6 +172,9 @@ def run_episode(
     if record_dir is not None:
         artifacts = (_write_trace(Path(record_dir), spec.episode_id, trace),)
     randomization_record = dict(reset_info["randomization"])
+    if reset_info["invalid_draws"]:
+        # Instances already done at reset: recorded, redrawn, never counted.
+        randomization_record["invalid_draws"] = reset_info["invalid_draws"]
     if reality_gap is not None:
         randomization_record["reality_gap"] = reality_gap.to_dict()
     # The record keeps the policy actually run, the protocol's q* for the instance and the

@@ -64,12 +64,14 @@ def make_env(
     max_steps: int = 400,
     target_quality: float | None = None,
     qc_tolerance_m: float | None = None,
+    observation_mode: str = "state",
 ) -> PandaTaskEnv:
     """Build the bare environment (no wrappers) for one task instance, e.g. for the twin robot.
 
     The returned env steps at a fixed control rate: `env.control_dt` seconds of simulated time per
     `step` (50 Hz unless the control rate is randomized or drifted). A `reality_gap` adds the
     twin's deliberate physics offsets. Pass `randomization={}` for no domain randomization.
+    `observation_mode` "rgb" or "rgbd" gives camera observations (see `sim_suites.rendering`).
     """
     return PandaTaskEnv(
         task_id,
@@ -82,4 +84,5 @@ def make_env(
         max_steps=max_steps,
         target_quality=target_quality,
         qc_tolerance_m=qc_tolerance_m,
+        observation_mode=observation_mode,
     )

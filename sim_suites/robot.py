@@ -1,7 +1,8 @@
 """The robot: a 7-DoF Franka Panda with a parallel gripper, as shipped in `pybullet_data`.
 
-Both engines load the same file, `pybullet_data/franka_panda/panda.urdf`. This module reads the
-joint tree from that URDF once and provides the robot-side computations the controller needs,
+Both engines load the same description, `sim_suites.panda_description.panda_urdf_text` (the
+`pybullet_data` URDF with identified link dynamics and finger pads). This module reads the
+joint tree and link masses from that description once and provides the robot-side computations the controller needs,
 identical for both engines: forward kinematics, the geometric Jacobian, damped-least-squares IK
 for a downward-pointing gripper, and gravity compensation from the *nominal* link masses (so an
 unmodelled payload or a randomized link mass shows up as tracking error, as on a real arm).
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pybullet_data
+
+from sim_suites.panda_description import JOINT_DAMPING_NMS, panda_urdf_text
 
 ARM_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 FINGER_JOINTS = ("panda_finger_joint1", "panda_finger_joint2")
@@ -32,19 +34,15 @@ _EYE7 = np.eye(7)
 #: Joint-space PD gains of the position servos (N·m/rad, N·m·s/rad; fingers N/m, N·s/m).
 ARM_KP = np.array([800.0, 800.0, 600.0, 600.0, 150.0, 150.0, 60.0])
 ARM_KV = np.array([60.0, 60.0, 45.0, 45.0, 8.0, 8.0, 3.0])
-FINGER_KP = 400.0
-FINGER_KV = 8.0
-#: Rotational inertia (kg·m², each principal axis) used for each finger in both engines. The URDF
-#: gives every link the placeholder 0.1 kg·m², which for a 0.1 kg finger means a 1 m radius of
-#: gyration; against a small object that mass-matrix mismatch makes contacts blow up.
-FINGER_INERTIA = 1e-4
+#: Finger servo (per finger, coupled): stiff enough that a closed command saturates at the grip
+#: force on any part here (2000 N/m × ≥ 1.2 cm > 20 N), so the gripper is force-limited.
+FINGER_KP = 2000.0
+FINGER_KV = 20.0
+#: Grip force per finger (N) at grip_force_scale = 1: the URDF finger effort limit (20 N), i.e.
+#: 40 N between the jaws, the order of the Franka Hand's 70 N continuous grasp force.
+GRIP_FORCE_N = 20.0
 #: Nominal passive joint damping (N·m·s/rad), randomized by `joint_damping_scale`.
-ARM_DAMPING = 0.5
-
-
-def panda_urdf_path() -> Path:
-    """Path of the Panda URDF inside the installed `pybullet_data` package."""
-    return Path(pybullet_data.getDataPath()) / "franka_panda" / "panda.urdf"
+ARM_DAMPING = JOINT_DAMPING_NMS
 
 
 def _rpy_matrix(rpy: np.ndarray) -> np.ndarray:
@@ -138,7 +136,11 @@ class PandaKinematics:
     """
 
     def __init__(self, urdf_path: Path | None = None) -> None:
-        root = ET.parse(urdf_path or panda_urdf_path()).getroot()
+        root = (
+            ET.parse(urdf_path).getroot()
+            if urdf_path is not None
+            else ET.fromstring(panda_urdf_text())
+        )
         joints: dict[str, JointInfo] = {}
         for j in root.findall("joint"):
             origin = j.find("origin")

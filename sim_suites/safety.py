@@ -13,15 +13,19 @@ Monitored conditions and what they do (limits in `SafetyLimits`, overridable per
 - Joint velocity above its URDF limit, or a joint outside its position limits → `joint_limit`
   event; above `joint_speed_stop_factor` × the limit → protective stop (category 2).
 - TCP or task object outside the workspace → `workspace` event, episode status `out_of_bounds`.
-- Separation between robot and the human proxy below the protective separation distance
+- Separation between the robot and the human proxy below the protective separation distance
   S_p = v_h·(T_r + T_s) + v_r·T_r + v_r·T_s/2 + Z (ISO 13855-style, `protective_separation`)
-  → `separation` event.
-- Any robot contact with the human proxy above `human_contact_detect_n` → `contact` event
-  (body region `human_body_region`, not permitted) + protective stop (category 1).
+  → `separation` event. The separation is the distance between the real collision geometry of
+  the robot and of every part of the proxy (`PhysicsBackend.separation`), passed in each step.
+- Any robot contact with a part of the human proxy above `human_contact_detect_n` → `contact`
+  event carrying that part's ISO/TS 15066 body region (`sim_suites.human`; not permitted), which
+  the incident classifier checks against the region's limit, + protective stop (category 1).
 - Robot contact with a fixture (table, hole block, drawer, obstacle) above
   `contact_warn_fraction` × `fixture_contact_limit_n` → `contact` event (permitted); above the
   limit → protective stop (category 2).
 
+Contact forces are the peak over every physics step of the control step
+(`PhysicsBackend.contact_forces`), so an impact between two control steps is not missed.
 Contacts shorter than `transient_s` are reported as transient, longer ones as quasi-static.
 """
 
@@ -36,11 +40,12 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import SafetyEvent
-from sim_suites.arena import HumanProxyGeometry, Workspace
+from sim_suites.arena import Workspace
 from sim_suites.engines.base import ROBOT, TABLE
+from sim_suites.human import HumanProxy
 
-#: Radius of the robot's links around the monitored points (m), for separation.
-LINK_RADIUS_M = 0.08
+#: Separation is measured up to this distance (m); farther counts as this far.
+SEPARATION_RANGE_M = 2.0
 #: The controller's speed-and-separation function acts this far outside the monitored zone (m).
 SSM_MARGIN_M = 0.1
 #: Fraction of the reduced speed the controller aims for (margin for tracking overshoot).
@@ -58,7 +63,6 @@ class SafetyLimits:
     fixture_contact_limit_n: float = 150.0
     contact_warn_fraction: float = 0.8
     human_contact_detect_n: float = 5.0
-    human_body_region: str = "chest"
     human_speed_mps: float = 1.6
     reaction_time_s: float = 0.05
     stopping_time_s: float = 0.1
@@ -141,12 +145,15 @@ class SafetyMonitor:
         joint_lower: np.ndarray,
         joint_upper: np.ndarray,
         joint_speed_limit: np.ndarray,
-        human: HumanProxyGeometry | None,
+        human: HumanProxy | None,
         fixtures: tuple[str, ...],
     ) -> None:
         self.limits = limits
         self.lower, self.upper, self.qd_limit = joint_lower, joint_upper, joint_speed_limit
         self.human = human
+        self._human_keys = (
+            {} if human is None else {name: f"contact:{name}" for name in human.part_names}
+        )
         self.fixtures = (TABLE, *fixtures)
         self._fixture_keys = {f: f"contact:{f}" for f in self.fixtures}
         self._lower_margin = joint_lower - 1e-3
@@ -204,12 +211,13 @@ class SafetyMonitor:
             )
         if kind == "contact":
             with_what = key.split(":", 1)[1]
-            human = with_what == "human_proxy"
+            region = None if self.human is None else self.human.region_of.get(with_what)
+            human = region is not None
             return SafetyEvent(
                 kind="contact",
                 contact_force_n=win.worst,
-                contact_with=with_what,
-                body_region=self.limits.human_body_region if human else None,
+                contact_with="human_proxy" if human else with_what,
+                body_region=region,
                 contact_type="transient" if duration < self.limits.transient_s else "quasi_static",
                 permitted=not human,
                 detail=f"peak contact {win.worst:.1f} N over {duration:.2f} s",
@@ -250,7 +258,6 @@ class SafetyMonitor:
         qd: np.ndarray,
         tcp: np.ndarray,
         tcp_speed: float,
-        robot_points: np.ndarray,
         contacts: Mapping[tuple[str, str], float],
         object_pos: np.ndarray,
         separation_m: float | None = None,
@@ -261,10 +268,11 @@ class SafetyMonitor:
             step: control step index. t: episode time (s).
             q, qd: (7,) arm joint positions (rad) and velocities (rad/s).
             tcp: (3,) TCP position (m). tcp_speed: its speed (m/s).
-            robot_points: (n, 3) points along the arm for separation (m).
-            contacts: total normal force (N) per body pair (see `PhysicsBackend.contact_forces`).
+            contacts: peak normal force (N) per body pair over the control step's physics steps
+                (see `PhysicsBackend.contact_forces`).
             object_pos: (3,) the task object's position (m).
-            separation_m: `separation(robot_points)` when the caller already has it, else None.
+            separation_m: distance between the robot's and the proxy's geometry (m); required
+                when the cell has a human proxy.
         Returns:
             a StopDecision when the episode must end now, else None.
         """
@@ -274,7 +282,9 @@ class SafetyMonitor:
 
         reduced = False
         if self.human is not None:
-            sep = self.separation(robot_points) if separation_m is None else separation_m
+            if separation_m is None:
+                raise EvalError("separation_m: the cell has a human proxy", key="separation_m")
+            sep = separation_m
             self.min_separation_m = (
                 sep if self.min_separation_m is None else min(self.min_separation_m, sep)
             )
@@ -284,12 +294,19 @@ class SafetyMonitor:
                 self._track("separation", True, step, t, sep, required=required)
             elif "separation" in self._open:
                 self._close("separation")
-            force = contacts.get((ROBOT, "human_proxy"), 0.0)
-            self._track("contact:human_proxy", force > lim.human_contact_detect_n, step, t, force)
-            if force > lim.human_contact_detect_n:
-                decision = self._stop(
-                    step, t, 1, "human_contact", f"robot touched the human proxy ({force:.1f} N)"
-                )
+            for part, key in self._human_keys.items():
+                force = contacts.get((ROBOT, part), 0.0)
+                touching = force > lim.human_contact_detect_n
+                self._track(key, touching, step, t, force)
+                if touching and decision is None:
+                    region = self.human.region_of[part]
+                    decision = self._stop(
+                        step,
+                        t,
+                        1,
+                        "human_contact",
+                        f"robot touched the human proxy's {region} ({force:.1f} N)",
+                    )
 
         speed_limit = lim.reduced_speed_mps if reduced else lim.tcp_speed_stop_mps
         if tcp_speed > speed_limit:
@@ -351,32 +368,18 @@ class SafetyMonitor:
             self.finish()
         return decision
 
-    def separation(self, robot_points: np.ndarray) -> float:
-        """Separation (m) between the robot's links around `robot_points` and the human proxy.
-
-        Args:
-            robot_points: (n, 3) points along the arm (m); the cell must have a human proxy.
-        """
-        if self.human is None:
-            raise EvalError("separation: this cell has no human proxy", key="human")
-        return self.human.separation(robot_points, LINK_RADIUS_M)
-
-    def reduced_speed_required(
-        self, robot_points: np.ndarray, separation_m: float | None = None
-    ) -> bool:
+    def reduced_speed_required(self, separation_m: float | None) -> bool:
         """Whether the cell's speed-and-separation function caps the TCP speed now.
 
         The controller starts slowing SSM_MARGIN_M before the monitored zone, so the monitor
         only sees over-speed when the controller fails to slow down in time.
 
         Args:
-            robot_points: (n, 3) points along the arm (m).
-            separation_m: `separation(robot_points)` when the caller already has it, else None.
+            separation_m: current robot–proxy separation (m); None when nobody is in the cell.
         """
-        if self.human is None:
+        if self.human is None or separation_m is None:
             return False
-        sep = self.separation(robot_points) if separation_m is None else separation_m
-        return sep < self.limits.reduced_speed_zone_m + SSM_MARGIN_M
+        return separation_m < self.limits.reduced_speed_zone_m + SSM_MARGIN_M
 
     def finish(self) -> None:
         """Close every open violation window (end of episode)."""

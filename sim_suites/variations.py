@@ -6,11 +6,14 @@ Three layers change an episode's parameters, always in this order:
    each sampling its value from a [low, high] range with an explicit `numpy.random.Generator`
    (dm_control style). The sampled values are what the episode records as `randomization`.
 2. *Drift* δ (`DRIFT_KEYS`): the day-indexed changes of the drift calendar, applied on top of DR
-   (payload, friction, lighting, controller gains, latency, control rate, firmware).
+   (payload, friction, lighting, controller gains, latency, control rate, firmware). A
+   `firmware` label names a profile of `FIRMWARE_PROFILES`: concrete servo gains, added latency
+   and control rate, as a controller update changes them.
 3. *Reality gap* (`RealityGap`): extra offsets the twin robot uses to play "the real robot".
 
-`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` only matters when
-rendering is requested (nothing here renders), so it is recorded and otherwise inert.
+`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` and `colour_jitter`
+change what the cameras see (`sim_suites.rendering.appearance`); physics never reads them, so
+they matter to policies that observe images (`rgb` / `rgbd` observation modes).
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ NOMINAL: dict[str, Any] = {
     "action_latency_steps": 0,
     "control_rate_hz": NOMINAL_CONTROL_RATE_HZ,
     "lighting_scale": 1.0,
+    "grip_force_scale": 1.0,
+    "object_yaw_rad": 0.0,
+    "colour_jitter": 0.0,
 }
 
 #: DR ranges used when no protocol is given: mild, like the example protocol.
@@ -64,6 +70,21 @@ STRONG_RANDOMIZATION: dict[str, tuple[float, float]] = {
     "action_latency_steps": (0.0, 4.0),
     "control_rate_hz": (25.0, 100.0),
     "lighting_scale": (0.5, 1.5),
+    "grip_force_scale": (0.3, 1.0),
+    "object_yaw_rad": (-0.5, 0.5),
+    "colour_jitter": (0.0, 0.15),
+}
+
+#: Robot firmware profiles a drift's `firmware` label may name: what the controller update does
+#: to the servo gains (multiplier), the command latency (added control steps) and the control
+#: rate (Hz). "" is the nominal controller.
+FIRMWARE_PROFILES: dict[str, dict[str, float]] = {
+    "": {"gain_scale": 1.0, "latency_steps": 0, "control_rate_hz": NOMINAL_CONTROL_RATE_HZ},
+    "4.2.2": {"gain_scale": 1.0, "latency_steps": 0, "control_rate_hz": NOMINAL_CONTROL_RATE_HZ},
+    # Softer servos and one more step of command latency (a conservative safety update).
+    "5.0.0": {"gain_scale": 0.7, "latency_steps": 1, "control_rate_hz": NOMINAL_CONTROL_RATE_HZ},
+    # The command interface runs at 25 Hz with two steps of latency (a bandwidth-limited bus).
+    "5.1.0-lowrate": {"gain_scale": 0.85, "latency_steps": 2, "control_rate_hz": 25.0},
 }
 
 
@@ -206,8 +227,10 @@ class EpisodeParams:
         sensor_noise_std: std of the Gaussian noise on measured positions (m, rad).
         action_latency_steps: control steps between an action and its effect.
         control_rate_hz: requested control rate; `substeps` physics steps make one control period.
-        lighting_scale: recorded; applies only to rendering.
+        lighting_scale: light intensity factor of the cameras' lights (DR × drift).
+        colour_jitter: amplitude of the per-body RGB colour shift seen by the cameras.
         firmware: the robot firmware label of the drift setting ("" when nominal).
+        object_yaw_rad: rotation of the task object about the vertical at the start, rad.
     """
 
     physics: PhysicsParams = field(default_factory=PhysicsParams)
@@ -216,7 +239,9 @@ class EpisodeParams:
     action_latency_steps: int = 0
     control_rate_hz: float = NOMINAL_CONTROL_RATE_HZ
     lighting_scale: float = 1.0
+    colour_jitter: float = 0.0
     firmware: str = ""
+    object_yaw_rad: float = 0.0
 
     @property
     def substeps(self) -> int:
@@ -241,6 +266,12 @@ def check_drift(drift: Mapping[str, Any]) -> dict[str, Any]:
         if key == "firmware":
             if not isinstance(value, str):
                 raise EvalError("drift.firmware: expected a text label", key="drift.firmware")
+            if value not in FIRMWARE_PROFILES:
+                raise EvalError(
+                    f"drift.firmware: unknown firmware {value!r} (known: "
+                    f"{', '.join(repr(k) for k in FIRMWARE_PROFILES if k)})",
+                    key="drift.firmware",
+                )
         elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             raise EvalError(
                 f"drift.{key}: expected a number ≥ 0, got {value!r}", key=f"drift.{key}"
@@ -259,7 +290,9 @@ def episode_params(
     """Fold sampled DR values, a drift setting and a reality gap into `EpisodeParams`.
 
     Drift: friction_scale, lighting_scale and controller_gain_scale multiply; latency_steps
-    adds; control_rate_hz replaces; payload_kg adds mass at the hand; firmware is a label.
+    adds; control_rate_hz replaces; payload_kg adds mass at the hand; firmware applies its
+    profile (`FIRMWARE_PROFILES`: gains multiply, latency adds, its control rate replaces the
+    nominal one unless the drift sets control_rate_hz itself).
 
     Args:
         randomization: sampled knob values (missing knobs take NOMINAL).
@@ -269,8 +302,14 @@ def episode_params(
     v = {**NOMINAL, **dict(randomization)}
     d = check_drift(drift or {})
     gap = reality_gap or RealityGap()
+    firmware = FIRMWARE_PROFILES[str(d.get("firmware", ""))]
     friction = v["friction_scale"] * d.get("friction_scale", 1.0) * gap.friction_scale
-    gain = v["actuator_gain_scale"] * d.get("controller_gain_scale", 1.0) * gap.actuator_gain_scale
+    gain = (
+        v["actuator_gain_scale"]
+        * d.get("controller_gain_scale", 1.0)
+        * firmware["gain_scale"]
+        * gap.actuator_gain_scale
+    )
     physics = PhysicsParams(
         friction_scale=float(friction),
         object_mass_scale=float(v["object_mass_scale"] * gap.object_mass_scale),
@@ -278,16 +317,25 @@ def episode_params(
         joint_damping_scale=float(v["joint_damping_scale"] * gap.joint_damping_scale),
         actuator_gain_scale=float(gain),
         payload_kg=float(d.get("payload_kg", 0.0) + gap.payload_kg),
+        grip_force_scale=float(v["grip_force_scale"]),
     )
+    rate = v["control_rate_hz"]
+    if firmware["control_rate_hz"] != NOMINAL_CONTROL_RATE_HZ:
+        rate = firmware["control_rate_hz"]
     offset = v["object_xy_offset_m"]
     return EpisodeParams(
         physics=physics,
         object_xy_offset=(float(offset[0]), float(offset[1])),
         sensor_noise_std=float(math.hypot(v["sensor_noise_std"], gap.sensor_noise_std)),
         action_latency_steps=int(
-            v["action_latency_steps"] + int(d.get("latency_steps", 0)) + gap.actuator_delay_steps
+            v["action_latency_steps"]
+            + int(d.get("latency_steps", 0))
+            + int(firmware["latency_steps"])
+            + gap.actuator_delay_steps
         ),
-        control_rate_hz=float(d.get("control_rate_hz", v["control_rate_hz"])),
+        control_rate_hz=float(d.get("control_rate_hz", rate)),
         lighting_scale=float(v["lighting_scale"] * d.get("lighting_scale", 1.0)),
+        colour_jitter=float(v["colour_jitter"]),
         firmware=str(d.get("firmware", "")),
+        object_yaw_rad=float(v["object_yaw_rad"]),
     )

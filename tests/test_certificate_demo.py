@@ -65,11 +65,12 @@ def test_scaled_down_demo_certifies_and_verifies(tmp_path: Path) -> None:
     verified = verify_bundle(out / "certificate")
     recompute_check(verified, out / "store.db")
     cert = verified.certificate
-    # 1 family × 5 instances × 1 seed = 5 pairs; 2 sim engines; round(0.2 · 5) = 1 real pair.
-    assert cert["trials"]["by_side"]["sim"]["planned"] == 10
-    assert cert["trials"]["by_side"]["real"]["planned"] == 1
-    assert cert["trials"]["by_side"]["real"]["run"] == 1
+    # 1 family × 5 instances × 1 seed × 2 drifts (nominal, day14_worn) = 10 pairs; 2 sim
+    # engines; round(0.2 · 10) = 2 real pairs.
+    assert cert["trials"]["by_side"]["sim"]["planned"] == 20
+    assert cert["trials"]["by_side"]["real"]["planned"] == 2
+    assert cert["trials"]["by_side"]["real"]["run"] == 2
     assert set(cert["trials"]["sim_by_engine"]) == {"mujoco", "pybullet"}
-    assert cert["embodiment"]["episodes"]["real_counted"] == 1
+    assert cert["embodiment"]["episodes"]["real_counted"] == 2
     # A second run replaces the demo's own folder.
     assert (out / ".embodied-eval-demo").is_file()

@@ -356,3 +356,18 @@ def test_unbounded_mtbsi_is_null_in_json_with_a_note():
     assert "unbounded" in j["MTBSI_h"]["note"]
     # 0 incidents in 200 h: lower bound 2·200/χ²(0.95; 2) = 400/5.991465 = 66.7616 h.
     assert j["gate_bounds"]["MTBSI_h"]["low"] == pytest.approx(66.7616, abs=1e-4)
+
+
+def test_saturated_family_success_is_noted():
+    # ss0: per family 15/20 real and 17/20 sim successes: informative, no note.
+    assert not [n for n in report_ss0().notes if n.startswith("saturated")]
+    episodes = [
+        e.replace(quality=1.0) if e.side == "real" and e.family == "push" else e
+        for e in load_episodes("ss0")
+    ]
+    r = compute_embodiment(
+        episodes, [], load_incidents("ss0"), None, load_protocol_fixture(),
+        rng=np.random.default_rng(1),
+    )  # fmt: skip
+    (note,) = [n for n in r.notes if n.startswith("saturated")]
+    assert "the evaluated policy succeeds 20/20 = 1.00 on push (real), at the ceiling" in note

@@ -14,8 +14,8 @@ from gymnasium.utils.env_checker import check_env
 from pybullet_utils import bullet_client
 
 import sim_suites
-from sim_suites.engines.mujoco_backend import panda_urdf_text
-from sim_suites.robot import ARM_JOINTS, panda_kinematics, panda_urdf_path
+from sim_suites.panda_description import panda_urdf_file, panda_urdf_text
+from sim_suites.robot import ARM_JOINTS, panda_kinematics
 
 IDS = sim_suites.registered_ids()
 
@@ -77,7 +77,7 @@ def test_same_kinematics_and_limits_in_both_engines() -> None:
     data = mujoco.MjData(model)
     client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
     try:
-        robot = client.loadURDF(str(panda_urdf_path()), useFixedBase=True)
+        robot = client.loadURDF(str(panda_urdf_file(armature_in_links=True)), useFixedBase=True)
         names = {
             client.getJointInfo(robot, j)[1].decode(): j for j in range(client.getNumJoints(robot))
         }

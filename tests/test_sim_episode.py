@@ -82,13 +82,15 @@ def test_protocol_supplies_targets_ranges_steps_and_start_time() -> None:
 
 
 def test_drift_is_recorded_and_applied() -> None:
-    drift = {"payload_kg": 0.5, "latency_steps": 2, "firmware": "fw-9"}
+    drift = {"payload_kg": 0.5, "latency_steps": 2, "firmware": "5.0.0"}
     spec = make_spec("pick_place/cube_far", drift_name="day14", drift=drift)
     ep = run_episode(spec).episode
     assert ep.drift == {"name": "day14", **drift}
     env = episode_module.cached_env("pick_place/cube_far", "mujoco")
     assert env.params.physics.payload_kg == 0.5
-    assert env.params.action_latency_steps == 2 and env.params.firmware == "fw-9"
+    # Firmware 5.0.0 adds one step of latency and softens the servos to 0.7.
+    assert env.params.action_latency_steps == 3 and env.params.firmware == "5.0.0"
+    assert env.params.physics.actuator_gain_scale == pytest.approx(0.7)
 
 
 def test_record_dir_writes_a_reproducible_trajectory(tmp_path: Path) -> None:

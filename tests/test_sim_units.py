@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from embodied_eval.errors import EvalError
-from sim_suites.arena import HumanProxyGeometry
 from sim_suites.control_quality import (
     energy_wh,
     overshoot_and_settling,
@@ -16,6 +15,7 @@ from sim_suites.control_quality import (
     rms_jerk,
 )
 from sim_suites.faults import FaultInjector, FaultRequest, FaultView
+from sim_suites.human import HumanProxy
 from sim_suites.robot import panda_kinematics, tcp_linear_velocity
 from sim_suites.safety import SafetyLimits, SafetyMonitor, protective_separation
 from sim_suites.tasks import graded_quality
@@ -126,20 +126,25 @@ def test_episode_params_fold_dr_drift_and_reality_gap() -> None:
         "controller_gain_scale": 0.8,
         "latency_steps": 2,
         "payload_kg": 0.3,
-        "firmware": "fw-2.1",
+        "firmware": "5.0.0",
     }
     gap = RealityGap(
         friction_scale=1.1, actuator_delay_steps=1, payload_kg=0.2, sensor_noise_std=0.003
     )
     params = episode_params({**sampled, "sensor_noise_std": 0.004}, drift, gap)
-    # friction 1.2 * 0.5 * 1.1 = 0.66; gain 0.9 * 0.8 = 0.72; latency 1 + 2 + 1 = 4;
-    # payload 0.3 + 0.2 = 0.5 kg; noise sqrt(0.004^2 + 0.003^2) = 0.005.
+    # friction 1.2 * 0.5 * 1.1 = 0.66; gain 0.9 * 0.8 * 0.7 (firmware 5.0.0) = 0.504;
+    # latency 1 + 2 + 1 (firmware) + 1 (gap) = 5; payload 0.3 + 0.2 = 0.5 kg;
+    # noise sqrt(0.004^2 + 0.003^2) = 0.005.
     assert params.physics.friction_scale == pytest.approx(0.66)
-    assert params.physics.actuator_gain_scale == pytest.approx(0.72)
-    assert params.action_latency_steps == 4
+    assert params.physics.actuator_gain_scale == pytest.approx(0.504)
+    assert params.action_latency_steps == 5
     assert params.physics.payload_kg == pytest.approx(0.5)
     assert params.sensor_noise_std == pytest.approx(0.005)
-    assert params.firmware == "fw-2.1"
+    assert params.firmware == "5.0.0"
+    # Firmware 5.1.0-lowrate runs the command interface at 25 Hz: 20 substeps of 2 ms.
+    assert episode_params({}, {"firmware": "5.1.0-lowrate"}).substeps == 20
+    with pytest.raises(EvalError, match=r"drift\.firmware: unknown firmware 'fw-9'"):
+        episode_params({}, {"firmware": "fw-9"})
     # 50 Hz at 2 ms physics: 10 substeps; 30 Hz rounds to 17 substeps (29.4 Hz actually run).
     assert params.substeps == 10
     assert episode_params({"control_rate_hz": 30.0}).substeps == 17
@@ -224,28 +229,22 @@ def test_tcp_linear_velocity_is_bitwise_the_jacobian_product() -> None:
         assert tcp_linear_velocity(rots, origins, tcp, qd).tobytes() == expected.tobytes()
 
 
-def test_monitor_takes_a_precomputed_separation() -> None:
-    # Proxy at (1, 0), radius 0.15; one robot point at (0.5, 0, 0.8) with link radius 0.08:
-    # 0.8 is within [0.15, 1.45] so dz = 0 and separation = 0.5 − 0.15 − 0.08 = 0.27 m.
+def test_monitor_uses_the_separation_it_is_given() -> None:
+    # The backend measures separation from geometry; the monitor keeps the minimum, caps the
+    # speed inside reduced zone 0.5 + margin 0.1 m, and refuses to run blind with a person.
     kin = panda_kinematics()
-    human = HumanProxyGeometry((1.0, 0.0))
-    points = np.array([[0.5, 0.0, 0.8]])
+    human = HumanProxy((1.0, 0.0))
 
-    def monitor() -> SafetyMonitor:
-        return SafetyMonitor(SafetyLimits(), kin.lower, kin.upper, kin.vel_limit, human, ())
+    def monitor(person: HumanProxy | None = human) -> SafetyMonitor:
+        return SafetyMonitor(SafetyLimits(), kin.lower, kin.upper, kin.vel_limit, person, ())
 
-    assert monitor().separation(points) == pytest.approx(0.27, abs=1e-12)
-    # 0.27 < reduced zone 0.5 + margin 0.1, so reduced speed is required either way.
-    assert monitor().reduced_speed_required(points) is True
-    assert monitor().reduced_speed_required(points, 0.27) is True
+    assert monitor().reduced_speed_required(0.59) is True
+    assert monitor().reduced_speed_required(0.61) is False
+    assert monitor(None).reduced_speed_required(0.1) is False
     tcp, obj = np.array([0.5, 0.0, 0.3]), np.array([0.5, 0.0, 0.03])
-    computed, given = monitor(), monitor()
-    computed.update(1, 0.02, np.zeros(7), np.zeros(7), tcp, 0.0, points, {}, obj)
-    # A separation passed in is used as is, not recomputed from the points.
-    given.update(1, 0.02, np.zeros(7), np.zeros(7), tcp, 0.0, points, {}, obj, 0.25)
-    assert computed.min_separation_m == pytest.approx(0.27, abs=1e-12)
+    given = monitor()
+    given.update(1, 0.02, np.zeros(7), np.zeros(7), tcp, 0.0, {}, obj, 0.25)
+    given.update(2, 0.04, np.zeros(7), np.zeros(7), tcp, 0.0, {}, obj, 0.4)
     assert given.min_separation_m == 0.25
-    with pytest.raises(EvalError, match="no human proxy"):
-        SafetyMonitor(SafetyLimits(), kin.lower, kin.upper, kin.vel_limit, None, ()).separation(
-            points
-        )
+    with pytest.raises(EvalError, match="human proxy"):
+        monitor().update(1, 0.02, np.zeros(7), np.zeros(7), tcp, 0.0, {}, obj)

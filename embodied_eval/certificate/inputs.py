@@ -9,6 +9,7 @@ when the incident log's hash chain does not verify: no certificate is built on a
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,21 @@ def _incident_log_state(
     return chain, states
 
 
+def refuse_undeclared_assistance(protocol: Protocol, episodes: Iterable[Episode]) -> None:
+    """EvalError if a sim episode ran with assisted grasping (a weld held the part) while the
+    protocol does not declare `[sim] grasp = "assisted"`: such a success is not the robot's."""
+    if protocol.sim_grasp == "assisted":
+        return
+    for ep in episodes:
+        if ep.side == "sim" and ep.control.get("grasp_mode") == "assisted":
+            raise EvalError(
+                f"episode {ep.episode_id!r} ran with assisted grasping (a weld held the part) "
+                'but the protocol does not declare it; set [sim] grasp = "assisted" in the '
+                "protocol, or re-run the sim side with contact grasping",
+                key="sim.grasp",
+            )
+
+
 def gather_inputs(
     protocol: Protocol,
     db: str | os.PathLike[str] | None,
@@ -140,6 +156,7 @@ def gather_inputs(
     # The same window selection as `embodied-eval metrics` (one place decides which episodes,
     # faults, incidents and exposure belong to a window); the log was verified just above.
     window = load_window(db_path, protocol)
+    refuse_undeclared_assistance(protocol, window.episodes)
     with Store(db_path, create=False) as store:
         ledger_count, ledger_head = ledger.head(store.conn)
         seal_row = ledger.find(store.conn, "seal", protocol.window_id)

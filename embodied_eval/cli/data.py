@@ -18,7 +18,8 @@ from embodied_eval.interchange import (
     write_table,
 )
 from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.protocol import load_protocol
+from embodied_eval.protocol import Protocol, load_protocol
+from embodied_eval.sensitivity import run_sweep, sweep_table
 
 
 class Kind(str, Enum):
@@ -97,9 +98,29 @@ protocol_app = typer.Typer(help="Check and inspect protocol files.", no_args_is_
 def protocol_check(
     file: Path = typer.Argument(..., help="Protocol TOML file."),
     as_json: bool = JsonOption,
+    sensitivity: bool = typer.Option(
+        False,
+        "--sensitivity",
+        help="Also run a quick paired sweep: each declared knob at its range ends (and each "
+        "drift setting) against a nominal control arm on the same instances and seeds.",
+    ),
+    engine: list[str] = typer.Option(
+        [], "--engine", help="Sim engine(s) to sweep (default: the protocol's)."
+    ),
+    instances_per_family: int = typer.Option(
+        2, "--instances-per-family", min=1, help="Instances of each family in the sweep."
+    ),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="Seeds per instance in the sweep."),
+    max_steps: int | None = typer.Option(
+        None, "--max-steps", min=1, help="Control steps per sweep episode (default: protocol's)."
+    ),
 ) -> None:
-    """Validate a protocol file and print its hash and battery."""
+    """Validate a protocol file and print its hash and battery (and, with --sensitivity, how
+    much each declared knob changes the reference policy's success and quality)."""
     proto = load_protocol(file)
+    if sensitivity:
+        _print_sensitivity(proto, engine, instances_per_family, seeds, max_steps, as_json)
+        return
     if as_json:
         print_json({"protocol_hash": proto.protocol_hash, "protocol": proto.canonical()})
         return
@@ -110,6 +131,53 @@ def protocol_check(
             f"  {family}: {len(insts)} instances, q* = "
             f"{', '.join(sorted({f'{i.target_quality:g}' for i in insts}))}"
         )
+
+
+def _print_sensitivity(
+    proto: Protocol,
+    engines: list[str],
+    instances_per_family: int,
+    seeds: int,
+    max_steps: int | None,
+    as_json: bool,
+) -> None:
+    result = run_sweep(
+        proto,
+        engines=engines or None,
+        instances_per_family=instances_per_family,
+        seeds=seeds,
+        max_steps=max_steps,
+    )
+    if as_json:
+        print_json(
+            {
+                "protocol_hash": proto.protocol_hash,
+                "effects": [
+                    {
+                        "engine": e.engine,
+                        "knob": e.knob,
+                        "setting": e.setting,
+                        "n": e.n,
+                        "success_nominal": e.success_nominal,
+                        "success_perturbed": e.success_perturbed,
+                        "success_change": e.success_change.to_json(),
+                        "quality_change": e.quality_change.to_json(),
+                        "changed_pairs": e.changed_pairs,
+                        "inert": e.inert,
+                    }
+                    for e in result.effects
+                ],
+                "reference_success": [
+                    {"engine": eng, "family": fam, "successes": w, "n": n}
+                    for (eng, fam), (w, n) in sorted(result.reference_success.items())
+                ],
+                "warnings": list(result.warnings),
+            }
+        )
+        return
+    console.print(f"protocol_hash {proto.protocol_hash}")
+    for line in sweep_table(result):
+        typer.echo(line)
 
 
 def register(app: typer.Typer) -> None:

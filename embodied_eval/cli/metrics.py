@@ -37,6 +37,9 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     S2R_by_engine       {sim engine: same shape as S2R}; S2R pairs the real side with
                         `sim_engine`, the protocol's first sim engine that ran
     sim_engine          the sim engine paired with the real side
+    cross_engine        {"mujoco~pybullet": {"n", "table" {a,b,c,d}, "agreement" (Wilson),
+                        "gap" (Newcombe paired)}}: sim engines against each other on the same
+                        manifest rows; separate from S2R (engines are tuned each on its own)
     SS                  estimate (SS at the per-severity Garwood bounds)
     rates_per_100h      {near_miss, minor, major, critical: estimate (Garwood exact)}
     incidents           {"counts", "upper_bounds_per_100h", "sim": {"hours", "counts",
@@ -152,6 +155,9 @@ def render(report: EmbodimentReport) -> None:
     _row(t, f"S2R ({report.transfer.mode})", report.transfer.s2r)
     for fam, tr in report.transfer_by_family.items():
         _row(t, f"  S2R {fam}", tr.s2r)
+    for engines, agree in report.cross_engine.items():
+        # Sim engines against each other: not S2R (see embodied_eval.embodiment.cross_engine).
+        _row(t, f"sim agreement {engines}", agree.agreement)
     _row(t, "SS", s.ss)
     for sev in SEVERITIES:
         _row(t, f"  {sev} / 100 h", s.rates[sev], 3, f" (N = {s.counts[sev]})")

@@ -30,6 +30,7 @@ from embodied_eval.embodiment.beyond import (
     policy_agreement,
 )
 from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
+from embodied_eval.embodiment.cross_engine import EngineAgreement, cross_engine_agreement
 from embodied_eval.embodiment.gates import robotics_gates
 from embodied_eval.embodiment.prediction import (
     PPI,
@@ -70,7 +71,15 @@ from embodied_eval.protocol import (
     load_protocol,
     protocol_from_mapping,
 )
-from embodied_eval.records import SEVERITIES, Episode, ExposureEntry, Fault, Incident
+from embodied_eval.records import (
+    SEVERITIES,
+    Episode,
+    ExposureEntry,
+    Fault,
+    Incident,
+    first_attempts,
+)
+from embodied_eval.sensitivity import saturation_warnings
 from embodied_eval.stats import Estimate
 
 #: Label mixed into the protocol's base seed when no generator is passed (reproducible).
@@ -112,6 +121,7 @@ class EmbodimentReport:
     baselines: BaselineCalibration | None = None
     agreement: PolicyAgreement | None = None
     notes: list[str] = field(default_factory=list)
+    cross_engine: dict[str, EngineAgreement] = field(default_factory=dict)
     ar_ppi: PredictionPoweredAR | None = None
 
     @property
@@ -146,6 +156,7 @@ class EmbodimentReport:
             "S2R_by_family": {f: t.to_json() for f, t in self.transfer_by_family.items()},
             "S2R_by_engine": {k: t.to_json() for k, t in self.transfer_by_engine.items()},
             "sim_engine": self.sim_engine,
+            "cross_engine": {k: v.to_json() for k, v in self.cross_engine.items()},
             "SS": s.ss.to_json(),
             "rates_per_100h": {sev: s.rates[sev].to_json() for sev in SEVERITIES},
             "incidents": s.to_json(),
@@ -173,6 +184,20 @@ class EmbodimentReport:
             },
             "notes": list(self.notes),
         }
+
+
+def _family_rates(sets: EpisodeSets) -> dict[tuple[str, str], tuple[int, int]]:
+    """(side, family) -> (successes, first scored attempts) of the evaluated policy; the sim
+    side is named by its engine ("sim mujoco")."""
+    sim = first_attempts([e for e in sets.sim_every_engine if e.scored])
+    rates: dict[tuple[str, str], tuple[int, int]] = {}
+    sides = [("real", sets.real)]
+    sides += [(f"sim {eng}", [x for x in sim if x.engine == eng]) for eng in sets.sim_engines]
+    for side, episodes in sides:
+        for ep in episodes:
+            wins, n = rates.get((side, ep.family), (0, 0))
+            rates[(side, ep.family)] = (wins + int(ep.success), n + 1)
+    return rates
 
 
 def _episode_counts(sets: EpisodeSets) -> dict[str, int]:
@@ -350,6 +375,7 @@ def compute_embodiment(
     baselines = baseline_calibration(sets.first_scored, protocol, sets.policy, level)
     if baselines is not None:
         notes.extend(f"baselines: {w}" for w in baselines.warnings)
+    notes.extend(saturation_warnings(_family_rates(sets), who="the evaluated policy"))
     return EmbodimentReport(
         protocol_name=protocol.name,
         protocol_hash=protocol.protocol_hash,
@@ -363,6 +389,7 @@ def compute_embodiment(
         transfer=transfer,
         transfer_by_family=by_family,
         transfer_by_engine=by_engine,
+        cross_engine=cross_engine_agreement(sets.sim_every_engine, level),
         sim_engine=sets.sim_engine,
         safety=safety,
         recovery=recovery,

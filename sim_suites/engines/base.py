@@ -11,11 +11,13 @@ Quaternions are (w, x, y, z). Units: m, rad, kg, N, N·m.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
+
+from sim_suites.rendering.appearance import Appearance
 
 #: Physics time step of both engines (s); the control period is a whole number of these.
 PHYSICS_DT = 0.002
@@ -30,7 +32,8 @@ class PhysicsParams:
     """Per-episode physical parameters, after domain randomization, drift and reality gap.
 
     Scales are multiplicative on the nominal values; `payload_kg` is lumped at the hand's centre
-    of mass; `friction_scale` multiplies object friction and the drawer's slide friction.
+    of mass; `friction_scale` multiplies object friction and the drawer's slide friction;
+    `grip_force_scale` multiplies the gripper's force limit (GRIP_FORCE_N per finger).
     """
 
     friction_scale: float = 1.0
@@ -39,16 +42,24 @@ class PhysicsParams:
     joint_damping_scale: float = 1.0
     actuator_gain_scale: float = 1.0
     payload_kg: float = 0.0
+    grip_force_scale: float = 1.0
 
 
 @dataclass(frozen=True)
 class InitialState:
-    """Where everything starts: arm joints (7,), finger opening per finger, body positions."""
+    """Where everything starts: arm joints (7,), finger opening per finger, body positions,
+    rotations of free bodies about the vertical (rad), slide positions (m)."""
 
     arm_q: np.ndarray
     finger_q: float
     body_pos: Mapping[str, np.ndarray] = field(default_factory=dict)
     slide_q: Mapping[str, float] = field(default_factory=dict)
+    body_yaw: Mapping[str, float] = field(default_factory=dict)
+
+
+def yaw_quat(yaw_rad: float) -> np.ndarray:
+    """Unit (w, x, y, z) quaternion of a rotation by `yaw_rad` about the world z axis."""
+    return np.array([np.cos(yaw_rad / 2), 0.0, 0.0, np.sin(yaw_rad / 2)])
 
 
 class PhysicsBackend(Protocol):
@@ -77,8 +88,11 @@ class PhysicsBackend(Protocol):
     def slide_q(self, name: str) -> float:
         """Position of a slide-jointed body along its axis (m)."""
 
+    def finger_contact_forces(self, name: str) -> tuple[float, float]:
+        """Total normal force (N) between body `name` and the left and the right finger."""
+
     def attach(self, name: str) -> None:
-        """Weld a body to the hand at its current relative pose (the grasp model)."""
+        """Weld a body to the hand at its current relative pose (assisted grasping only)."""
 
     def detach(self) -> None:
         """Remove the grasp weld, if any."""
@@ -87,15 +101,28 @@ class PhysicsBackend(Protocol):
         """Teleport a fixed or mocap body (the hidden obstacle)."""
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
-        """Total normal contact force (N) per body pair at the current physics step.
+        """Peak total normal contact force (N) per body pair over the last control step.
+
+        Forces are read after every physics step of `step` and the largest per pair is kept, so
+        a short impact between two control steps is seen (safety monitors run at physics rate).
 
         Reported pairs: the robot against anything, and task objects against anything but the
         table (an object resting on the table is not a contact event). Keys come from
         `pair_key`: ("robot", x), (body, "table") or two body names in alphabetical order.
         """
 
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Distance (m) from the robot's collision geometry to each named body (0 if touching,
+        `max_m` if farther): real geometry, not link origins."""
+
     def diverged(self) -> bool:
         """Whether the simulator reported an instability since the last reset."""
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Lighting and colours of the episode (backends built with cameras only)."""
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB (h, w, 3) uint8 and optional depth (h, w, 1) float32 m of a named camera."""
 
     def close(self) -> None:
         """Release the simulator."""

@@ -1,50 +1,73 @@
-"""MuJoCo backend: the Panda URDF compiled with MjSpec, plus the scene and position servos.
+"""MuJoCo backend: the Panda description compiled with MjSpec, plus the scene and servos.
 
-The URDF is read as text with its `package://` mesh paths pointed at the `pybullet_data` folder,
-parsed by `mujoco.MjSpec.from_string`, extended with the scene bodies, one position actuator per
-joint (`set_to_position(kp, kv)`, torque-limited to the URDF effort) and one inactive weld per
-graspable body, then compiled once. Per-episode parameters are written into the compiled model
-from saved nominal copies, so a reset never recompiles.
+The corrected Panda URDF (`sim_suites.panda_description`: identified link dynamics, finger pads)
+is parsed by `mujoco.MjSpec.from_string`, extended with joint armature, damping and Coulomb
+friction, the scene bodies, one position actuator per joint (`set_to_position(kp, kv)`,
+torque-limited to the URDF effort; the fingers force-limited to the grip force and coupled by a
+joint equality, as the Franka Hand's single drive couples them) and one inactive weld per
+graspable body (used only by the *assisted* grasp mode), then compiled once. Per-episode
+parameters are written into the compiled model from saved nominal copies, so a reset never
+recompiles.
 
-Modelling choices shared with the PyBullet backend: no self-collision; implicit-fast integration
-at 2 ms; object friction is the object's coefficient (geom priority), matching PyBullet's product
-rule with unit friction on everything else.
+Settings tuned for MuJoCo (`MUJOCO_CONE`, `MUJOCO_IMPRATIO`): the elliptic friction cone with impratio 10, so
+friction grasps hold without creeping (measured: a 1 kg cube and friction ×0.1 hold at 20 N per
+finger, 3 kg slips); implicit-fast integration at 2 ms. Self-collision is on (MuJoCo skips
+parent–child pairs; `SELF_COLLISION_EXCLUDE` lists the few neighbours whose mesh hulls overlap
+in normal postures). Object friction is the object's coefficient (geom priority), matching
+PyBullet's product rule with unit friction on the robot.
 """
 
 from __future__ import annotations
 
 import logging
+import warnings
+from collections.abc import Sequence
 
 import mujoco
 import numpy as np
 
+from embodied_eval.errors import EvalError
 from sim_suites.arena import Body, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
-    ROBOT,
     TABLE,
     InitialState,
     PhysicsParams,
-    pair_key,
     quat_conj_mul,
+    yaw_quat,
 )
+from sim_suites.engines.mujoco_contacts import MujocoContacts
+from sim_suites.panda_description import (
+    ARMATURE_KGM2,
+    JOINT_FRICTION_NM,
+    SELF_COLLISION_EXCLUDE,
+    panda_urdf_text,
+)
+from sim_suites.rendering.appearance import Appearance
+from sim_suites.rendering.mujoco_render import MujocoRenderer, add_visuals
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
     ARM_KP,
     ARM_KV,
-    FINGER_INERTIA,
     FINGER_JOINTS,
     FINGER_KP,
     FINGER_KV,
+    GRIP_FORCE_N,
     PandaKinematics,
-    panda_urdf_path,
 )
 
-# Collision filtering: robot geoms (type 2, affinity 1) never touch each other but touch the world
-# (type 1, affinity 3), which touches everything.
-_ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 2, 1
-_WORLD_CONTYPE, _WORLD_CONAFFINITY = 1, 3
+#: Solver settings tuned for MuJoCo (see the module docstring): friction cone, ratio of frictional
+#: to normal constraint impedance, solver iterations.
+MUJOCO_CONE = mujoco.mjtCone.mjCONE_ELLIPTIC
+MUJOCO_IMPRATIO = 10.0
+MUJOCO_ITERATIONS = 100
+# Everything collides with everything (self-collision on); parent–child pairs are skipped by
+# MuJoCo and the pairs of SELF_COLLISION_EXCLUDE explicitly.
+_ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 1, 1
+_WORLD_CONTYPE, _WORLD_CONAFFINITY = 1, 1
+#: Where the URDF import puts the bodies fused into link 7 (the hand and the flange).
+_FUSED_INTO_LINK7 = ("panda_link8", "panda_hand")
 _GEOM_TYPES = {
     "box": mujoco.mjtGeom.mjGEOM_BOX,
     "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE,
@@ -70,10 +93,8 @@ def route_mujoco_warnings() -> None:
         mujoco.set_mju_user_warning(_log_mujoco_warning)
 
 
-def panda_urdf_text() -> str:
-    """The Panda URDF with `package://` mesh references resolved to absolute paths."""
-    path = panda_urdf_path()
-    return path.read_text(encoding="utf-8").replace("package://", f"{path.parent}/")
+def _mujoco_body(link: str) -> str:
+    return "panda_link7" if link in _FUSED_INTO_LINK7 else link
 
 
 class MujocoBackend:
@@ -81,18 +102,37 @@ class MujocoBackend:
 
     engine = "mujoco"
 
-    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        kinematics: PandaKinematics,
+        *,
+        image_size: tuple[int, int] | None = None,
+    ) -> None:
         self.scene = scene
         self.kin = kinematics
         route_mujoco_warnings()
         spec = mujoco.MjSpec.from_string(panda_urdf_text())
         spec.option.timestep = PHYSICS_DT
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
-        for name in ("panda_leftfinger", "panda_rightfinger"):
-            finger = spec.body(name)
-            finger.inertia = [FINGER_INERTIA] * 3
-            finger.iquat = [1.0, 0.0, 0.0, 0.0]
-            finger.fullinertia = [np.nan] * 6
+        spec.option.cone = MUJOCO_CONE
+        spec.option.impratio = MUJOCO_IMPRATIO
+        spec.option.iterations = MUJOCO_ITERATIONS
+        for i, name in enumerate(ARM_JOINTS):
+            joint = spec.joint(name)
+            joint.armature = float(ARMATURE_KGM2[i])
+            joint.frictionloss = float(JOINT_FRICTION_NM[i])
+        for link_a, link_b in SELF_COLLISION_EXCLUDE:
+            body_a, body_b = _mujoco_body(link_a), _mujoco_body(link_b)
+            if body_a != body_b:  # the hand is part of link 7 here
+                exclude = spec.add_exclude()
+                exclude.bodyname1, exclude.bodyname2 = body_a, body_b
+        coupling = spec.add_equality()
+        coupling.name = "finger_coupling"
+        coupling.type = mujoco.mjtEq.mjEQ_JOINT
+        coupling.objtype = mujoco.mjtObj.mjOBJ_JOINT
+        coupling.name1, coupling.name2 = FINGER_JOINTS[1], FINGER_JOINTS[0]
+        coupling.data = [0.0, 1.0] + [0.0] * 10
         for geom in spec.geoms:
             geom.contype, geom.conaffinity = _ROBOT_CONTYPE, _ROBOT_CONAFFINITY
             geom.friction = [1.0, 0.005, 0.0001]
@@ -114,7 +154,7 @@ class MujocoBackend:
                 limit = float(kinematics.effort[i])
             else:
                 act.set_to_position(kp=FINGER_KP, kv=FINGER_KV)
-                limit = float(kinematics.finger_effort)
+                limit = min(GRIP_FORCE_N, float(kinematics.finger_effort))
             act.forcelimited = True
             act.forcerange = [-limit, limit]
             act.ctrllimited = False
@@ -130,8 +170,15 @@ class MujocoBackend:
             # A stiff weld (time constant 5 ms, the softest MuJoCo allows at 2 ms is 4 ms) so
             # the part does not swing in the hand; PyBullet's fixed constraint is stiff too.
             eq.solref = [0.005, 1.0]
-        self.model = spec.compile()
+        if image_size is not None:
+            add_visuals(spec, kinematics, image_size[1], image_size[0])
+        with warnings.catch_warnings():
+            # The Panda's visual OBJ files carry texture coordinates MuJoCo does not use.
+            warnings.filterwarnings("ignore", message="obj_decoder", category=UserWarning)
+            self.model = spec.compile()
         self.data = mujoco.MjData(self.model)
+        self.image_size = image_size
+        self._renderer: MujocoRenderer | None = None
         m = self.model
         self._arm_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in ARM_JOINTS])
         self._arm_vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in ARM_JOINTS])
@@ -147,47 +194,12 @@ class MujocoBackend:
             for b in scene.bodies
             if m.body_mocapid[self._body_id[b.name]] >= 0
         }
-        # Body name for every geom, for contact bookkeeping ("robot" for the arm and hand).
+        # The arm's and hand's bodies: "robot" in contact bookkeeping.
         robot_bodies = {m.body(f"panda_link{i}").id for i in range(1, 8)} | {
             m.body("panda_leftfinger").id,
             m.body("panda_rightfinger").id,
         }
-        # Contact book-keeping: an owner code per geom (−1 none, 0 robot, 1 table, 2+ scene
-        # bodies) and a table of which owner pairs are reported (see `contact_forces`).
-        self._owner_names = [ROBOT, TABLE, *[b.name for b in scene.bodies]]
-        code_by_body = {
-            bid: 2 + k for k, bid in enumerate(self._body_id[b.name] for b in scene.bodies)
-        }
-        codes = np.full(m.ngeom, -1, dtype=int)
-        for g in range(m.ngeom):
-            bid = int(m.geom_bodyid[g])
-            if bid in robot_bodies:
-                codes[g] = 0
-            elif bid == 0:
-                codes[g] = 1 if m.geom(g).name == TABLE else -1
-            else:
-                codes[g] = code_by_body.get(bid, -1)
-        self._owner_code = codes
-        n = len(self._owner_names)
-        objects = {2 + k for k, b in enumerate(scene.bodies) if b.role == "object"}
-        relevant = np.zeros((n + 1, n + 1), dtype=bool)  # index −1 (none) maps to the last row
-        for a in range(n):
-            for b in range(n):
-                if a == b:
-                    continue
-                robot_pair = 0 in (a, b)
-                object_on_fixture = (a in objects or b in objects) and 1 not in (a, b)
-                relevant[a, b] = robot_pair or object_on_fixture
-        self._relevant = relevant
-        # The same table per geom pair: the reported key, or None for a pair not reported.
-        owner = codes.tolist()
-        self._geom_pair_keys: list[list[tuple[str, str] | None]] = [
-            [
-                pair_key(self._owner_names[a], self._owner_names[b]) if relevant[a, b] else None
-                for b in owner
-            ]
-            for a in owner
-        ]
+        self.contacts = MujocoContacts(m, scene, self._body_id, robot_bodies)
         # Nominal copies of everything a reset rewrites.
         self._nominal = {
             "body_mass": m.body_mass.copy(),
@@ -198,7 +210,10 @@ class MujocoBackend:
             "dof_frictionloss": m.dof_frictionloss.copy(),
             "gainprm": m.actuator_gainprm.copy(),
             "biasprm": m.actuator_biasprm.copy(),
+            "forcerange": m.actuator_forcerange.copy(),
         }
+        self._fingers = (m.body("panda_leftfinger").id, m.body("panda_rightfinger").id)
+        self._geom_body = [int(b) for b in m.geom_bodyid]
         self._robot_body_ids = np.array(sorted(robot_bodies))
         self._object_bodies = np.array(
             [self._body_id[b.name] for b in scene.bodies if b.role == "object"], dtype=int
@@ -213,6 +228,7 @@ class MujocoBackend:
             if b.joint == "slide"
         }
         self._contact_buf = np.zeros(6)
+        self._peak: dict[tuple[str, str], float] = {}
         # A live view of the data's warning counters (the data is allocated once) and the
         # counters that mean the simulation went unstable.
         self._warning_counts = self.data.warning.number
@@ -271,6 +287,7 @@ class MujocoBackend:
     def reset(self, init: InitialState, params: PhysicsParams) -> None:
         m, d = self.model, self.data
         nom = self._nominal
+        self._peak = {}
         m.body_mass[:] = nom["body_mass"]
         m.body_inertia[:] = nom["body_inertia"]
         m.body_ipos[:] = nom["body_ipos"]
@@ -279,6 +296,8 @@ class MujocoBackend:
         m.dof_frictionloss[:] = nom["dof_frictionloss"]
         m.actuator_gainprm[:] = nom["gainprm"]
         m.actuator_biasprm[:] = nom["biasprm"]
+        m.actuator_forcerange[:] = nom["forcerange"]
+        m.actuator_forcerange[7:9] *= params.grip_force_scale
         rb = self._robot_body_ids
         m.body_mass[rb] *= params.link_mass_scale
         m.body_inertia[rb] *= params.link_mass_scale
@@ -316,19 +335,31 @@ class MujocoBackend:
             if body.joint == "free":
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr : adr + 3] = pos
-                d.qpos[adr + 3 : adr + 7] = (1.0, 0.0, 0.0, 0.0)
+                d.qpos[adr + 3 : adr + 7] = yaw_quat(init.body_yaw.get(body.name, 0.0))
             elif body.name in self._mocap_id:
                 d.mocap_pos[self._mocap_id[body.name]] = pos
             elif body.joint == "slide":
+                # The slide's frame is the body's model position: placement moves it there
+                # (as PyBullet moves the drawer's base).
+                m.body_pos[bid] = pos
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr] = init.slide_q.get(body.name, 0.0)
         mujoco.mj_forward(m, d)
 
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
-        d = self.data
+        m, d = self.model, self.data
         d.ctrl[:7] = arm_cmd
         d.ctrl[7] = d.ctrl[8] = finger_cmd
-        mujoco.mj_step(self.model, d, nstep=substeps)
+        # Contact forces are read after every physics step: a peak between control steps
+        # (a hand hitting a wall) must reach the monitors (`contact_forces`).
+        peak: dict[tuple[str, str], float] = {}
+        for _ in range(substeps):
+            mujoco.mj_step(m, d)
+            if d.ncon:
+                for key, force in self._contacts_now().items():
+                    if force > peak.get(key, 0.0):
+                        peak[key] = force
+        self._peak = peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.data.qpos[self._q_idx].copy(), self.data.qvel[self._v_idx].copy()
@@ -350,6 +381,24 @@ class MujocoBackend:
     def slide_q(self, name: str) -> float:
         bid = self._body_id[name]
         return float(self.data.qpos[self.model.jnt_qposadr[self.model.body_jntadr[bid]]])
+
+    def finger_contact_forces(self, name: str) -> tuple[float, float]:
+        m, d = self.model, self.data
+        ncon = d.ncon
+        forces = [0.0, 0.0]
+        if ncon == 0:
+            return 0.0, 0.0
+        target = self._body_id[name]
+        left, right = self._fingers
+        body = self._geom_body
+        buf = self._contact_buf
+        for i, (g1, g2) in enumerate(d.contact.geom[:ncon].tolist()):
+            b1, b2 = body[g1], body[g2]
+            other = b2 if b1 == target else b1 if b2 == target else -1
+            if other in (left, right):
+                mujoco.mj_contactForce(m, d, i, buf)
+                forces[0 if other == left else 1] += abs(float(buf[0]))
+        return forces[0], forces[1]
 
     def attach(self, name: str) -> None:
         m, d = self.model, self.data
@@ -376,24 +425,39 @@ class MujocoBackend:
         self.data.mocap_pos[self._mocap_id[name]] = pos
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
-        m, d = self.model, self.data
-        out: dict[tuple[str, str], float] = {}
-        ncon = d.ncon
-        if ncon == 0:
-            return out
-        keys = self._geom_pair_keys
-        buf = self._contact_buf
-        # A handful of contacts per step: a plain loop over Python ints beats numpy indexing.
-        for i, (g1, g2) in enumerate(d.contact.geom[:ncon].tolist()):
-            key = keys[g1][g2]
-            if key is not None:
-                mujoco.mj_contactForce(m, d, i, buf)
-                out[key] = out.get(key, 0.0) + abs(float(buf[0]))
-        return out
+        """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
+        return dict(self._peak)
+
+    def _contacts_now(self) -> dict[tuple[str, str], float]:
+        """Total normal force per reported body pair at the current physics step."""
+        return self.contacts.forces(self.model, self.data)
+
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Distance from the robot's geometry to each body (see `MujocoContacts.separation`)."""
+        return self.contacts.separation(self.model, self.data, bodies, max_m)
 
     def diverged(self) -> bool:
         counts = self._warning_counts.tolist()
         return any(counts[kind] > 0 for kind in self._unstable)
 
+    def renderer(self) -> MujocoRenderer:
+        """The offscreen renderer (its GL context opens on first use)."""
+        if self.image_size is None:
+            raise EvalError("rendering: this backend was built without cameras", key="rendering")
+        if self._renderer is None:
+            self._renderer = MujocoRenderer(self.model, self.data, self.image_size)
+        return self._renderer
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Light intensities and body colours of the episode (cameras only)."""
+        self.renderer().apply(appearance)
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB and optional depth image of one camera (see `MujocoRenderer.render`)."""
+        return self.renderer().render(camera, depth)
+
     def close(self) -> None:
         self.detach()
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

@@ -1,11 +1,18 @@
-"""PyBullet backend: the same Panda URDF, scene and servo law, in a private DIRECT client.
+"""PyBullet backend: the same Panda description, scene and servo law, in a private DIRECT client.
 
 Each backend connects its own client (`BulletClient` in DIRECT mode) and never touches PyBullet's
-global default client, so several environments can live in one process. The arm is torque
-controlled: the default velocity motors are switched off and the PD law of
-`sim_suites.engines.base.pd_torque` runs every 2 ms physics step with the same gains and limits as
-MuJoCo's position actuators. Link inertias come from the URDF (`URDF_USE_INERTIA_FROM_FILE`) and
-PyBullet's default link damping is removed, so both engines integrate the same model.
+global default client, so several environments can live in one process. The robot is the
+corrected Panda URDF of `sim_suites.panda_description` (identified link dynamics, finger pads;
+`URDF_USE_INERTIA_FROM_FILE`), with self-collision on. The arm is torque controlled: the default
+velocity motors are re-purposed as Coulomb joint friction (a zero-velocity motor whose force cap is
+the friction), and the PD law of `sim_suites.engines.base.pd_torque` runs every 2 ms physics step
+with the same gains and limits as MuJoCo's position actuators; the fingers are force-limited to
+the grip force and coupled (each finger's servo acts on the mean opening, plus a stiff term
+keeping the two equal). PyBullet's default link damping is removed.
+
+Engine differences: PyBullet has no joint armature (rotor inertia), so its
+copy of the description folds the armature into the link inertias (see
+`sim_suites.panda_description`); friction uses PyBullet's pyramid approximation of the cone.
 
 The initial world is saved once (`saveState`) and restored on every reset, which also restores
 the contact solver's warm-start cache: episodes are deterministic within one client.
@@ -15,12 +22,14 @@ from __future__ import annotations
 
 import atexit
 import weakref
+from collections.abc import Sequence
 
 import numpy as np
 import pybullet
 from pybullet_utils import bullet_client
 
-from sim_suites.arena import Body, Scene
+from embodied_eval.errors import EvalError
+from sim_suites.arena import Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
     ROBOT,
@@ -32,19 +41,30 @@ from sim_suites.engines.base import (
     pd_torque,
     quat_conj_mul,
     quat_to_matrix,
+    yaw_quat,
 )
+from sim_suites.engines.pybullet_scene import add_body
+from sim_suites.panda_description import (
+    JOINT_FRICTION_NM,
+    SELF_COLLISION_EXCLUDE,
+    panda_urdf_file,
+)
+from sim_suites.rendering.appearance import Appearance
+from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
 from sim_suites.robot import (
     ARM_DAMPING,
     ARM_JOINTS,
     ARM_KP,
     ARM_KV,
-    FINGER_INERTIA,
     FINGER_JOINTS,
     FINGER_KP,
     FINGER_KV,
+    GRIP_FORCE_N,
     PandaKinematics,
-    panda_urdf_path,
 )
+
+#: Constraint-solver iterations per step (PyBullet's default; enough for the grasps here).
+PYBULLET_SOLVER_ITERATIONS = 50
 
 
 def _wxyz(q_xyzw: tuple[float, ...]) -> np.ndarray:
@@ -69,25 +89,56 @@ def _close_live_backends() -> None:
         backend.close()
 
 
+def coupled_finger_force(
+    q: np.ndarray, qd: np.ndarray, cmd: float, kp: float, kv: float, limit: float
+) -> np.ndarray:
+    """Forces (2,) N on the two fingers of a single-drive gripper, force-limited to `limit`.
+
+    The drive servoes the mean opening q̄ to `cmd` (F = clip(kp·(cmd − q̄) − kv·q̄̇, ±limit)); a
+    stiff coupling term kp·(q̄ − q_i) − kv·(q̇_i − q̄̇) keeps the fingers together, as the
+    hand's mechanism does, and each finger's total stays within ±limit.
+
+    Args:
+        q, qd: (2,) finger positions (m) and velocities (m/s). cmd: set-point per finger, m.
+    """
+    mean, mean_v = 0.5 * float(q[0] + q[1]), 0.5 * float(qd[0] + qd[1])
+    drive = min(limit, max(-limit, kp * (cmd - mean) - kv * mean_v))
+    out = drive + kp * (mean - q) - kv * (qd - mean_v)
+    return np.clip(out, -limit, limit)
+
+
 class PybulletBackend:
     """One PyBullet DIRECT client for one scene. See `PhysicsBackend`."""
 
     engine = "pybullet"
 
-    def __init__(self, scene: Scene, kinematics: PandaKinematics) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        kinematics: PandaKinematics,
+        *,
+        image_size: tuple[int, int] | None = None,
+    ) -> None:
         self.scene = scene
+        self.image_size = image_size
+        self._renderer: PybulletRenderer | None = None
         self.kin = kinematics
         client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         self.client = client
         _LIVE_BACKENDS.add(self)
         client.setGravity(0.0, 0.0, -9.81)
         client.setPhysicsEngineParameter(
-            fixedTimeStep=PHYSICS_DT, numSubSteps=1, deterministicOverlappingPairs=1
+            fixedTimeStep=PHYSICS_DT,
+            numSubSteps=1,
+            deterministicOverlappingPairs=1,
+            numSolverIterations=PYBULLET_SOLVER_ITERATIONS,
         )
         self.robot = client.loadURDF(
-            str(panda_urdf_path()),
+            str(panda_urdf_file(armature_in_links=True)),
             useFixedBase=True,
-            flags=pybullet.URDF_USE_INERTIA_FROM_FILE,
+            flags=pybullet.URDF_USE_INERTIA_FROM_FILE
+            | pybullet.URDF_USE_SELF_COLLISION
+            | pybullet.URDF_USE_SELF_COLLISION_EXCLUDE_PARENT,
         )
         joint_index = {}
         link_index = {}
@@ -97,27 +148,36 @@ class PybulletBackend:
             link_index[info[12].decode()] = j
         self._joints = [joint_index[n] for n in (*ARM_JOINTS, *FINGER_JOINTS)]
         self._hand = link_index["panda_hand"]
-        for name in ("panda_leftfinger", "panda_rightfinger"):
-            client.changeDynamics(
-                self.robot, link_index[name], localInertiaDiagonal=[FINGER_INERTIA] * 3
-            )
+        self._fingers = (link_index["panda_leftfinger"], link_index["panda_rightfinger"])
         self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
+        client.changeDynamics(self.robot, -1, linearDamping=0.0, angularDamping=0.0)
         for link in self._robot_links:
-            client.changeDynamics(
-                self.robot, link, linearDamping=0.0, angularDamping=0.0, lateralFriction=1.0
+            # A separate call: combined with the damping arguments, PyBullet leaves the links'
+            # friction at its 0.5 default.
+            client.changeDynamics(self.robot, link, lateralFriction=1.0)
+        for a, b in SELF_COLLISION_EXCLUDE:
+            client.setCollisionFilterPair(
+                self.robot, self.robot, link_index[a], link_index[b], enableCollision=0
             )
-        # Switch off the default velocity motors: torques come from our PD law.
+        # The default velocity motors become Coulomb friction (zero target velocity, force cap =
+        # friction); torques come from our PD law.
         client.setJointMotorControlArray(
-            self.robot, self._joints, pybullet.VELOCITY_CONTROL, forces=[0.0] * 9
+            self.robot,
+            self._joints,
+            pybullet.VELOCITY_CONTROL,
+            targetVelocities=[0.0] * 9,
+            forces=[*map(float, JOINT_FRICTION_NM), 0.0, 0.0],
         )
         plane = client.createCollisionShape(pybullet.GEOM_PLANE)
-        self.table = client.createMultiBody(0.0, plane)
+        self.table = client.createMultiBody(
+            0.0, plane, table_visual(client) if image_size is not None else -1
+        )
         client.changeDynamics(
             self.table, -1, lateralFriction=scene.table_friction, linearDamping=0.0
         )
         self._ids: dict[str, int] = {}
         for body in scene.bodies:
-            self._ids[body.name] = self._add_body(body)
+            self._ids[body.name] = add_body(client, body, image_size is not None)
         self._names = {bid: name for name, bid in self._ids.items()}
         self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role == "object"]
         self._names[self.robot] = ROBOT
@@ -137,86 +197,16 @@ class PybulletBackend:
         }
         self._kp = np.concatenate([ARM_KP, [FINGER_KP, FINGER_KP]])
         self._kv = np.concatenate([ARM_KV, [FINGER_KV, FINGER_KV]])
-        self._limit = np.concatenate(
-            [kinematics.effort, [kinematics.finger_effort, kinematics.finger_effort]]
-        )
+        grip = min(GRIP_FORCE_N, kinematics.finger_effort)
+        self._nominal_limit = np.concatenate([kinematics.effort, [grip, grip]])
+        self._limit = self._nominal_limit.copy()
         self._gain = 1.0
         self._damping = np.zeros(9)
         self._tau = np.zeros(9)
         self._constraint: int | None = None
+        self._peak: dict[tuple[str, str], float] = {}
         self.attached: str | None = None
         self._state_id = client.saveState()
-
-    # ------------------------------------------------------------------ build
-
-    def _add_body(self, body: Body) -> int:
-        c = self.client
-        shapes, extents, radii, lengths, positions = [], [], [], [], []
-        for geom in body.geoms:
-            if geom.shape == "box":
-                shapes.append(pybullet.GEOM_BOX)
-                extents.append(list(geom.size))
-                radii.append(0.0)
-                lengths.append(0.0)
-            elif geom.shape in ("capsule", "cylinder"):
-                shapes.append(
-                    pybullet.GEOM_CAPSULE if geom.shape == "capsule" else pybullet.GEOM_CYLINDER
-                )
-                extents.append([0.0, 0.0, 0.0])
-                radii.append(geom.size[0])
-                lengths.append(2.0 * geom.size[1])
-            else:
-                shapes.append(pybullet.GEOM_SPHERE)
-                extents.append([0.0, 0.0, 0.0])
-                radii.append(geom.size[0])
-                lengths.append(0.0)
-            positions.append(list(geom.pos))
-        shape = c.createCollisionShapeArray(
-            shapeTypes=shapes,
-            halfExtents=extents,
-            radii=radii,
-            lengths=lengths,
-            collisionFramePositions=positions,
-        )
-        if body.joint == "slide":
-            bid = c.createMultiBody(
-                baseMass=0.0,
-                baseCollisionShapeIndex=-1,
-                basePosition=list(body.pos),
-                linkMasses=[body.mass],
-                linkCollisionShapeIndices=[shape],
-                linkVisualShapeIndices=[-1],
-                linkPositions=[[0.0, 0.0, 0.0]],
-                linkOrientations=[[0.0, 0.0, 0.0, 1.0]],
-                linkInertialFramePositions=[[0.0, 0.0, 0.0]],
-                linkInertialFrameOrientations=[[0.0, 0.0, 0.0, 1.0]],
-                linkParentIndices=[0],
-                linkJointTypes=[pybullet.JOINT_PRISMATIC],
-                linkJointAxis=[list(body.slide_axis)],
-            )
-            c.changeDynamics(
-                bid,
-                0,
-                jointLowerLimit=body.slide_range[0],
-                jointUpperLimit=body.slide_range[1],
-                jointDamping=body.slide_damping,
-                linearDamping=0.0,
-                angularDamping=0.0,
-                lateralFriction=1.0,
-            )
-        else:
-            mass = body.mass if body.joint == "free" else 0.0
-            bid = c.createMultiBody(
-                baseMass=mass, baseCollisionShapeIndex=shape, basePosition=list(body.pos)
-            )
-            c.changeDynamics(
-                bid,
-                -1,
-                linearDamping=0.0,
-                angularDamping=0.0,
-                lateralFriction=body.friction if body.role == "object" else 1.0,
-            )
-        return int(bid)
 
     # ------------------------------------------------------------------ episode
 
@@ -224,6 +214,7 @@ class PybulletBackend:
         c = self.client
         self.detach()
         self._flush_contact_cache()
+        self._peak = {}
         c.restoreState(self._state_id)
         for link in self._robot_links:
             mass = self._nominal_link_mass[link]
@@ -255,6 +246,8 @@ class PybulletBackend:
                     force=body.slide_friction_n * params.friction_scale,
                 )
         self._gain = params.actuator_gain_scale
+        self._limit = self._nominal_limit.copy()
+        self._limit[7:] *= params.grip_force_scale
         self._damping = np.zeros(9)
         self._damping[:7] = ARM_DAMPING * params.joint_damping_scale
         qs = np.concatenate([init.arm_q, [init.finger_q, init.finger_q]])
@@ -268,7 +261,8 @@ class PybulletBackend:
                 c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
                 c.resetJointState(bid, 0, float(init.slide_q.get(body.name, 0.0)), 0.0)
             else:
-                c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
+                quat = _xyzw(yaw_quat(init.body_yaw.get(body.name, 0.0)))
+                c.resetBasePositionAndOrientation(bid, list(pos), quat)
                 c.resetBaseVelocity(bid, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
 
     def _flush_contact_cache(self) -> None:
@@ -289,11 +283,13 @@ class PybulletBackend:
         c = self.client
         cmd = np.concatenate([arm_cmd, [finger_cmd, finger_cmd]])
         kp, kv = self._kp * self._gain, self._kv * self._gain
+        peak: dict[tuple[str, str], float] = {}
         for _ in range(substeps):
             states = c.getJointStates(self.robot, self._joints)
             q = np.array([s[0] for s in states])
             qd = np.array([s[1] for s in states])
             tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
+            tau[7:] = coupled_finger_force(q[7:], qd[7:], finger_cmd, kp[7], kv[7], self._limit[7])
             self._tau = tau
             # Passive joint damping acts outside the servo's torque limit, as in MuJoCo.
             c.setJointMotorControlArray(
@@ -303,6 +299,11 @@ class PybulletBackend:
                 forces=list(tau - self._damping * qd),
             )
             c.stepSimulation()
+            # Contact forces after every physics step: peaks between control steps count.
+            for key, force in self._contacts_now().items():
+                if force > peak.get(key, 0.0):
+                    peak[key] = force
+        self._peak = peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         states = self.client.getJointStates(self.robot, self._joints)
@@ -331,6 +332,14 @@ class PybulletBackend:
 
     def slide_q(self, name: str) -> float:
         return float(self.client.getJointState(self._ids[name], 0)[0])
+
+    def finger_contact_forces(self, name: str) -> tuple[float, float]:
+        c, bid = self.client, self._ids[name]
+        left, right = self._fingers
+        return (
+            sum(abs(p[9]) for p in c.getContactPoints(self.robot, bid, left)),
+            sum(abs(p[9]) for p in c.getContactPoints(self.robot, bid, right)),
+        )
 
     def attach(self, name: str) -> None:
         c = self.client
@@ -376,6 +385,11 @@ class PybulletBackend:
         )
 
     def contact_forces(self) -> dict[tuple[str, str], float]:
+        """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
+        return dict(self._peak)
+
+    def _contacts_now(self) -> dict[tuple[str, str], float]:
+        """Total normal force per reported body pair at the current physics step."""
         out: dict[tuple[str, str], float] = {}
         names = self._names
         c = self.client
@@ -395,9 +409,44 @@ class PybulletBackend:
             out[key] = out.get(key, 0.0) + abs(float(point[9]))
         return out
 
+    def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
+        """Smallest distance (m) between the robot and each named body (`getClosestPoints`).
+
+        0 when touching or penetrating, `max_m` when farther than that.
+        """
+        c = self.client
+        out: dict[str, float] = {}
+        for name in bodies:
+            points = c.getClosestPoints(bodyA=self.robot, bodyB=self._ids[name], distance=max_m)
+            best = min((float(p[8]) for p in points), default=max_m)
+            out[name] = max(0.0, min(best, max_m))
+        return out
+
     def diverged(self) -> bool:
         # PyBullet reports no instability flag; the environment checks state and speeds.
         return False
+
+    def renderer(self) -> PybulletRenderer:
+        """The TinyRenderer cameras of this client."""
+        if self.image_size is None:
+            raise EvalError("rendering: this backend was built without cameras", key="rendering")
+        if self._renderer is None:
+            bodies = {
+                b.name: (self._ids[b.name], 0 if b.joint == "slide" else -1, b)
+                for b in self.scene.bodies
+            }
+            self._renderer = PybulletRenderer(
+                self.client, self.robot, self._hand, bodies, self.table, self.image_size
+            )
+        return self._renderer
+
+    def set_appearance(self, appearance: Appearance) -> None:
+        """Light intensity and body colours of the episode (cameras only)."""
+        self.renderer().apply(appearance)
+
+    def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
+        """RGB and optional depth image of one camera (see `PybulletRenderer.render`)."""
+        return self.renderer().render(camera, depth)
 
     def close(self) -> None:
         if self.client is not None:

@@ -4,7 +4,9 @@ A policy has `reset(seed)` and `act(obs) -> action` (a float32 array of the env'
 A protocol names a policy by import path, e.g. `sim_suites.policies:scripted`; the factory is
 called with the task id (and keyword options) and returns a fresh policy:
 
-- `scripted(task_id)`: the family's reference policy with recovery (`scripted.py`).
+- `scripted(task_id)`: the family's reference policy with recovery (`scripted.py`), on state.
+- `vision(task_id)`: the same policy finding the part in the scene camera's RGB-D images
+  (`vision.py`); it asks for the `rgbd` observation mode and reads no object pose.
 - `null(task_id)`: does nothing (holds still with the gripper open).
 - `random(task_id, seed=None)`: uniform random actions from its own generator; `reset(seed)`
   re-seeds it, so a given episode seed gives the same actions.
@@ -31,6 +33,7 @@ from embodied_eval.plugins import resolve
 from embodied_eval.remote import is_remote_policy
 from sim_suites.policies.degraded import DegradedPolicy, degraded
 from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
+from sim_suites.policies.vision import VisionPolicy
 from sim_suites.tasks import family_of
 
 
@@ -78,6 +81,11 @@ class RandomPolicy:
 def scripted(task_id: str, **_: Any) -> ScriptedPolicy:
     """The reference policy of the task's family."""
     return SCRIPTS[family_of(task_id)]()
+
+
+def vision(task_id: str, **_: Any) -> VisionPolicy:
+    """The reference policy of the task's family, seeing the part through the scene camera."""
+    return VisionPolicy(task_id)
 
 
 def null(task_id: str | None = None, **_: Any) -> NullPolicy:
@@ -135,10 +143,12 @@ __all__ = [
     "NullPolicy",
     "Policy",
     "RandomPolicy",
+    "VisionPolicy",
     "degraded",
     "load_policy",
     "null",
     "policy_options",
     "random",
     "scripted",
+    "vision",
 ]

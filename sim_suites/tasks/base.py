@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim_suites.arena import Body, HumanProxyGeometry, Scene, human_proxy, obstacle
+from sim_suites.arena import Body, Scene, obstacle
+from sim_suites.human import HumanProxy, Reach
 
 #: q at e = tol: the graded rule is anchored so the default target q* = 0.8 sits at the tolerance.
 QUALITY_AT_TOLERANCE = 0.8
@@ -66,6 +67,8 @@ class TaskSpec:
         goal: family-specific goal parameters. tolerance_m: tol of the scoring rule.
         qc_tolerance_m: default tracking tolerance of the QC functional (the protocol may
             override it per instance). human_xy: where a human proxy stands, if any.
+        human_reach: (start s, distance m, hold s) of the proxy's arm moving into the
+            workspace (`sim_suites.human.Reach`), or None for a person who keeps still.
         target_quality: default q* (the protocol may override it).
         extra: family-specific parameters (drawer pull length, hole clearance, ...).
     """
@@ -76,6 +79,7 @@ class TaskSpec:
     tolerance_m: float
     qc_tolerance_m: float
     human_xy: tuple[float, float] | None = None
+    human_reach: tuple[float, float, float] | None = None
     target_quality: float = 0.8
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -129,12 +133,17 @@ class Task(ABC):
     def scene(self) -> Scene:
         """The whole scene: task bodies, the human proxy if any, the hidden obstacle."""
         extra: list[Body] = [obstacle()]
-        if self.spec.human_xy is not None:
-            extra.append(human_proxy(self.spec.human_xy))
+        human = self.human()
+        if human is not None:
+            extra.extend(human.bodies())
         return Scene(bodies=(*self.bodies(), *extra))
 
-    def human(self) -> HumanProxyGeometry | None:
-        return None if self.spec.human_xy is None else HumanProxyGeometry(self.spec.human_xy)
+    def human(self) -> HumanProxy | None:
+        """The human proxy of the instance (None when nobody is in the cell)."""
+        if self.spec.human_xy is None:
+            return None
+        reach = None if self.spec.human_reach is None else Reach(*self.spec.human_reach)
+        return HumanProxy(self.spec.human_xy, reach)
 
     def quality(self, state: TaskState, goal: np.ndarray) -> float:
         """Graded quality q of a state (see the module docstring)."""

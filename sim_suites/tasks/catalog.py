@@ -31,7 +31,13 @@ TASK_SPECS: dict[str, TaskSpec] = {
     s.task_id: s
     for s in (
         _spec("pick_place/cube_center", (0.50, -0.02), (0.50, 0.24)),
-        _spec("pick_place/cube_left", (0.45, 0.20), (0.60, 0.00), human_xy=(0.30, 0.78)),
+        _spec(
+            "pick_place/cube_left",
+            (0.45, 0.20),
+            (0.60, 0.00),
+            human_xy=(0.30, 0.78),
+            human_reach=(2.0, 0.2, 1.5),
+        ),
         _spec("pick_place/cube_right", (0.45, -0.20), (0.60, 0.05)),
         _spec("pick_place/cube_far", (0.65, 0.05), (0.45, -0.15)),
         _spec("pick_place/cube_near", (0.35, -0.05), (0.55, -0.20)),
@@ -53,7 +59,13 @@ TASK_SPECS: dict[str, TaskSpec] = {
         _spec("drawer_open/drawer_long_pull", (0.65, -0.05), (0.65, -0.05), extra={"pull_m": 0.22}),
         _spec("peg_insert/peg_center", (0.42, -0.15), (0.55, 0.10)),
         _spec("peg_insert/peg_left", (0.40, 0.00), (0.50, 0.25)),
-        _spec("peg_insert/peg_right", (0.45, 0.05), (0.50, -0.22), human_xy=(0.30, -0.72)),
+        _spec(
+            "peg_insert/peg_right",
+            (0.45, 0.05),
+            (0.50, -0.22),
+            human_xy=(0.30, -0.72),
+            human_reach=(1.5, 0.15, 2.0),
+        ),
         _spec("peg_insert/peg_far", (0.40, -0.10), (0.66, 0.05)),
         _spec("peg_insert/peg_tight", (0.42, -0.15), (0.55, 0.10), extra={"clearance_m": 0.0015}),
     )

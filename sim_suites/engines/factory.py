@@ -1,0 +1,34 @@
+"""Which physics engines exist, and how to build one for a scene."""
+
+from __future__ import annotations
+
+from embodied_eval.errors import EvalError
+from sim_suites.arena import Scene
+from sim_suites.engines.base import PhysicsBackend
+from sim_suites.robot import panda_kinematics
+
+ENGINES = ("mujoco", "pybullet")
+
+
+def check_engine(engine: str) -> str:
+    """`engine` if it is one of ENGINES, else an EvalError naming them."""
+    if engine not in ENGINES:
+        raise EvalError(f"engine: {engine!r} is not one of {', '.join(ENGINES)}", key="engine")
+    return engine
+
+
+def make_backend(
+    engine: str, scene: Scene, image_size: tuple[int, int] | None = None
+) -> PhysicsBackend:
+    """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene`.
+
+    With `image_size` (height, width) the backend also gets visual meshes, lights and cameras.
+    """
+    check_engine(engine)
+    if engine == "mujoco":
+        from sim_suites.engines.mujoco_backend import MujocoBackend
+
+        return MujocoBackend(scene, panda_kinematics(), image_size=image_size)
+    from sim_suites.engines.pybullet_backend import PybulletBackend
+
+    return PybulletBackend(scene, panda_kinematics(), image_size=image_size)

@@ -1,0 +1,111 @@
+"""Contact and distance bookkeeping of the MuJoCo backend: who touches whom, and how far apart.
+
+Every geom gets an owner code (−1 none, 0 the robot, 1 the table, 2+ the scene bodies); a table
+of owner pairs says which contacts are reported (the robot against anything, task objects against
+anything but the table — see `PhysicsBackend.contact_forces`), precomputed per geom pair.
+Separation queries use MuJoCo's exact convex distance (`mj_geomDistance`) between the robot's
+collision geoms and a body's geoms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import mujoco
+import numpy as np
+
+from sim_suites.arena import Scene
+from sim_suites.engines.base import ROBOT, TABLE, pair_key
+
+
+class MujocoContacts:
+    """Reported contact forces and geometric separations for one compiled scene.
+
+    Args:
+        model: the compiled model. scene: its scene. body_id: scene body name → body id.
+        robot_bodies: body ids of the arm and fingers.
+    """
+
+    def __init__(
+        self,
+        model: mujoco.MjModel,
+        scene: Scene,
+        body_id: Mapping[str, int],
+        robot_bodies: set[int],
+    ) -> None:
+        m = model
+        names = [ROBOT, TABLE, *[b.name for b in scene.bodies]]
+        code_by_body = {body_id[b.name]: 2 + k for k, b in enumerate(scene.bodies)}
+        codes = np.full(m.ngeom, -1, dtype=int)
+        for g in range(m.ngeom):
+            bid = int(m.geom_bodyid[g])
+            if bid in robot_bodies:
+                codes[g] = 0
+            elif bid == 0:
+                codes[g] = 1 if m.geom(g).name == TABLE else -1
+            else:
+                codes[g] = code_by_body.get(bid, -1)
+        n = len(names)
+        objects = {2 + k for k, b in enumerate(scene.bodies) if b.role == "object"}
+        relevant = np.zeros((n + 1, n + 1), dtype=bool)  # index −1 (none) maps to the last row
+        for a in range(n):
+            for b in range(n):
+                if a == b:
+                    continue
+                robot_pair = 0 in (a, b)
+                object_on_fixture = (a in objects or b in objects) and 1 not in (a, b)
+                relevant[a, b] = robot_pair or object_on_fixture
+        owner = codes.tolist()
+        # Per geom pair: the reported key, or None for a pair not reported.
+        self.pair_keys: list[list[tuple[str, str] | None]] = [
+            [pair_key(names[a], names[b]) if relevant[a, b] else None for b in owner] for a in owner
+        ]
+        self._buf = np.zeros(6)
+        # Separation: the robot's collision geoms and each scene body's geoms.
+        self.robot_geoms = np.flatnonzero(codes == 0)
+        self.geoms_of = {
+            b.name: np.flatnonzero(m.geom_bodyid == body_id[b.name]) for b in scene.bodies
+        }
+
+    def forces(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[tuple[str, str], float]:
+        """Total normal force (N) per reported body pair at the current physics step."""
+        out: dict[tuple[str, str], float] = {}
+        ncon = data.ncon
+        if ncon == 0:
+            return out
+        keys = self.pair_keys
+        buf = self._buf
+        # A handful of contacts per step: a plain loop over Python ints beats numpy indexing.
+        for i, (g1, g2) in enumerate(data.contact.geom[:ncon].tolist()):
+            key = keys[g1][g2]
+            if key is not None:
+                mujoco.mj_contactForce(model, data, i, buf)
+                out[key] = out.get(key, 0.0) + abs(float(buf[0]))
+        return out
+
+    def separation(
+        self, model: mujoco.MjModel, data: mujoco.MjData, bodies: Sequence[str], max_m: float
+    ) -> dict[str, float]:
+        """Smallest distance (m) between the robot's collision geometry and each named body.
+
+        Exact convex distances from `mj_geomDistance`, queried in order of a bounding-sphere
+        lower bound (centre distance − both radii) and only while that bound is below the best
+        distance so far; 0 when touching or penetrating, `max_m` when farther than that.
+        """
+        robot = self.robot_geoms
+        xpos, rbound = data.geom_xpos, model.geom_rbound
+        out: dict[str, float] = {}
+        for name in bodies:
+            geoms = self.geoms_of[name]
+            gap = xpos[robot][:, None, :] - xpos[geoms][None, :, :]
+            lower = np.sqrt((gap * gap).sum(axis=2)) - rbound[robot][:, None] - rbound[geoms]
+            best = max_m
+            flat = lower.ravel()
+            for k in np.argsort(flat, kind="stable").tolist():
+                if flat[k] >= best:
+                    break
+                i, j = divmod(k, len(geoms))
+                dist = mujoco.mj_geomDistance(model, data, int(robot[i]), int(geoms[j]), best, None)
+                best = min(best, dist)
+            out[name] = max(0.0, float(best))
+        return out

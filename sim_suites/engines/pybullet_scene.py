@@ -1,0 +1,105 @@
+"""Scene bodies in PyBullet: collision (and, for cameras, visual) shapes from the arena's geoms."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pybullet
+
+from sim_suites.arena import Body
+
+
+def shape_arrays(body: Body) -> dict[str, list[Any]]:
+    """The body's geoms as PyBullet shape-array arguments (types, half extents, radii, lengths)."""
+    shapes, extents, radii, lengths, positions = [], [], [], [], []
+    for geom in body.geoms:
+        if geom.shape == "box":
+            shapes.append(pybullet.GEOM_BOX)
+            extents.append(list(geom.size))
+            radii.append(0.0)
+            lengths.append(0.0)
+        elif geom.shape in ("capsule", "cylinder"):
+            shapes.append(
+                pybullet.GEOM_CAPSULE if geom.shape == "capsule" else pybullet.GEOM_CYLINDER
+            )
+            extents.append([0.0, 0.0, 0.0])
+            radii.append(geom.size[0])
+            lengths.append(2.0 * geom.size[1])
+        else:
+            shapes.append(pybullet.GEOM_SPHERE)
+            extents.append([0.0, 0.0, 0.0])
+            radii.append(geom.size[0])
+            lengths.append(0.0)
+        positions.append(list(geom.pos))
+    return {
+        "shapeTypes": shapes,
+        "halfExtents": extents,
+        "radii": radii,
+        "lengths": lengths,
+        "positions": positions,
+    }
+
+
+def visual_shapes(client: Any, body: Body) -> int:
+    """A visual shape array matching the body's collision geoms (−1 when it has none)."""
+    if not body.geoms:
+        return -1
+    args = shape_arrays(body)
+    positions = args.pop("positions")
+    return int(client.createVisualShapeArray(**args, visualFramePositions=positions))
+
+
+def add_body(client: Any, body: Body, visual: bool) -> int:
+    """Create one scene body (fixed, free or on a prismatic joint); returns its PyBullet id.
+
+    Args:
+        client: the BulletClient. body: the arena body. visual: also give it visual shapes
+            (only environments with cameras need them).
+    """
+    c = client
+    args = shape_arrays(body)
+    positions = args.pop("positions")
+    shape = c.createCollisionShapeArray(**args, collisionFramePositions=positions)
+    seen = visual_shapes(c, body) if visual else -1
+    if body.joint == "slide":
+        bid = c.createMultiBody(
+            baseMass=0.0,
+            baseCollisionShapeIndex=-1,
+            basePosition=list(body.pos),
+            linkMasses=[body.mass],
+            linkCollisionShapeIndices=[shape],
+            linkVisualShapeIndices=[seen],
+            linkPositions=[[0.0, 0.0, 0.0]],
+            linkOrientations=[[0.0, 0.0, 0.0, 1.0]],
+            linkInertialFramePositions=[[0.0, 0.0, 0.0]],
+            linkInertialFrameOrientations=[[0.0, 0.0, 0.0, 1.0]],
+            linkParentIndices=[0],
+            linkJointTypes=[pybullet.JOINT_PRISMATIC],
+            linkJointAxis=[list(body.slide_axis)],
+        )
+        c.changeDynamics(
+            bid,
+            0,
+            jointLowerLimit=body.slide_range[0],
+            jointUpperLimit=body.slide_range[1],
+            jointDamping=body.slide_damping,
+            linearDamping=0.0,
+            angularDamping=0.0,
+            lateralFriction=1.0,
+        )
+    else:
+        mass = body.mass if body.joint == "free" else 0.0
+        bid = c.createMultiBody(
+            baseMass=mass,
+            baseCollisionShapeIndex=shape,
+            baseVisualShapeIndex=seen,
+            basePosition=list(body.pos),
+        )
+        c.changeDynamics(
+            bid,
+            -1,
+            linearDamping=0.0,
+            angularDamping=0.0,
+            lateralFriction=body.friction if body.role == "object" else 1.0,
+        )
+    return int(bid)

@@ -1,0 +1,85 @@
+"""Drawing one task instance: domain randomization, placement, and no free successes.
+
+An instance whose task is already satisfied at reset (q ≥ q* before the robot moved, e.g. a
+placement offset that drops the block on its goal) would be a free success. It is recorded as an
+invalid draw (its sampled values are kept) and drawn again from the same seed stream, so the
+episode stays reproducible and the invalid draw is never counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.errors import EvalError
+from sim_suites.arena import Scene
+from sim_suites.engines.base import InitialState, PhysicsBackend
+from sim_suites.env_config import EnvConfig
+from sim_suites.robot import FINGER_MAX_M, HOME_Q
+from sim_suites.tasks import Task, TaskState
+from sim_suites.variations import (
+    EpisodeParams,
+    episode_params,
+    sample_randomization,
+    variations_from_ranges,
+)
+
+#: Draws of an instance already done at reset tolerated before the ranges count as a user error.
+MAX_INVALID_DRAWS = 50
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The instance an episode runs: sampled DR values, parameters, and the invalid draws."""
+
+    sampled: dict[str, Any]
+    params: EpisodeParams
+    invalid: list[dict[str, Any]]
+
+
+def draw_instance(
+    backend: PhysicsBackend,
+    task: Task,
+    scene: Scene,
+    config: EnvConfig,
+    rng: np.random.Generator,
+) -> Draw:
+    """Sample DR values and reset the scene to them; redraw while the task is already done.
+
+    Args:
+        backend: the physics, reset to the drawn instance on return.
+        task, scene: the task instance and its scene. config: ranges, drift, gap, q*.
+        rng: the episode's domain-randomization stream.
+    """
+    variations = variations_from_ranges(config.randomization)
+    invalid: list[dict[str, Any]] = []
+    for _ in range(MAX_INVALID_DRAWS + 1):
+        sampled = sample_randomization(variations, rng)
+        params = episode_params(sampled, config.drift, config.reality_gap)
+        offset = np.array(params.object_xy_offset)
+        positions = {
+            name: np.array(scene.body(name).pos) + np.array([offset[0], offset[1], 0.0])
+            for name in task.placement_bodies()
+        }
+        yaw = {}
+        if scene.body(task.object_name).joint == "free":
+            yaw[task.object_name] = params.object_yaw_rad
+        backend.reset(
+            InitialState(
+                arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions, body_yaw=yaw
+            ),
+            params.physics,
+        )
+        pos, _ = backend.body_pose(task.object_name)
+        slide = backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
+        at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
+        if task.quality(at_rest, task.goal_pos(offset)) < config.target_quality:
+            return Draw(sampled, params, invalid)
+        invalid.append(dict(sampled))
+    raise EvalError(
+        f"randomization: {task.task_id} was already done at reset in {len(invalid)} draws in a "
+        "row; narrow the placement range (object_xy_offset_m)",
+        key="randomization",
+    )

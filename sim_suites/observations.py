@@ -1,0 +1,107 @@
+"""What the policy sees: the state observation space and one observation from a physics reading.
+
+Observation (state mode): a Dict of float64 arrays, each a fresh copy: `joint_pos` (9,) rad/m,
+`joint_vel` (9,), `gripper_width` (1,) m, `tcp_pos` (3,) m, `tcp_target` (3,) m (the controller's
+set-point), `object_pos` (3,) m (the tracked point: object centre, or the drawer handle),
+`object_quat` (4,) (w, x, y, z), `object_visible` (1,) 0/1, `goal_pos` (3,) m, `grasped` (1,) 0/1,
+`obstacle` (4,) = [x, y, top_z, active].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from gymnasium import spaces
+
+#: Observation bounds. Positions are in the robot's base frame; the workspace monitor ends an
+#: episode long before anything reaches them, and readings beyond are clipped to stay in-space.
+POS_BOUND_M = 5.0
+JOINT_POS_BOUND = 4.0
+JOINT_VEL_BOUND = 100.0
+#: Noisy channels, one draw per step for all: joints (9), TCP (3), object (3).
+NOISY_CHANNELS = 15
+
+
+def bounded(x: np.ndarray, bound: float) -> np.ndarray:
+    """x (a fresh array) clipped to ±bound; the clip is rarely needed, so test first."""
+    if float(np.abs(x).max()) > bound:
+        np.clip(x, -bound, bound, out=x)
+    return x
+
+
+def _box(n: int, low: float, high: float) -> spaces.Box:
+    return spaces.Box(low=low, high=high, shape=(n,), dtype=np.float64)
+
+
+def state_space() -> spaces.Dict:
+    """The Dict observation space of state mode (see the module docstring)."""
+    return spaces.Dict(
+        {
+            "joint_pos": _box(9, -JOINT_POS_BOUND, JOINT_POS_BOUND),
+            "joint_vel": _box(9, -JOINT_VEL_BOUND, JOINT_VEL_BOUND),
+            "gripper_width": _box(1, 0.0, 1.0),
+            "tcp_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
+            "tcp_target": _box(3, -POS_BOUND_M, POS_BOUND_M),
+            "object_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
+            "object_quat": _box(4, -1.0, 1.0),
+            "object_visible": _box(1, 0.0, 1.0),
+            "goal_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
+            "grasped": _box(1, 0.0, 1.0),
+            "obstacle": _box(4, -POS_BOUND_M, POS_BOUND_M),
+        }
+    )
+
+
+@dataclass
+class StateReading:
+    """The physics state read once per control step (arrays are owned by the reading).
+
+    Attributes:
+        q, qd: (9,) joint positions and velocities (7 arm joints, 2 fingers).
+        tcp: (3,) measured TCP, m. tcp_target: (3,) the controller's set-point, m.
+        point: (3,) tracked point of the task object, m. quat: (4,) object orientation.
+        goal: (3,) goal of the tracked point, m. grasped: whether the hand holds the part.
+        obstacle: (4,) [x, y, top_z, active] of the planner-dead-end pillar.
+        frozen: the (point, quat) perception is stuck at during a dropout, else None.
+    """
+
+    q: np.ndarray
+    qd: np.ndarray
+    tcp: np.ndarray
+    tcp_target: np.ndarray
+    point: np.ndarray
+    quat: np.ndarray
+    goal: np.ndarray
+    grasped: bool
+    obstacle: np.ndarray
+    frozen: tuple[np.ndarray, np.ndarray] | None
+
+
+def state_observation(reading: StateReading, eps: np.ndarray) -> dict[str, np.ndarray]:
+    """One state-mode observation (fresh arrays) from a reading and its sensor noise.
+
+    Args:
+        reading: the current physics state. eps: (NOISY_CHANNELS,) noise, m or rad.
+    """
+    if reading.frozen is not None:
+        obj_pos, obj_quat = reading.frozen[0].copy(), reading.frozen[1].copy()
+        visible = 0.0
+    else:
+        obj_pos, obj_quat, visible = reading.point + eps[12:], reading.quat.copy(), 1.0
+    q = reading.q
+    # Joint angles and the TCP stay far inside the bounds (joint limits < 3.2 rad, reach
+    # < 1.2 m); velocities and the free object are clipped if physics ever flings them.
+    return {
+        "joint_pos": q + eps[:9],
+        "joint_vel": bounded(reading.qd.copy(), JOINT_VEL_BOUND),
+        "gripper_width": np.array([min(1.0, max(0.0, float(q[7] + q[8])))]),
+        "tcp_pos": reading.tcp + eps[9:12],
+        "tcp_target": reading.tcp_target.copy(),
+        "object_pos": bounded(obj_pos, POS_BOUND_M),
+        "object_quat": obj_quat,
+        "object_visible": np.array([visible]),
+        "goal_pos": reading.goal.copy(),
+        "grasped": np.array([1.0 if reading.grasped else 0.0]),
+        "obstacle": reading.obstacle.copy(),
+    }
