@@ -59,7 +59,7 @@ def twin():
         yield process
 
 
-def spec(episode="e1", task="drawer_open/drawer_center", attempt=1, seed=3, policy=None):
+def spec(episode="e1", task="pick_place/cube_center", attempt=1, seed=3, policy=None):
     return EpisodeSpec(
         episode_id=f"{episode}-real-ros2-a{attempt}",
         pair_id=episode,
