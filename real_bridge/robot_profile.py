@@ -38,6 +38,8 @@ class RobotSpec:
         workspace_min / workspace_max: the box the TCP must stay in, m (base frame); empty
             tuples disable the check (no kinematics).
         home: the homing posture, rad (one per arm joint).
+        gripper_open: the gripper joints' open position (m per finger), sent before homing so
+            nothing held is dragged along.
     """
 
     kind: str = "twin"
@@ -51,6 +53,7 @@ class RobotSpec:
     workspace_min: tuple[float, ...] = (0.1, -0.6, -0.05)
     workspace_max: tuple[float, ...] = (0.9, 0.6, 0.8)
     home: tuple[float, ...] = (0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785398)
+    gripper_open: float = 0.04
 
     def __post_init__(self) -> None:
         if self.kind not in ROBOT_KINDS:

@@ -147,6 +147,10 @@ class EpisodeRun:
         robot = self.config.robot
         if not robot.home:
             return
+        if self.config.topics.gripper_command and robot.gripper_joints:
+            opened = [robot.gripper_open] * len(robot.gripper_joints)
+            self.link.publish_command(robot.gripper_joints, opened, 0.3, stream="gripper_command")
+            time.sleep(0.4)  # let go of whatever is held before the arm moves
         state = self.link.latest_state()
         q = self._arm_positions(state)
         home = np.asarray(robot.home)

@@ -149,7 +149,8 @@ def test_technician_judge_signs_and_refuses_a_contradiction(twin, tmp_path):
     commands = rec["/joint_trajectory_controller/joint_trajectory"]
     assert len([d for _, d in commands if _tfs(d) == pytest.approx(0.02)]) == STEPS
     assert all(tuple(d.joint_names) == ARM for _, d in commands)
-    assert len(rec["/gripper_controller/joint_trajectory"]) == STEPS
+    gripper = [d for _, d in rec["/gripper_controller/joint_trajectory"]]
+    assert len([d for d in gripper if _tfs(d) == pytest.approx(0.02)]) == STEPS
     images = rec["/camera/image_raw/compressed"]
     assert images and images[0][1].format.endswith("png compressed rgb8")
     assert bytes(images[0][1].data[:8]) == b"\x89PNG\r\n\x1a\n"
