@@ -195,15 +195,12 @@ class EpisodeRun:
     def clear_latched_stop(self, manifest: dict[str, Any]) -> None:
         """A robot in a latched stop moves nothing: the reset station (or the technician, who
         unlocks it on the robot) clears it before homing."""
-        if self.config.services.scene_reset:
-            # The reset station frees the robot first (a latched stop, an object still held),
-            # then homing, then the scene is set up for this episode.
-            self.setup(manifest)
-            return
         stop = self.latched_stop()
         if not stop:
             return
-        if self.prompter is not None:
+        if self.config.services.scene_reset:
+            self.setup(manifest)  # the reset station clears the latch with the scene
+        elif self.prompter is not None:
             self.prompter.say(f"the robot reports {stop}: clear it on the robot's controller")
             if not self.prompter.ask("Is the stop cleared? (y/n)", parse_yes_no):
                 raise EvalError(f"the robot is still in {stop}", key="reset")
