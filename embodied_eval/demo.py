@@ -2,9 +2,12 @@
 
 1. writes a small demo protocol from the example protocol (all its families, MuJoCo and PyBullet
    on the sim side, one real pair in five by default),
-2. starts the twin robot (a separate ROS 2 process with its own physics and a reality gap),
-3. runs the paired trials: sim episodes on both engines in a local worker pool, real episodes on
-   the twin over ROS 2; safety events are ingested into the incident log as they are stored,
+2. runs the sim side of the paired trials: both engines in a local worker pool,
+3. starts the twin robot (a separate ROS 2 process playing a ros2_control robot, with its own
+   physics and a physical reality gap) and its reference detector, and runs the real side: the
+   policy in this process's control loop commands the twin over its joint_trajectory_controller
+   topic and the detector (not the twin's oracle) judges, so the sim-to-real agreement comes out
+   of the data; safety events are ingested into the incident log as they are stored,
 4. certifies the window (embodiment metrics, robotics weights and gates, level) with a demo key
    it creates, and signs the bundle,
 5. verifies the bundle (signature, file hashes, and every number recomputed from the store),
@@ -150,7 +153,6 @@ def run_demo(
     families: int | None = None,
     real_fraction: float = 0.2,
     workers: int = 2,
-    time_scale: float = 4.0,
     console: Console | None = None,
 ) -> Path:
     """Run the demo (see the module docstring); returns the certificate bundle's folder."""
@@ -185,18 +187,32 @@ def run_demo(
     )
 
     domain = domain_id_for_test(0)
-    _step(console, 2, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
-    with twin_process(domain, time_scale=time_scale) as twin:
-        console.print(f"      twin ready (pid {twin.pid})")
-        _step(
-            console, 3, "running the paired trials (sim on both engines, real on the twin)", started
+    _step(console, 2, "running the sim side (both engines, local worker pool)", started)
+    run_trials(
+        protocol,
+        RunOptions(executor="local", workers=workers, sides=("sim",)),
+        db_path=db,
+        out_dir=out / "run",
+        console=console,
+    )
+    # The real side runs on its own afterwards: the robot's control loop and deadman must not
+    # compete with a pool of simulators for the CPU.
+    _step(console, 3, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
+    with twin_process(domain, detector=True) as twin:
+        console.print(
+            f"      twin ready (pid {twin.pid}); the real side: the policy in this process "
+            "commands the twin over its joint_trajectory_controller topic, a detector judges"
         )
         summary = run_trials(
             protocol,
             RunOptions(
-                executor="local",
-                workers=workers,
-                robot_options={"domain_id": domain, "discovery": "loopback"},
+                sides=("real",),
+                robot_options={
+                    "domain_id": domain,
+                    "discovery": "loopback",
+                    "profile": "twin",
+                    "judge": "detector",
+                },
             ),
             db_path=db,
             out_dir=out / "run",
@@ -296,14 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--real-fraction", type=float, default=_env_float(REAL_FRACTION_ENV, 0.2)
         )
         parser.add_argument("--workers", type=int, default=2)
-        parser.add_argument("--time-scale", type=float, default=4.0)
         args = parser.parse_args(argv)
         run_demo(
             args.out,
             families=args.families,
             real_fraction=args.real_fraction,
             workers=args.workers,
-            time_scale=args.time_scale,
         )
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -23,13 +23,49 @@ trial_app = typer.Typer(
     help="Real-robot trials entered by a technician.",
     no_args_is_help=True,
 )
+robot_app = typer.Typer(
+    help="Robot-side helpers to run next to a real robot's ros2_control driver.",
+    no_args_is_help=True,
+)
+
+
+@robot_app.command("deadman")
+def robot_deadman(
+    config: Path = typer.Option(..., "--config", help="The robot profile TOML."),
+    domain_id: int = typer.Option(None, "--domain-id", help="ROS_DOMAIN_ID (default: profile)."),
+) -> None:
+    """Hold the robot (a trajectory its joint_trajectory_controller accepts) when the harness's
+    heartbeat stops; runs until Ctrl-C."""
+    import time
+
+    from real_bridge.bridge_config import load_bridge_config
+    from real_bridge.discovery import configure_process
+
+    bridge = load_bridge_config(config)
+    if domain_id is not None:
+        bridge = bridge.replace(domain_id=domain_id)
+    configure_process(bridge.domain_id, bridge.discovery)
+    from real_bridge.deadman_relay import DeadmanRelay
+
+    relay = DeadmanRelay(bridge)
+    typer.echo(
+        f"deadman: holding {', '.join(bridge.robot.arm_joints)} on {bridge.topics.command} when "
+        f"no heartbeat on {bridge.topics.heartbeat} for {bridge.deadlines.deadman_s:g} s"
+    )
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        relay.close()
 
 
 def _twin_settings(**opts: Any) -> Any:
-    from real_bridge.bridge_config import BridgeConfig, load_bridge_config
+    from real_bridge.bridge_config import load_bridge_config, profile_path
     from real_bridge.twin.settings import Monitors, RealityGap, TwinSettings
 
-    bridge = load_bridge_config(opts["config"]) if opts["config"] else BridgeConfig()
+    bridge = load_bridge_config(opts["config"] or profile_path("twin"))
     changes: dict[str, Any] = {"discovery": opts["discovery"]}
     if opts["domain_id"] is not None:
         changes["domain_id"] = opts["domain_id"]
@@ -45,6 +81,7 @@ def _twin_settings(**opts: Any) -> Any:
             object_mass_scale=opts["object_mass_scale"],
             payload_kg=opts["payload_kg"],
             actuator_delay_s=opts["actuator_delay_s"],
+            actuator_bandwidth_hz=opts["actuator_bandwidth_hz"],
             sensor_noise_std=opts["sensor_noise_std"],
         )
     monitors = Monitors(
@@ -60,7 +97,8 @@ def _twin_settings(**opts: Any) -> Any:
         time_scale=opts["time_scale"],
         seed=opts["seed"],
         engine=opts["engine"],
-        hang_after_s=opts["hang_after_s"],
+        camera_hz=opts["camera_hz"],
+        detector=opts["detector"],
         faults=tuple(f.strip() for f in (opts["faults"] or "").split(",") if f.strip()),
     )
 
@@ -72,7 +110,9 @@ def twin_run(
     discovery: str = typer.Option(
         "loopback", "--discovery", help="'loopback', 'system' or a Fast DDS XML profile path."
     ),
-    config: Path = typer.Option(None, "--config", help="Bridge config TOML (names, QoS)."),
+    config: Path = typer.Option(
+        None, "--config", help="Robot profile TOML (names, QoS); default: the twin profile."
+    ),
     robot_id: str = typer.Option("", "--robot-id", help="Robot id in diagnostics."),
     rate_hz: float = typer.Option(500.0, "--rate-hz", help="Joint-state publishing rate, Hz."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Sim seconds per wall second."),
@@ -98,8 +138,12 @@ def twin_run(
     stop_at_s: float = typer.Option(
         0.0, "--stop-at-s", help="Protective-stop drill this long into each episode, s (0: off)."
     ),
-    hang_after_s: float = typer.Option(
-        0.0, "--hang-after-s", help="Freeze (stop answering) this long into an episode (0: off)."
+    actuator_bandwidth_hz: float = typer.Option(
+        8.0, "--actuator-bandwidth-hz", help="Actuator bandwidth (first-order), Hz (0: none)."
+    ),
+    camera_hz: float = typer.Option(30.0, "--camera-hz", help="Camera frame rate, Hz (0: off)."),
+    detector: bool = typer.Option(
+        False, "--detector", help="Also run the reference detector (judges from its tracker)."
     ),
     faults: str = typer.Option(
         "", "--faults", help="Faults to inject, comma-separated (e.g. grasp_slip,actuator_stall)."

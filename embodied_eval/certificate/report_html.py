@@ -122,6 +122,17 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         [esc(engine), fmt_estimate(est)]
         for engine, est in (trials.get("sim_by_engine") or {}).items()
     ]
+    loop_rows = [
+        [
+            f"<code>{esc(r.get('episode_id'))}</code>",
+            esc(r.get("status")),
+            esc(r.get("judge") or "—") + (" (signed)" if r.get("signed") else ""),
+            fmt_number(r.get("loop_latency_p50_ms")),
+            fmt_number(r.get("loop_latency_p99_ms")),
+            fmt_number(r.get("loop_deadline_misses"), 0),
+        ]
+        for r in trials.get("real_episodes", [])
+    ]
     remaining = trials.get("remaining", [])
     rem_rows = [
         [
@@ -152,6 +163,15 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         + figure("success_by_family", plots.get("success_by_family"))
         + "<h3>Sim success per engine</h3>"
         + table(["engine", "success"], engine_rows)
+        + "<h3>Real episodes: judge and control loop</h3>"
+        + (
+            table(
+                ["episode", "status", "judge", "loop p50 (ms)", "loop p99 (ms)", "deadline misses"],
+                loop_rows,
+            )
+            if loop_rows
+            else '<p class="muted">No real episodes.</p>'
+        )
         + "<h3>What remains to run</h3>"
         + (
             table(["gate", "check", "verdict", "more trials", "more hours"], rem_rows)

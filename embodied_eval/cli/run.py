@@ -189,6 +189,9 @@ def run_command(
         raise EvalError(f"the real side could not run: {summary.real_error}", key="robot_backend")
     if summary.interrupted:
         raise typer.Exit(130)
+    if summary.real_halted:
+        console.print(f"[red]halted[/]: {summary.real_stopped}")
+        raise typer.Exit(3)
     if summary.all_failed:
         raise EvalError(
             f"every one of the {summary.written} episode(s) run failed; first error: "
