@@ -19,6 +19,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from embodied_eval import keys as keylib
 from embodied_eval.errors import EvalError
 from embodied_eval.record_base import utc_now_iso
 
@@ -166,6 +169,62 @@ def insert(
         )
     except sqlite3.IntegrityError as exc:
         raise EvalError(f"record already stored ({exc}); nothing was written") from None
+
+
+def append(
+    conn: sqlite3.Connection,
+    table: str,
+    kinds: tuple[str, ...],
+    kind: str,
+    record_id: str,
+    data: Mapping[str, Any],
+    *,
+    window: str = "",
+    subject: str | None = None,
+    source_key: str | None = None,
+    signing_key: Ed25519PrivateKey | None = None,
+    at: str | None = None,
+    head_now: tuple[int, str] | None = None,
+) -> ChainRow:
+    """Append one record of a kind in `kinds` (the caller holds the write transaction).
+
+    `head_now` is the chain head when the caller already knows it (bulk appends track it instead
+    of asking SQLite each time); it must be the real head.
+    """
+    if kind not in kinds:
+        raise EvalError(f"kind: {kind!r} is not one of {', '.join(kinds)}", key="kind")
+    seq, prev = head_now if head_now is not None else head(conn, table)
+    seq += 1
+    at = at or utc_now_iso()
+    signer = keylib.fingerprint(signing_key.public_key()) if signing_key else None
+    body = build_body(
+        seq,
+        kind,
+        record_id,
+        data,
+        window=window,
+        subject=subject,
+        source_key=source_key,
+        signer=signer,
+        at=at,
+    )
+    digest = record_hash(body, prev)
+    signature = keylib.sign(signing_key, digest) if signing_key else None
+    insert(conn, table, seq, body, prev, digest, signature)
+    return ChainRow(
+        seq,
+        kind,
+        record_id,
+        window,
+        subject,
+        source_key,
+        signer,
+        at,
+        dict(data),
+        prev,
+        digest,
+        signature,
+    )
 
 
 def row_from_sql(

@@ -37,10 +37,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval import hashchain
-from embodied_eval import keys as keylib
-from embodied_eval.errors import EvalError
 from embodied_eval.hashchain import ChainRow
-from embodied_eval.record_base import utc_now_iso
 from embodied_eval.records import Episode
 
 COMPONENT = "ledger"
@@ -132,20 +129,17 @@ def append(
     at: str | None = None,
 ) -> ChainRow:
     """Append one record to the ledger (the caller holds the write transaction)."""
-    if kind not in KINDS:
-        raise EvalError(f"kind: {kind!r} is not one of {', '.join(KINDS)}", key="kind")
-    seq, prev = hashchain.head(conn, TABLE)
-    seq += 1
-    at = at or utc_now_iso()
-    signer = keylib.fingerprint(signing_key.public_key()) if signing_key else None
-    body = hashchain.build_body(
-        seq, kind, record_id, data, window=window, subject=subject, signer=signer, at=at
-    )
-    digest = hashchain.record_hash(body, prev)
-    signature = keylib.sign(signing_key, digest) if signing_key else None
-    hashchain.insert(conn, TABLE, seq, body, prev, digest, signature)
-    return ChainRow(
-        seq, kind, record_id, window, subject, None, signer, at, dict(data), prev, digest, signature
+    return hashchain.append(
+        conn,
+        TABLE,
+        KINDS,
+        kind,
+        record_id,
+        data,
+        window=window,
+        subject=subject,
+        signing_key=signing_key,
+        at=at,
     )
 
 

@@ -10,11 +10,9 @@ and record kinds.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
 from typing import Any
 
 from embodied_eval import hashchain
-from embodied_eval.errors import EvalError
 from embodied_eval.hashchain import GENESIS_HASH, ChainRow, canonical_body, record_hash
 
 __all__ = [
@@ -26,10 +24,8 @@ __all__ = [
     "TRIGGERS_SQL",
     "TRIGGER_NAMES",
     "ChainRow",
-    "build_body",
     "canonical_body",
     "head",
-    "insert",
     "record_hash",
     "row_from_sql",
     "rows",
@@ -61,46 +57,6 @@ MIGRATIONS: tuple[str, ...] = (
 def head(conn: sqlite3.Connection) -> tuple[int, str]:
     """(last seq, last hash); (0, GENESIS_HASH) for an empty chain."""
     return hashchain.head(conn, TABLE)
-
-
-def build_body(
-    seq: int,
-    kind: str,
-    record_id: str,
-    data: Mapping[str, Any],
-    *,
-    window: str = "",
-    subject: str | None = None,
-    source_key: str | None = None,
-    signer: str | None = None,
-    at: str | None = None,
-) -> str:
-    """The canonical JSON envelope of one incident-log record (what is hashed)."""
-    if kind not in KINDS:
-        raise EvalError(f"kind: {kind!r} is not one of {', '.join(KINDS)}", key="kind")
-    return hashchain.build_body(
-        seq,
-        kind,
-        record_id,
-        data,
-        window=window,
-        subject=subject,
-        source_key=source_key,
-        signer=signer,
-        at=at,
-    )
-
-
-def insert(
-    conn: sqlite3.Connection,
-    seq: int,
-    body: str,
-    prev_hash: str,
-    digest: str,
-    signature: str | None = None,
-) -> None:
-    """Insert one row (caller holds the transaction; seq = head + 1, digest = record_hash)."""
-    hashchain.insert(conn, TABLE, seq, body, prev_hash, digest, signature)
 
 
 def row_from_sql(

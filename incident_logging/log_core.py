@@ -15,10 +15,10 @@ from typing import Any, Self
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from embodied_eval import hashchain, ledger
 from embodied_eval import keys as keylib
-from embodied_eval import ledger
 from embodied_eval.errors import EvalError
-from embodied_eval.records import Incident, utc_now_iso
+from embodied_eval.records import Incident
 from embodied_eval.store import (
     CORE_MIGRATIONS,
     apply_migrations,
@@ -77,37 +77,19 @@ class IncidentLogCore:
         `head` is the chain head when the caller already knows it (bulk appends track it instead
         of asking SQLite each time); it must be the real head.
         """
-        seq, prev = head if head is not None else chain.head(self.conn)
-        seq += 1
-        at = at or utc_now_iso()
-        signer = keylib.fingerprint(signing_key.public_key()) if signing_key else None
-        body = chain.build_body(
-            seq,
+        return hashchain.append(
+            self.conn,
+            chain.TABLE,
+            chain.KINDS,
             kind,
             record_id,
             data,
             window=window,
             subject=subject,
             source_key=source_key,
-            signer=signer,
+            signing_key=signing_key,
             at=at,
-        )
-        digest = chain.record_hash(body, prev)
-        signature = keylib.sign(signing_key, digest) if signing_key else None
-        chain.insert(self.conn, seq, body, prev, digest, signature)
-        return chain.ChainRow(
-            seq,
-            kind,
-            record_id,
-            window,
-            subject,
-            source_key,
-            signer,
-            at,
-            dict(data),
-            prev,
-            digest,
-            signature,
+            head_now=head,
         )
 
     def find(self, kind: str, record_id: str) -> chain.ChainRow | None:
