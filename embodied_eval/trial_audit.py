@@ -47,6 +47,29 @@ def _current(store: Store, episode_id: str) -> tuple[Episode, ledger.ChainRow]:
     return view.episodes[0], chained
 
 
+def _append(
+    store: Store,
+    kind: str,
+    prefix: str,
+    payload: dict[str, Any],
+    current: Episode,
+    episode_id: str,
+    key: Ed25519PrivateKey | None,
+) -> dict[str, Any]:
+    """Chain one audit or amendment of episode `current` (the caller holds the transaction);
+    returns the payload with its record id, sequence number and signer."""
+    row = ledger.append(
+        store.conn,
+        kind,
+        ledger.new_record_id(prefix),
+        payload,
+        window=current.window,
+        subject=episode_id,
+        signing_key=key,
+    )
+    return {**payload, "record_id": row.record_id, "seq": row.seq, "signer": row.signer}
+
+
 def check_audit_answer(succeeded: bool, quality: float | None, target_quality: float) -> None:
     """Refuse an audit whose measured quality and success answer contradict each other."""
     if quality is None:
@@ -99,16 +122,7 @@ def audit_episode(
             "role": info["role"],
             "note": note.strip(),
         }
-        row = ledger.append(
-            store.conn,
-            "audit",
-            ledger.new_record_id("AUD"),
-            payload,
-            window=current.window,
-            subject=episode_id,
-            signing_key=key,
-        )
-    return {**payload, "record_id": row.record_id, "seq": row.seq, "signer": row.signer}
+        return _append(store, "audit", "AUD", payload, current, episode_id, key)
 
 
 def amend_episode(
@@ -157,13 +171,4 @@ def amend_episode(
             "author": author.strip(),
             "role": role,
         }
-        row = ledger.append(
-            store.conn,
-            "amendment",
-            ledger.new_record_id("AMD"),
-            payload,
-            window=current.window,
-            subject=episode_id,
-            signing_key=key,
-        )
-    return {**payload, "record_id": row.record_id, "seq": row.seq, "signer": row.signer}
+        return _append(store, "amendment", "AMD", payload, current, episode_id, key)
