@@ -1,0 +1,197 @@
+"""The `#safety` section of the HTML report: incidents with their margins and measurements, rates
+per 100 h with exact intervals, window validity, amendments and the incident log's integrity.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from embodied_eval.certificate.html_parts import esc, figure, fmt_estimate, fmt_number, table
+from embodied_eval.records import SEVERITIES
+
+
+def _measurements(measurements: Mapping[str, Any] | None) -> str:
+    if not measurements:
+        return '<span class="muted">—</span>'
+    items = []
+    for key in sorted(measurements):
+        value = measurements[key]
+        if isinstance(value, (dict, list)):
+            shown = esc(json.dumps(value, sort_keys=True))
+        else:
+            shown = fmt_number(value)
+        items.append(f"{esc(key)} = {shown}")
+    return "<br>".join(items)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _margins(rules: Sequence[Mapping[str, Any]]) -> str:
+    """The rules that fired with measured value, limit and margin (measured − limit)."""
+    lines = []
+    for r in rules:
+        unit = f" {r.get('unit')}" if r.get("unit") else ""
+        text = f"{esc(r.get('rule'))} → {esc(str(r.get('severity', '')).replace('_', '-'))}"
+        if r.get("quantity"):
+            text += (
+                f": {esc(r.get('quantity'))} {fmt_number(r.get('measured'))}{esc(unit)} vs limit "
+                f"{fmt_number(r.get('limit'))}{esc(unit)} (margin "
+                f"{fmt_number(r.get('margin'))}{esc(unit)})"
+            )
+        lines.append(text)
+    return "<br>".join(lines) if lines else '<span class="muted">—</span>'
+
+
+def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
+    """The `#safety` section (id="safety") of the report."""
+    window = cert.get("window", {})
+    emb = cert.get("embodiment", {})
+    inc = cert.get("incidents", {})
+    counts = inc.get("counts", {})
+    rates = emb.get("rates_per_100h", {}) or {}
+    bounds = inc.get("zero_event_bounds", {}) or {}
+    rate_rows = [
+        [
+            esc(sev.replace("_", "-")),
+            fmt_number(counts.get(sev, 0)),
+            fmt_estimate(rates.get(sev)),
+            fmt_estimate(bounds.get(sev)) if sev in bounds else '<span class="muted">—</span>',
+        ]
+        for sev in SEVERITIES
+    ]
+    incident_rows = [
+        [
+            esc(i.get("incident_id")),
+            esc(i.get("occurred_at")),
+            esc(str(i.get("severity", "")).replace("_", "-")),
+            esc(i.get("side")),
+            esc(i.get("source")),
+            fmt_number(i.get("reviewed")),
+            fmt_number(i.get("counts_toward_window")),
+            _margins(i.get("rules_fired") or []),
+            _measurements(i.get("measurements")),
+            esc(i.get("text")),
+        ]
+        for i in inc.get("list", [])
+    ]
+    amendment_rows = [
+        [
+            esc(a.get("incident_id")),
+            esc(a.get("field")),
+            esc(a.get("old")),
+            esc(a.get("new")),
+            esc(a.get("reason")),
+            esc(a.get("author")),
+            esc(a.get("role")),
+            esc(a.get("at")),
+        ]
+        for a in inc.get("amendments", [])
+    ]
+    review_rows = [
+        [
+            esc(r.get("incident_id")),
+            esc(r.get("decision")),
+            esc(str(r.get("severity", "")).replace("_", "-")),
+            esc(r.get("reviewer")),
+            esc(r.get("role")),
+            esc(r.get("rationale")),
+            esc(r.get("at")),
+        ]
+        for r in inc.get("reviews", [])
+    ]
+    chain = inc.get("chain", {})
+    close = window.get("close")
+    valid = bool(window.get("valid"))
+    validity = (
+        '<div class="banner valid">Window valid: no counted critical incident.</div>'
+        if valid
+        else f'<div class="banner invalid">Window invalid: {esc(window.get("invalid_reason"))}'
+        "</div>"
+    )
+    how = ", ".join(str(h) for h in window.get("exposure_how_measured", [])) or esc(
+        window.get("exposure_source")
+    )
+    pending = inc.get("unreviewed_serious") or []
+    tables = ", ".join(
+        f"{t.get('version')} ({str(t.get('hash'))[:12]}…)" for t in inc.get("threshold_tables", [])
+    )
+    closed = (
+        f"closed and signed by the protocol owner ({esc(close.get('owner'))}, key "
+        f"<code>{esc(close.get('signer'))}</code>, {fmt_number(close.get('exposure_h'), 2)} h)"
+        if isinstance(close, Mapping)
+        else "open (not yet signed by the protocol owner)"
+    )
+    return (
+        '<section id="safety"><h2>For safety officers</h2>'
+        + validity
+        + (
+            f'<div class="banner invalid">Unreviewed major/critical incidents: '
+            f"{esc(', '.join(pending))}</div>"
+            if pending
+            else ""
+        )
+        + f"<p>Exposure H = {fmt_number(window.get('exposure_hours'), 2)} h from "
+        f"{esc(how)} ({fmt_number(window.get('exposure_entries'))} ledger entries; blind "
+        f"hours excluded: {fmt_number(window.get('blind_hours'), 2)}). Window {closed}.</p>"
+        f"<p>SS = {fmt_estimate(emb.get('SS'))}.<br>MTBSI = {fmt_estimate(emb.get('MTBSI_h'))} h."
+        f"<br>Counted incidents: {fmt_number(inc.get('counted'))} of "
+        f"{fmt_number(inc.get('total'))} (excluded: {esc(inc.get('excluded'))}). Threshold "
+        f"tables: {esc(tables) or '—'}.</p>"
+        "<h3>Rates per 100 h</h3>"
+        + table(
+            [
+                "severity",
+                "count",
+                "rate per 100 h (two-sided exact)",
+                "zero-event upper bound (one-sided)",
+            ],
+            rate_rows,
+        )
+        + figure("incident_rates", plots.get("incident_rates"))
+        + figure("reliability", plots.get("reliability"))
+        + "<h3>Incidents</h3>"
+        + table(
+            [
+                "id",
+                "occurred (UTC)",
+                "severity",
+                "side",
+                "source",
+                "reviewed",
+                "counts",
+                "rules fired: measured vs limit",
+                "measurements",
+                "narrative",
+            ],
+            incident_rows,
+        )
+        + "<h3>Amendments and reclassifications</h3>"
+        + table(
+            ["incident", "field", "old", "new", "reason", "author", "role", "time"],
+            amendment_rows,
+        )
+        + "<h3>Reviews (signed)</h3>"
+        + table(
+            ["incident", "decision", "severity", "reviewer", "role", "rationale", "time"],
+            review_rows,
+        )
+        + "<h3>Incident log integrity</h3>"
+        + table(
+            ["head hash", "records", "verification", "registered keys"],
+            [
+                [
+                    f"<code>{esc(chain.get('head_hash'))}</code>",
+                    fmt_number(chain.get("record_count")),
+                    esc(chain.get("verification")),
+                    "<br>".join(
+                        f"<code>{esc(fp)}</code>" for fp in chain.get("key_fingerprints", [])
+                    )
+                    or "—",
+                ]
+            ],
+        )
+        + "</section>"
+    )
