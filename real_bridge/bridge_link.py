@@ -16,7 +16,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,13 +23,22 @@ from rclpy.serialization import deserialize_message, serialize_message
 
 from embodied_eval.errors import EvalError
 from real_bridge.bridge_config import BridgeConfig, QosSpec
-from real_bridge.recording import McapRecorder, compressed_image_of
+from real_bridge.bridge_messages import StateSample as StateSample
+from real_bridge.bridge_messages import (
+    applied_entry_of,
+    diagnostic_readings_of,
+    png_cdr,
+    rgb_pixels_of,
+    state_sample_of,
+    wrench_of,
+)
+from real_bridge.bridge_messages import compressed_topic as compressed_topic
+from real_bridge.recording import McapRecorder
 from real_bridge.ros_node import (
     STREAM_TYPES,
     RosSession,
     ns_to_stamp,
     qos_profile,
-    stamp_to_ns,
     stream_message_class,
 )
 from real_bridge.safety import DiagnosticReading
@@ -50,18 +58,6 @@ INCOMING = (
     "camera_info",
     "object_pose",
 )
-
-
-@dataclass(frozen=True)
-class StateSample:
-    """One received JointState: robot stamp (ns), arrival (monotonic s), names and arrays."""
-
-    stamp_ns: int
-    received_s: float
-    names: tuple[str, ...]
-    position: np.ndarray
-    velocity: np.ndarray
-    effort: np.ndarray
 
 
 class BridgeLink:
@@ -181,7 +177,7 @@ class BridgeLink:
                     if self._camera_count % self.config.loop.camera_every == 0:
                         msg = deserialize_message(raw, cls)
                         recorder.write(  # PNG-compressed on the recorder's writer thread
-                            compressed_topic(topic), _png_cdr(msg), log_ns, source_ns
+                            compressed_topic(topic), png_cdr(msg), log_ns, source_ns
                         )
                 else:
                     recorder.write(topic, raw, log_ns, source_ns)
@@ -193,14 +189,7 @@ class BridgeLink:
     # ------------------------------------------------------------------ callbacks
 
     def _on_joint_state(self, msg: Any, received_s: float) -> None:
-        sample = StateSample(
-            stamp_ns=stamp_to_ns(msg.header.stamp),
-            received_s=received_s,
-            names=tuple(msg.name),
-            position=np.asarray(msg.position, dtype=float),
-            velocity=np.asarray(msg.velocity, dtype=float),
-            effort=np.asarray(msg.effort, dtype=float),
-        )
+        sample = state_sample_of(msg, received_s)
         with self._lock:
             self.state = sample
             self.state_count += 1
@@ -210,8 +199,7 @@ class BridgeLink:
             self._arrived.notify_all()
 
     def _on_wrench(self, msg: Any, received_s: float) -> None:
-        f, t = msg.wrench.force, msg.wrench.torque
-        wrench = np.array([f.x, f.y, f.z, t.x, t.y, t.z], dtype=float)
+        wrench = wrench_of(msg)
         force = float(np.linalg.norm(wrench[:3]))
         with self._lock:
             self.wrench = wrench
@@ -219,13 +207,7 @@ class BridgeLink:
                 self.peak_force_n = max(self.peak_force_n, force)
 
     def _on_image(self, msg: Any, received_s: float) -> None:
-        pixels = None
-        if getattr(msg, "encoding", "") in ("rgb8", "bgr8") and msg.step == 3 * msg.width:
-            pixels = np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(
-                msg.height, msg.width, 3
-            )
-            if msg.encoding == "bgr8":
-                pixels = pixels[:, :, ::-1]
+        pixels = rgb_pixels_of(msg)
         with self._lock:
             self.image_count += 1
             self.pixels = pixels
@@ -246,18 +228,7 @@ class BridgeLink:
             )
 
     def _on_diagnostics(self, msg: Any, received_s: float) -> None:
-        readings = [
-            DiagnosticReading(
-                received_s=received_s,
-                name=str(status.name),
-                level=int.from_bytes(status.level, "little")
-                if isinstance(status.level, bytes)
-                else int(status.level),
-                message=str(status.message),
-                values=tuple((str(kv.key), str(kv.value)) for kv in status.values),
-            )
-            for status in msg.status
-        ]
+        readings = diagnostic_readings_of(msg, received_s)
         with self._lock:
             self.diagnostics.extend(readings)
             self.diagnostics_total += len(readings)
@@ -269,12 +240,7 @@ class BridgeLink:
     def _on_applied(self, msg: Any, received_s: float) -> None:
         if not msg.points:
             return
-        entry = (
-            str(msg.header.frame_id),
-            stamp_to_ns(msg.header.stamp),
-            tuple(msg.joint_names),
-            np.asarray(msg.points[0].positions, dtype=float),
-        )
+        entry = applied_entry_of(msg)
         with self._lock:
             self.applied.append(entry)
             self._arrived.notify_all()
@@ -512,17 +478,3 @@ class BridgeLink:
         self._recorder = None
         self.stop_heartbeat()
         self.session.close()
-
-
-def _png_cdr(image: Any) -> Callable[[], bytes]:
-    """A function returning the CDR bytes of `image` as a PNG CompressedImage (run later)."""
-
-    def encode() -> bytes:
-        return bytes(serialize_message(compressed_image_of(image)))
-
-    return encode
-
-
-def compressed_topic(image_topic: str) -> str:
-    """Where a raw camera topic's images are recorded (image_transport naming)."""
-    return image_topic.rstrip("/") + "/compressed"
