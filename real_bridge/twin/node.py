@@ -53,8 +53,15 @@ from real_bridge.interface import (
 )
 from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
 from real_bridge.safety import ROBOT_STATE_STATUS
+from real_bridge.twin.monitors import monitor_event
 from real_bridge.twin.plant import Plant
-from real_bridge.twin.sensors import camera_info_message, image_message, pose_message
+from real_bridge.twin.sensors import (
+    applied_echo,
+    camera_info_message,
+    diagnostic_array,
+    image_message,
+    pose_message,
+)
 from real_bridge.twin.settings import TwinSettings
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
@@ -305,56 +312,19 @@ class TwinNode:
 
     def _check_monitors(self) -> None:
         """The twin's safety controller: contact force, TCP speed and the scheduled stop drill."""
-        mon = self.settings.monitors
-        started = self.episode_started_sim_s
-        t_s = self.sim_s - started if started is not None else 0.0
-        step = round(t_s / self.plant.physics_dt_s)
-        force = float(np.linalg.norm(self.plant.wrench()[:3]))
-        detail, extra = "", {}
-        if force > mon.force_limit_n:
-            detail = f"contact force {force:.1f} N above the {mon.force_limit_n:.1f} N limit"
-            extra = {"contact_force_n": force, "source_rule": "twin.force_limit"}
-        elif mon.speed_limit_mps > 0 and self.plant.tcp_speed_mps() > mon.speed_limit_mps:
-            speed = self.plant.tcp_speed_mps()
-            detail = f"TCP speed {speed:.3f} m/s above {mon.speed_limit_mps:.3f} m/s"
-            extra = {
-                "tcp_speed_mps": speed,
-                "speed_limit_mps": mon.speed_limit_mps,
-                "source_rule": "twin.speed_limit",
-            }
-        elif mon.stop_at_s > 0 and started is not None and t_s >= mon.stop_at_s:
-            detail = f"protective stop drill at {mon.stop_at_s:.3f} s"
-            extra = {"source_rule": "twin.stop_drill"}
-        if detail:
-            self._raise_event(
-                SafetyEvent(
-                    kind="protective_stop",
-                    t_s=t_s,
-                    step=step,
-                    stop_category=2,
-                    detail=detail,
-                    **extra,  # type: ignore[arg-type]
-                )
-            )
+        event = monitor_event(
+            self.settings.monitors, self.plant, self.episode_started_sim_s, self.sim_s
+        )
+        if event is not None:
+            self._raise_event(event)
 
     # ------------------------------------------------------------------ publishing
 
     def _publish_statuses(
         self, statuses: list[tuple[str, int, str, list[tuple[str, str]]]]
     ) -> None:
-        array = message_class("diagnostic_msgs/msg/DiagnosticArray")()
-        ns_to_stamp(time.time_ns(), array.header.stamp)
-        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
-
-        for name, level, message, values in statuses:
-            status = DiagnosticStatus()
-            status.level = bytes([level])
-            status.name = name
-            status.message = message
-            status.hardware_id = self.settings.bridge.robot_id or "twin"
-            status.values = [KeyValue(key=k, value=v) for k, v in values]
-            array.status.append(status)
-        self.diag_pub.publish(array)
+        hardware_id = self.settings.bridge.robot_id or "twin"
+        self.diag_pub.publish(diagnostic_array(statuses, hardware_id, time.time_ns()))
 
     def robot_state_values(self) -> list[tuple[str, str]]:
         return [
@@ -378,16 +348,7 @@ class TwinNode:
             q = q + self.rng.normal(0.0, noise, size=q.shape)
         if self.applied_pub is not None:
             for command_id, names, applied in self.applied_now:
-                echo = message_class("trajectory_msgs/msg/JointTrajectory")()
-                from trajectory_msgs.msg import JointTrajectoryPoint
-
-                ns_to_stamp(stamp_ns, echo.header.stamp)
-                echo.header.frame_id = command_id
-                echo.joint_names = list(names)
-                point = JointTrajectoryPoint()
-                point.positions = applied.tolist()
-                echo.points = [point]
-                self.applied_pub.publish(echo)
+                self.applied_pub.publish(applied_echo(stamp_ns, command_id, names, applied))
         self.applied_now = []
         state = self._state_msg  # reused: building messages costs more than filling them
         ns_to_stamp(stamp_ns, state.header.stamp)

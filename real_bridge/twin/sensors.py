@@ -1,9 +1,10 @@
 """The twin's sensor messages: camera image (with the gap's exposure and noise), camera info,
-and the object tracker's pose (with the gap's tracker noise)."""
+the object tracker's pose (with the gap's tracker noise), diagnostics and applied-command echoes."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -60,3 +61,39 @@ def pose_message(
     p.x, p.y, p.z = (float(v) for v in pos)
     o.w, o.x, o.y, o.z = (float(v) for v in quat)
     return msg
+
+
+def diagnostic_array(
+    statuses: Sequence[tuple[str, int, str, Sequence[tuple[str, str]]]],
+    hardware_id: str,
+    stamp_ns: int,
+) -> Any:
+    """diagnostic_msgs/DiagnosticArray of (name, level, message, key-values) statuses."""
+    array = message_class("diagnostic_msgs/msg/DiagnosticArray")()
+    ns_to_stamp(stamp_ns, array.header.stamp)
+    from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+    for name, level, message, values in statuses:
+        status = DiagnosticStatus()
+        status.level = bytes([level])
+        status.name = name
+        status.message = message
+        status.hardware_id = hardware_id
+        status.values = [KeyValue(key=k, value=v) for k, v in values]
+        array.status.append(status)
+    return array
+
+
+def applied_echo(stamp_ns: int, command_id: str, names: Sequence[str], applied: np.ndarray) -> Any:
+    """The echo of an applied command: a one-point trajectory_msgs/JointTrajectory whose
+    frame_id is the command id."""
+    echo = message_class("trajectory_msgs/msg/JointTrajectory")()
+    from trajectory_msgs.msg import JointTrajectoryPoint
+
+    ns_to_stamp(stamp_ns, echo.header.stamp)
+    echo.header.frame_id = command_id
+    echo.joint_names = list(names)
+    point = JointTrajectoryPoint()
+    point.positions = applied.tolist()
+    echo.points = [point]
+    return echo
