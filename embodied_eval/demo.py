@@ -2,9 +2,12 @@
 
 1. writes a small demo protocol from the example protocol (all its families, MuJoCo and PyBullet
    on the sim side, one real pair in five by default),
-2. starts the twin robot (a separate ROS 2 process with its own physics and a reality gap),
-3. runs the paired trials: sim episodes on both engines in a local worker pool, real episodes on
-   the twin over ROS 2; safety events are ingested into the incident log as they are stored,
+2. runs the sim side of the paired trials: both engines in a local worker pool,
+3. starts the twin robot (a separate ROS 2 process playing a ros2_control robot, with its own
+   physics and a physical reality gap) and its reference detector, and runs the real side: the
+   policy in this process's control loop commands the twin over its joint_trajectory_controller
+   topic and the detector (not the twin's oracle) judges, so the sim-to-real agreement comes out
+   of the data; safety events are ingested into the incident log as they are stored,
 4. certifies the window (embodiment metrics, robotics weights and gates, level) with a demo key
    it creates, and signs the bundle,
 5. verifies the bundle (signature, file hashes, and every number recomputed from the store),
@@ -13,7 +16,13 @@
 Everything goes under `--out` (default `demo-output/`), which the demo marks as its own and
 replaces on the next run; it refuses to touch a non-empty folder it did not create.
 
-Scaling down (tests, slow machines): `--families N` keeps the first N families of the battery,
+The example protocol declares a 14-day drift calendar (days 0, 7, 14) with a maintenance audit,
+and an expansion audit (live object tracking for pushing): step 3 also runs the expansion's pre
+and ablated conditions on the sim side, and the certificate shows both closures computed from
+the store.
+
+Scaling down (tests, slow machines): `--families N` keeps the first N families of the battery
+(dropping the expansion audit when its families are not all kept),
 `--real-fraction F` runs real episodes on that fraction of each family's pairs; the environment
 variables EMBODIED_EVAL_DEMO_FAMILIES and EMBODIED_EVAL_DEMO_REAL_FRACTION set the defaults.
 """
@@ -25,6 +34,7 @@ import os
 import shutil
 import sys
 import time
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -67,8 +77,54 @@ def demo_protocol_text(families: int | None, real_fraction: float) -> str:
         if section and section[0].strip() == "[sampling]":
             section = [*section[:1], f"real_fraction = {real_fraction!r}\n", *section[1:]]
         out.append("".join(section))
+    kept = {s[0].strip()[len("[battery.") : -1] for s in keep}
+    out = [section for section in out if not _expansion_without(section, kept)]
     joined = "".join(out)
     return joined.replace("bootstrap_resamples = 2000", f"bootstrap_resamples = {DEMO_RESAMPLES}")
+
+
+def _expansion_without(section: str, families: set[str]) -> bool:
+    """True for an `[expansion]` table naming a family the scaled-down battery dropped."""
+    if not section.startswith("[expansion]"):
+        return False
+    table = tomllib.loads(section).get("expansion", {})
+    named = set(table.get("families", [])) | set(table.get("control_families", []))
+    return not named <= families
+
+
+def run_conditions(
+    protocol: Protocol, db: Path, out: Path, workers: int, console: Console
+) -> list[str]:
+    """Run the expansion audit's conditions whose policy is not the protocol's own (that one is
+    the main run) on the audit's side, sim only here; returns the conditions run."""
+    from embodied_eval.runner.trials import RunOptions, run_trials
+
+    plan = protocol.expansion
+    if plan is None or plan.side != "sim":
+        return []
+    ran = []
+    for condition in ("pre", "post", "ablated"):
+        policy = plan.policy(condition)
+        if policy == protocol.sim_policy:
+            continue
+        summary = run_trials(
+            protocol,
+            RunOptions(
+                sides=("sim",),
+                engines=(plan.engine,),
+                policy=policy,
+                executor="local",
+                workers=workers,
+            ),
+            db_path=db,
+            out_dir=out / f"run-{condition}",
+            console=console,
+            show_progress=False,
+        )
+        if not summary.complete:
+            raise EvalError(f"the expansion condition {condition!r} did not finish")
+        ran.append(condition)
+    return ran
 
 
 def prepare_out(out: Path) -> None:
@@ -97,7 +153,6 @@ def run_demo(
     families: int | None = None,
     real_fraction: float = 0.2,
     workers: int = 2,
-    time_scale: float = 4.0,
     console: Console | None = None,
 ) -> Path:
     """Run the demo (see the module docstring); returns the certificate bundle's folder."""
@@ -132,18 +187,32 @@ def run_demo(
     )
 
     domain = domain_id_for_test(0)
-    _step(console, 2, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
-    with twin_process(domain, time_scale=time_scale) as twin:
-        console.print(f"      twin ready (pid {twin.pid})")
-        _step(
-            console, 3, "running the paired trials (sim on both engines, real on the twin)", started
+    _step(console, 2, "running the sim side (both engines, local worker pool)", started)
+    run_trials(
+        protocol,
+        RunOptions(executor="local", workers=workers, sides=("sim",)),
+        db_path=db,
+        out_dir=out / "run",
+        console=console,
+    )
+    # The real side runs on its own afterwards: the robot's control loop and deadman must not
+    # compete with a pool of simulators for the CPU.
+    _step(console, 3, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
+    with twin_process(domain, detector=True) as twin:
+        console.print(
+            f"      twin ready (pid {twin.pid}); the real side: the policy in this process "
+            "commands the twin over its joint_trajectory_controller topic, a detector judges"
         )
         summary = run_trials(
             protocol,
             RunOptions(
-                executor="local",
-                workers=workers,
-                robot_options={"domain_id": domain, "discovery": "loopback"},
+                sides=("real",),
+                robot_options={
+                    "domain_id": domain,
+                    "discovery": "loopback",
+                    "profile": "twin",
+                    "judge": "detector",
+                },
             ),
             db_path=db,
             out_dir=out / "run",
@@ -155,6 +224,9 @@ def run_demo(
     if not summary.complete:
         raise EvalError("the trials did not finish; re-run `make demo`")
     console.print(f"      safety events: {summary.incident_log or 'none'}")
+    conditions = run_conditions(protocol, db, out, workers, console)
+    if conditions:
+        console.print(f"      expansion audit: ran condition(s) {', '.join(conditions)} (sim)")
 
     _step(console, 4, "computing metrics and certifying with a new demo key", started)
     key = out / "keys" / "demo-signer.pem"
@@ -171,6 +243,9 @@ def run_demo(
         high = "—" if est["high"] is None else f"{est['high']:.3f}"
         console.print(f"      {name:<7} {value} [{low}, {high}] ({est['method']}, n={est['n']})")
     window = cert["window"]
+    for kind, closure in cert["closures"].items():
+        if closure.get("source") == "computed":
+            console.print(f"      {kind} closure (computed from the store): {closure['verdict']}")
     validity = "valid" if window["valid"] else f"INVALID: {window['invalid_reason']}"
     console.print(
         f"      exposure {window['exposure_hours']:.4f} h ({window['exposure_source']}); window "
@@ -237,14 +312,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--real-fraction", type=float, default=_env_float(REAL_FRACTION_ENV, 0.2)
         )
         parser.add_argument("--workers", type=int, default=2)
-        parser.add_argument("--time-scale", type=float, default=4.0)
         args = parser.parse_args(argv)
         run_demo(
             args.out,
             families=args.families,
             real_fraction=args.real_fraction,
             workers=args.workers,
-            time_scale=args.time_scale,
         )
     except EvalError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -16,6 +16,8 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
 * `amendment`— a correction of an episode's fields (field, old, new, reason, author, role);
 * `seal`     — the protocol owner's signed close of a window: heads of both chains, counts and
   exposure hours (written together with the incident log's `window_close`);
+* `patch`    — a technician-entered human patch of the robot (re-teaching, recalibration,
+  parameter change) during a maintenance audit (`embodied_eval.patches`);
 * `revocation` — a key revoked in the key registry (written together with the incident log's
   `revocation`), so the ledger's own order says which signatures came after it.
 
@@ -43,7 +45,9 @@ from embodied_eval.records import Episode
 
 COMPONENT = "ledger"
 TABLE = "episode_chain"
-KINDS = ("episode", "faults", "manifest", "import", "audit", "amendment", "seal", "revocation")
+KINDS = (
+    "episode", "faults", "manifest", "import", "audit", "amendment", "seal", "revocation", "patch",
+)  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})
 TRIGGER_NAMES = ("episode_chain_no_update", "episode_chain_no_delete")

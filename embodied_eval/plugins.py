@@ -48,6 +48,7 @@ CLI_GROUPS: dict[str, str] = {
     "keys": "incident_logging.cli:keys_app",
     "twin": "real_bridge.cli:twin_app",
     "trial": "real_bridge.cli:trial_app",
+    "robot": "real_bridge.cli:robot_app",
 }
 
 

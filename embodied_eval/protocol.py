@@ -24,6 +24,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
   robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
+- `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_hash
+from embodied_eval.closure_protocol import (
+    read_expansion,
+    read_maintenance,
+)
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
 from embodied_eval.plugins import INCIDENT_LOG, resolve
@@ -299,6 +304,12 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
     base = root.sub("baselines")
     baselines = {k: base.get(k, str, nonempty=True) for k in list(base.table)}
     base.done()
+
+    maintenance = read_maintenance(root.sub("maintenance"), used_drifts)
+    expansion = read_expansion(
+        root.sub("expansion"), sorted({t.family for t in instances}), tuple(sim["engines"])
+    )
+
     root.done()
 
     canonical_form = {
@@ -339,6 +350,11 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "stopping": stopping.canonical(),
         "baselines": dict(baselines),
     }
+    # Declared only: protocols without closure audits keep their hash.
+    if maintenance is not None:
+        canonical_form["maintenance"] = maintenance.canonical()
+    if expansion is not None:
+        canonical_form["expansion"] = expansion.canonical()
     return Protocol(
         name=name,
         version=head["version"],
@@ -372,6 +388,8 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
         ar_estimator=emb["ar_estimator"],
+        maintenance=maintenance,
+        expansion=expansion,
     )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from embodied_eval.closure_protocol import ExpansionPlan, MaintenancePlan
 from embodied_eval.errors import EvalError
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
@@ -158,6 +159,8 @@ class Protocol:
     raw: Mapping[str, Any]
     protocol_hash: str
     sim_grasp: str = "contact"
+    maintenance: MaintenancePlan | None = None
+    expansion: ExpansionPlan | None = None
     ar_estimator: str = "classical"
 
     @property

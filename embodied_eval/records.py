@@ -127,6 +127,32 @@ class Fault(Record):
         _check_str("detail", self.detail, allow_empty=True)
 
 
+#: Who may judge a real episode's outcome (see real_bridge.judges).
+JUDGE_KINDS = ("technician", "detector", "oracle")
+#: Keys of `Episode.judge`: kind, name, version are required; the rest only for signed verdicts.
+JUDGE_KEYS = ("kind", "name", "version", "signature", "public_key", "signed")
+
+
+def _check_judge(judge: Any) -> None:
+    """`Episode.judge`: empty, or {kind, name, version[, signature, public_key, signed]}."""
+    _check_mapping("judge", judge)
+    if not judge:
+        return
+    unknown = sorted(set(judge) - set(JUDGE_KEYS))
+    if unknown:
+        raise EvalError(f"judge.{unknown[0]}: unknown key (known: {', '.join(JUDGE_KEYS)})",
+                        key="judge")
+    if not all(isinstance(v, str) for v in judge.values()):
+        raise EvalError("judge: every value must be text", key="judge")
+    _check_enum("judge.kind", judge.get("kind", ""), JUDGE_KINDS)
+    if not judge.get("name"):
+        raise EvalError("judge.name: a judge must be named", key="judge")
+    if "version" not in judge:
+        raise EvalError("judge.version: missing (may be empty for a person)", key="judge")
+    if judge["kind"] == "technician" and not judge.get("signature"):
+        raise EvalError("judge.signature: a technician's verdict must be signed", key="judge")
+
+
 @dataclass(frozen=True)
 class Episode(Record):
     """One run of one policy on one (task, seed, drift) on one side.
@@ -166,6 +192,7 @@ class Episode(Record):
     audited_success: bool | None = None
     window: str = ""
     protocol_hash: str = ""
+    judge: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._plain()
@@ -218,6 +245,7 @@ class Episode(Record):
         _check_str("status_reason", self.status_reason, allow_empty=True)
         _check_str("window", self.window, allow_empty=True)
         _check_str("protocol_hash", self.protocol_hash, allow_empty=True)
+        _check_judge(self.judge)
         # Normalize ints stored as floats (CSV) so equality and hashing are stable.
         for name in ("seed", "actions", "plan_depth", "interventions", "attempt"):
             object.__setattr__(self, name, int(getattr(self, name)))

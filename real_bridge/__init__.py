@@ -1,34 +1,24 @@
-"""Real side of paired trials: a ROS 2 bridge to a physical robot, the twin robot, manual entry.
+"""Real side of paired trials: the harness that runs real episodes over ROS 2, the robot side
+(robot profiles and the twin robot), and manual entry.
 
-- `real_bridge.robot`: the small robot interface (connect / reset / observe / act / disconnect).
-- `real_bridge.ros2_backend`: `Ros2Backend`, that interface over ROS 2 (rclpy, standard messages).
-- `real_bridge.twin`: the twin robot, a separate ROS 2 process backed by its own physics with
-  deliberate reality-gap parameters (what tests and the demo use as "the robot").
-- `real_bridge.recording`: MCAP recording of every real episode, checksummed.
-- `real_bridge.manual`: technician entry of a real episode (`embodied-eval trial record`).
+The package reads one way, in two rooms:
 
-The robot interface (default names; all configurable in `BridgeConfig`, see
-`real_bridge.bridge_config`; JSON payloads in `real_bridge.interface`):
+- **harness side** (imports nothing from the robot side): `ros2_backend` (`Ros2Backend`, the
+  "ros2" robot backend) → `supervision` (one episode: homing, setup, loop, judge, record) →
+  `policy_loop` (observe → policy → check → command, latency), `observation` (policy observation
+  and action conversion), `command_check` (limits before anything moves), `judges` (technician,
+  detector, oracle), `bridge_link` (topics, heartbeat, scene-reset client), `recording` (MCAP).
+- **robot side**: `profiles/*.toml` (the twin, franka_ros2, ur_robot_driver naming and limits) and
+  `twin` (a separate process playing a ros2_control robot from its own physics, with a documented
+  physical reality gap; it runs no policy).
+- **shared, no ROS at import**: `bridge_config` (profiles, QoS, deadlines), `interface` (JSON
+  payloads, safety diagnostics, the trajectory rules of a joint_trajectory_controller), `safety`,
+  `discovery`, `ros_node` (rclpy plumbing), `robot` (the small robot interface).
+- `manual` / `entry`: technician entry of a real episode (`embodied-eval trial record`).
 
-==========================  =====================================  ==========================
-name                        type                                   direction, QoS
-==========================  =====================================  ==========================
-/joint_states               sensor_msgs/JointState                 robot → bridge, reliable
-/wrench                     geometry_msgs/WrenchStamped            robot → bridge, reliable
-/diagnostics                diagnostic_msgs/DiagnosticArray        robot → bridge (safety/*)
-/episode/verdict            std_msgs/String (JSON)                 robot → bridge, TRANSIENT_LOCAL
-/joint_trajectory/applied   trajectory_msgs/JointTrajectory        robot → bridge (echo)
-/episode/manifest           std_msgs/String (JSON)                 bridge → robot, TRANSIENT_LOCAL
-/joint_trajectory           trajectory_msgs/JointTrajectory        bridge → robot
-/episode/reset|start|stop   std_srvs/Trigger                       bridge → robot
-/robot/enable               std_srvs/SetBool                       bridge → robot
-==========================  =====================================  ==========================
-
-An episode: the bridge publishes the manifest, calls reset (the robot answers with the
-manifest's SHA-256), enable and start; the robot runs the manifest's policy and publishes its
-verdict; the bridge supervises the state stream and the safety diagnostics and records everything.
+The robot interface (ros2_control conventions; names from the profile, see `BridgeConfig.topics`)
+is described in the README ("The robot") and in `real_bridge.bridge_config.TopicNames`.
 
 Nothing here imports rclpy at module import time except the modules that talk ROS
-(`ros2_backend` on connect, `bridge_link`, `ros_node`, `twin.node`), so the CLI and manual entry
-work without ROS installed.
+(`bridge_link`, `ros_node`, `twin.node`), so the CLI and manual entry work without ROS installed.
 """

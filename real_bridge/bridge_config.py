@@ -35,13 +35,31 @@ from typing import Any, TypeVar, get_type_hints
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
 from embodied_eval.validation import Key, check_value
+from real_bridge.robot_profile import JUDGES as JUDGES
+from real_bridge.robot_profile import ROBOT_KINDS as ROBOT_KINDS
+from real_bridge.robot_profile import LoopSettings, RobotSpec
 
 RELIABILITIES = ("reliable", "best_effort")
 DURABILITIES = ("volatile", "transient_local")
 #: ROS_DOMAIN_ID range that works with the default port mapping (higher ids overflow the ports).
 DOMAIN_ID_RANGE = (0, 101)
 #: The streams the bridge can record, by their key in `TopicNames`.
-STREAMS = ("joint_state", "command", "applied", "wrench", "diagnostics", "manifest", "verdict")
+STREAMS = (
+    "joint_state",
+    "command",
+    "gripper_command",
+    "applied",
+    "wrench",
+    "camera_image",
+    "camera_compressed",
+    "camera_info",
+    "object_pose",
+    "diagnostics",
+    "episode",
+    "manifest",
+    "verdict",
+)
+
 
 _ROS_NAME = re.compile(r"^/?[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -76,18 +94,55 @@ class QosSpec:
 
 @dataclass(frozen=True)
 class TopicNames:
-    """Topic names of the robot interface. An empty `applied`/`wrench` means the robot has none."""
+    """Topic names of the robot interface (ros2_control conventions; defaults: the twin).
+
+    An empty name means the robot has no such stream (only `joint_state`, `command`,
+    `diagnostics`, `heartbeat`, `episode`, `manifest` and `verdict` are required).
+
+    Attributes:
+        joint_state: sensor_msgs/JointState from the joint_state_broadcaster.
+        command: the joint_trajectory_controller's `~/joint_trajectory` topic
+            (trajectory_msgs/JointTrajectory, arm joints only).
+        gripper_command: a second joint_trajectory_controller for the gripper fingers ("" none).
+        applied: the robot's echo of each command it applied (JointTrajectory; "" none).
+        wrench: geometry_msgs/WrenchStamped from the force/torque broadcaster.
+        camera_image / camera_compressed: sensor_msgs/Image or CompressedImage of one camera.
+        camera_info: sensor_msgs/CameraInfo of that camera.
+        object_pose: geometry_msgs/PoseStamped of the manipulated object from the lab's
+            perception (tag tracker, motion capture); "" = the object stays where the manifest
+            placed it as far as the policy knows.
+        diagnostics: diagnostic_msgs/DiagnosticArray (safety/* statuses).
+        heartbeat: std_msgs/Header the harness publishes while it supervises (the deadman).
+        episode: std_msgs/String JSON episode events from the harness (TRANSIENT_LOCAL).
+        manifest: std_msgs/String JSON manifest for the scene-reset service (TRANSIENT_LOCAL).
+        verdict: std_msgs/String JSON verdicts from a detector or the twin's oracle.
+    """
 
     joint_state: str = "/joint_states"
-    command: str = "/joint_trajectory"
-    applied: str = "/joint_trajectory/applied"
-    wrench: str = "/wrench"
+    command: str = "/joint_trajectory_controller/joint_trajectory"
+    gripper_command: str = "/gripper_controller/joint_trajectory"
+    applied: str = "/joint_trajectory_controller/applied"
+    wrench: str = "/force_torque_sensor_broadcaster/wrench"
+    camera_image: str = "/camera/image_raw"
+    camera_compressed: str = ""
+    camera_info: str = "/camera/camera_info"
+    object_pose: str = "/object_pose"
     diagnostics: str = "/diagnostics"
-    manifest: str = "/episode/manifest"
-    verdict: str = "/episode/verdict"
+    heartbeat: str = "/embodied_eval/heartbeat"
+    episode: str = "/embodied_eval/episode"
+    manifest: str = "/embodied_eval/manifest"
+    verdict: str = "/embodied_eval/verdict"
 
     def __post_init__(self) -> None:
-        optional = ("applied", "wrench")
+        optional = (
+            "gripper_command",
+            "applied",
+            "wrench",
+            "camera_image",
+            "camera_compressed",
+            "camera_info",
+            "object_pose",
+        )
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if f.name in optional and value == "":
@@ -102,21 +157,18 @@ class TopicNames:
 
 @dataclass(frozen=True)
 class ServiceNames:
-    """Service names of the episode lifecycle (std_srvs/Trigger) and enable (std_srvs/SetBool)."""
+    """Services of the robot side. `scene_reset` (std_srvs/Trigger, after the manifest is
+    published; answers with the manifest's SHA-256) stands for an automated reset station;
+    "" means there is none and a technician sets the scene up."""
 
-    reset: str = "/episode/reset"
-    start: str = "/episode/start"
-    stop: str = "/episode/stop"
-    enable: str = "/robot/enable"
+    scene_reset: str = "/scene/reset"
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not valid_ros_name(value):
-                raise EvalError(
-                    f"services.{f.name}: {value!r} is not a valid ROS 2 service name",
-                    key=f"services.{f.name}",
-                )
+        if self.scene_reset and not valid_ros_name(self.scene_reset):
+            raise EvalError(
+                f"services.scene_reset: {self.scene_reset!r} is not a valid ROS 2 service name",
+                key="services.scene_reset",
+            )
 
 
 @dataclass(frozen=True)
@@ -128,6 +180,9 @@ class QosProfiles:
     command: QosSpec = field(default_factory=lambda: QosSpec(depth=10))
     wrench: QosSpec = field(default_factory=lambda: QosSpec(depth=1000))
     diagnostics: QosSpec = field(default_factory=lambda: QosSpec(depth=100))
+    camera: QosSpec = field(default_factory=lambda: QosSpec(depth=5))
+    object_pose: QosSpec = field(default_factory=lambda: QosSpec(depth=50))
+    heartbeat: QosSpec = field(default_factory=lambda: QosSpec(depth=10))
     events: QosSpec = field(default_factory=lambda: QosSpec(durability="transient_local", depth=10))
 
 
@@ -136,25 +191,33 @@ class Deadlines:
     """Deadlines in seconds. Every call the bridge makes is bounded by one of these.
 
     Attributes:
-        discovery_s: connect: the robot's state publisher and services must appear within this.
+        discovery_s: connect: the robot's joint-state stream must appear within this.
         service_s: one service call (request to response).
         state_stale_s: no joint state for this long means the robot stopped answering.
-        episode_s: start → verdict; past it the episode is aborted.
-        verdict_after_stop_s: after a protective/emergency stop, wait this long for a verdict.
-        safe_stop_s: the safe-stop commands sent when an episode is aborted.
-        resend_s: an idempotent request (reset, stop, enable) without an answer is sent again
-            after this long, until its deadline.
-        event_settle_s: after the verdict, keep reading diagnostics this long (events and the
-            verdict travel on different topics, so an event may arrive just after it).
+        episode_s: the policy loop of one episode; past it the episode is aborted.
+        homing_s: the homing trajectory must arrive within this.
+        judge_s: a detector/oracle verdict must arrive within this after the episode ends.
+        safe_stop_s: the safe-stop hold sent when an episode ends early.
+        resend_s: an idempotent request (scene reset) without an answer is sent again after
+            this long, until its deadline.
+        deadman_s: the robot side holds when no heartbeat arrived for this long (the harness
+            publishes at `loop.heartbeat_hz`).
+        robot_return_s: after the robot was lost, the runner waits this long for it to come back
+            before retrying; past it the run halts (exit code non-zero).
+        event_settle_s: after the episode, keep reading diagnostics this long (events travel on
+            their own topic, so one may arrive just after the loop ended).
     """
 
     discovery_s: float = 5.0
     service_s: float = 3.0
     state_stale_s: float = 0.5
     episode_s: float = 600.0
-    verdict_after_stop_s: float = 3.0
+    homing_s: float = 10.0
+    judge_s: float = 5.0
     safe_stop_s: float = 1.0
     resend_s: float = 0.5
+    deadman_s: float = 0.1
+    robot_return_s: float = 60.0
     event_settle_s: float = 0.2
 
     def __post_init__(self) -> None:
@@ -192,6 +255,8 @@ class BridgeConfig:
     services: ServiceNames = field(default_factory=ServiceNames)
     qos: QosProfiles = field(default_factory=QosProfiles)
     deadlines: Deadlines = field(default_factory=Deadlines)
+    robot: RobotSpec = field(default_factory=RobotSpec)
+    loop: LoopSettings = field(default_factory=LoopSettings)
 
     def __post_init__(self) -> None:
         low, high = DOMAIN_ID_RANGE
@@ -211,6 +276,17 @@ class BridgeConfig:
             )
         if self.namespace and not valid_ros_name(self.namespace):
             raise EvalError(f"namespace: {self.namespace!r} is not valid", key="namespace")
+        if self.loop.judge == "oracle" and self.robot.kind != "twin":
+            raise EvalError(
+                f"loop.judge: the oracle judge is the twin's own ground truth and is never "
+                f"accepted for a {self.robot.kind!r} robot; use 'technician' or 'detector'",
+                key="loop.judge",
+            )
+        if self.topics.gripper_command and not self.robot.gripper_joints:
+            raise EvalError(
+                "robot.gripper_joints: name the gripper joints of topics.gripper_command",
+                key="robot.gripper_joints",
+            )
         for stream in self.record_streams:
             if stream not in STREAMS:
                 raise EvalError(
@@ -239,6 +315,12 @@ def _coerce(value: Any, hint: Any, key: str) -> Any:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise EvalError(f"{key}: expected a list of strings", key=key)
         return tuple(value)
+    if hint == tuple[float, ...]:
+        if not isinstance(value, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value
+        ):
+            raise EvalError(f"{key}: expected a list of numbers", key=key)
+        return tuple(float(v) for v in value)
     raise TypeError(f"unsupported config field type {hint!r} for {key}")  # a bug, not user input
 
 
@@ -273,6 +355,27 @@ def config_from_mapping(cls: type[C], data: Any, *, prefix: str = "") -> C:
         if prefix and exc.key and not exc.key.startswith(prefix):
             raise EvalError(f"{prefix}.{exc}", key=f"{prefix}.{exc.key}") from None
         raise
+
+
+#: Folder of the shipped robot profiles (bridge TOML files named after their robot stack).
+PROFILES_DIR = Path(__file__).parent / "profiles"
+
+
+def profile_names() -> list[str]:
+    """Names of the shipped robot profiles ("twin", "franka_ros2", "ur_robot_driver")."""
+    return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
+
+
+def profile_path(name: str) -> Path:
+    """The TOML file of a shipped profile; EvalError naming the known ones otherwise."""
+    path = PROFILES_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise EvalError(
+            f"profile: {name!r} is not a shipped robot profile (known: "
+            f"{', '.join(profile_names())}; or give config_path = your own TOML)",
+            key="profile",
+        )
+    return path
 
 
 def load_bridge_config(path: str | Path) -> BridgeConfig:

@@ -23,13 +23,49 @@ trial_app = typer.Typer(
     help="Real-robot trials entered by a technician.",
     no_args_is_help=True,
 )
+robot_app = typer.Typer(
+    help="Robot-side helpers to run next to a real robot's ros2_control driver.",
+    no_args_is_help=True,
+)
+
+
+@robot_app.command("deadman")
+def robot_deadman(
+    config: Path = typer.Option(..., "--config", help="The robot profile TOML."),
+    domain_id: int = typer.Option(None, "--domain-id", help="ROS_DOMAIN_ID (default: profile)."),
+) -> None:
+    """Hold the robot (a trajectory its joint_trajectory_controller accepts) when the harness's
+    heartbeat stops; runs until Ctrl-C."""
+    import time
+
+    from real_bridge.bridge_config import load_bridge_config
+    from real_bridge.discovery import configure_process
+
+    bridge = load_bridge_config(config)
+    if domain_id is not None:
+        bridge = bridge.replace(domain_id=domain_id)
+    configure_process(bridge.domain_id, bridge.discovery)
+    from real_bridge.deadman_relay import DeadmanRelay
+
+    relay = DeadmanRelay(bridge)
+    typer.echo(
+        f"deadman: holding {', '.join(bridge.robot.arm_joints)} on {bridge.topics.command} when "
+        f"no heartbeat on {bridge.topics.heartbeat} for {bridge.deadlines.deadman_s:g} s"
+    )
+    try:
+        while True:
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        relay.close()
 
 
 def _twin_settings(**opts: Any) -> Any:
-    from real_bridge.bridge_config import BridgeConfig, load_bridge_config
+    from real_bridge.bridge_config import load_bridge_config, profile_path
     from real_bridge.twin.settings import Monitors, RealityGap, TwinSettings
 
-    bridge = load_bridge_config(opts["config"]) if opts["config"] else BridgeConfig()
+    bridge = load_bridge_config(opts["config"] or profile_path("twin"))
     changes: dict[str, Any] = {"discovery": opts["discovery"]}
     if opts["domain_id"] is not None:
         changes["domain_id"] = opts["domain_id"]
@@ -45,6 +81,7 @@ def _twin_settings(**opts: Any) -> Any:
             object_mass_scale=opts["object_mass_scale"],
             payload_kg=opts["payload_kg"],
             actuator_delay_s=opts["actuator_delay_s"],
+            actuator_bandwidth_hz=opts["actuator_bandwidth_hz"],
             sensor_noise_std=opts["sensor_noise_std"],
         )
     monitors = Monitors(
@@ -60,7 +97,8 @@ def _twin_settings(**opts: Any) -> Any:
         time_scale=opts["time_scale"],
         seed=opts["seed"],
         engine=opts["engine"],
-        hang_after_s=opts["hang_after_s"],
+        camera_hz=opts["camera_hz"],
+        detector=opts["detector"],
         faults=tuple(f.strip() for f in (opts["faults"] or "").split(",") if f.strip()),
     )
 
@@ -72,7 +110,9 @@ def twin_run(
     discovery: str = typer.Option(
         "loopback", "--discovery", help="'loopback', 'system' or a Fast DDS XML profile path."
     ),
-    config: Path = typer.Option(None, "--config", help="Bridge config TOML (names, QoS)."),
+    config: Path = typer.Option(
+        None, "--config", help="Robot profile TOML (names, QoS); default: the twin profile."
+    ),
     robot_id: str = typer.Option("", "--robot-id", help="Robot id in diagnostics."),
     rate_hz: float = typer.Option(500.0, "--rate-hz", help="Joint-state publishing rate, Hz."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Sim seconds per wall second."),
@@ -98,8 +138,12 @@ def twin_run(
     stop_at_s: float = typer.Option(
         0.0, "--stop-at-s", help="Protective-stop drill this long into each episode, s (0: off)."
     ),
-    hang_after_s: float = typer.Option(
-        0.0, "--hang-after-s", help="Freeze (stop answering) this long into an episode (0: off)."
+    actuator_bandwidth_hz: float = typer.Option(
+        8.0, "--actuator-bandwidth-hz", help="Actuator bandwidth (first-order), Hz (0: none)."
+    ),
+    camera_hz: float = typer.Option(30.0, "--camera-hz", help="Camera frame rate, Hz (0: off)."),
+    detector: bool = typer.Option(
+        False, "--detector", help="Also run the reference detector (judges from its tracker)."
     ),
     faults: str = typer.Option(
         "", "--faults", help="Faults to inject, comma-separated (e.g. grasp_slip,actuator_stall)."
@@ -252,3 +296,60 @@ def trial_record(
         )
     if result.incident_note:
         typer.echo(result.incident_note)
+
+
+@trial_app.command("patch")
+def trial_patch(
+    kind: str = typer.Option(
+        ..., "--kind", help="reteach, recalibration, parameter_change or other."
+    ),
+    technician: str = typer.Option(..., "--technician", help="Who patched the robot."),
+    text: str = typer.Option(..., "--text", help="What was done and why."),
+    episode_id: str = typer.Option(
+        None, "--episode-id", help="The real episode the patch was made before or during."
+    ),
+    drift: str = typer.Option(
+        None, "--drift", help="The drift-calendar setting (day) it was made on, without an episode."
+    ),
+    protocol_path: Path = typer.Option(
+        None, "--protocol", help="Protocol TOML (its window; default: the episode's window)."
+    ),
+    db: Path = typer.Option(
+        None, "--db", help="SQLite store (default: $EMBODIED_EVAL_DB or ./embodied-eval.db)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the recorded patch as JSON."),
+) -> None:
+    """Record a human patch (re-teaching, recalibration, parameter change): any one during a
+    maintenance audit fails the maintenance closure."""
+    import json
+
+    from embodied_eval.patches import record_patch
+    from embodied_eval.protocol import load_protocol
+    from embodied_eval.store import Store, default_db_path
+
+    db_path = db if db is not None else default_db_path()
+    window = load_protocol(protocol_path).window_id if protocol_path is not None else None
+    if window is None:
+        if not episode_id:
+            raise EvalError(
+                "--protocol: needed to know the window without --episode-id", key="protocol"
+            )
+        with Store(db_path, create=False) as store:
+            ep = store.get_episode(episode_id)
+        if ep is None:
+            raise EvalError(f"--episode-id: {episode_id!r} is not in the store", key="episode_id")
+        window = ep.window
+    patch = record_patch(
+        db_path,
+        window=window,
+        kind=kind,
+        technician=technician,
+        text=text,
+        episode_id=episode_id,
+        drift=drift,
+    )
+    if as_json:
+        typer.echo(json.dumps(patch.to_dict(), sort_keys=True))
+    else:
+        where = patch.episode_id or f"drift {patch.drift}"
+        typer.echo(f"{patch.patch_id}: {patch.kind} by {patch.technician} ({where}) recorded")

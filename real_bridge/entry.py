@@ -24,6 +24,7 @@ from typing import Any, TypeVar, get_type_hints
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import SAFETY_EVENT_KINDS, Fault, SafetyEvent, parse_utc
+from real_bridge.interface import contradiction
 
 T = TypeVar("T")
 
@@ -363,20 +364,26 @@ def collect_answers(
         "status",
         lambda: prompter.ask(f"Outcome ({', '.join(MANUAL_STATUSES)})", parse_status, "ok"),
     )
-    quality = pick(
-        "quality",
-        lambda: prompter.ask(
-            f"Task quality q in [0, 1] (target q* = {target_quality:g})", parse_quality
-        ),
-    )
-    audited = pick(
-        "audited_success",
-        lambda: prompter.ask(
-            "Did the task succeed, in your judgment? (y/n)",
-            parse_yes_no,
-            "y" if status == "ok" and quality >= target_quality else "n",
-        ),
-    )
+    while True:
+        quality = pick(
+            "quality",
+            lambda: prompter.ask(
+                f"Task quality q in [0, 1] (target q* = {target_quality:g})", parse_quality
+            ),
+        )
+        suggested = "y" if status == "ok" and quality >= target_quality else "n"
+        audited = pick(
+            "audited_success",
+            lambda default=suggested: prompter.ask(  # type: ignore[misc]
+                "Did the task succeed, in your judgment? (y/n)", parse_yes_no, default
+            ),
+        )
+        problem = contradiction(quality, audited, target_quality) if status == "ok" else ""
+        if not problem:
+            break
+        if given.get("quality") is not None or given.get("audited_success") is not None:
+            raise EvalError(f"contradictory answers: {problem}", key="succeeded")
+        prompter.say(f"  not accepted: {problem} — please answer both again")
     default_duration = f"{measured_duration_s:.3f}s" if measured_duration_s else None
     duration = pick(
         "duration_s",

@@ -3,12 +3,16 @@ diagnostics.
 
 Standard ROS 2 messages carry everything (no custom message types):
 
-- manifest: `std_msgs/String` (TRANSIENT_LOCAL) holding `episode_manifest(...)` as JSON. The
-  std_srvs/Trigger used for reset has no request payload, so the bridge publishes the manifest
-  first and then calls reset; the robot answers reset with `{"episode_id", "manifest_sha256"}` so
-  the bridge knows which manifest it reset to (and retries until the robot has seen the new one).
-- verdict: `std_msgs/String` (TRANSIENT_LOCAL) holding `{"schema", "episode_id", "status",
-  "quality", "success", "faults", ...}` as JSON, published when the episode ends on the robot.
+- commands: trajectory_msgs/JointTrajectory on the joint_trajectory_controller's topic;
+  `trajectory_problem` states what such a controller refuses (the safe-stop hold obeys it).
+- manifest: `std_msgs/String` (TRANSIENT_LOCAL) holding `episode_manifest(...)` as JSON, for an
+  optional scene-reset service (std_srvs/Trigger has no request payload, so the harness publishes
+  the manifest first; the reset station answers `{"episode_id", "manifest_sha256"}` so the harness
+  knows which manifest it reset to, and retries until it has seen the new one).
+- episode events: `std_msgs/String` (TRANSIENT_LOCAL), `episode_event(...)` — "started" and
+  "ended"; a detector answers "ended" with its verdict.
+- verdict: `std_msgs/String` (TRANSIENT_LOCAL) holding a `JudgeVerdict` as JSON from a named,
+  versioned detector (or the twin's oracle, labelled "oracle").
 - safety: `diagnostic_msgs/DiagnosticArray`; a status named `safety/<kind>` (kind from
   `embodied_eval.records.SAFETY_EVENT_KINDS`) at level WARN or ERROR is one safety event, its
   measurements as KeyValues named like the `SafetyEvent` fields, plus `episode_id` and `event_id`.
@@ -19,26 +23,25 @@ Standard ROS 2 messages carry everything (no custom message types):
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, get_type_hints
 
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
-from embodied_eval.records import SAFETY_EVENT_KINDS, EpisodeSpec, Fault, SafetyEvent
+from embodied_eval.records import SAFETY_EVENT_KINDS, EpisodeSpec, SafetyEvent
 
 MANIFEST_SCHEMA = "embodied-eval/episode-manifest/1"
-VERDICT_SCHEMA = "embodied-eval/episode-verdict/1"
+VERDICT_SCHEMA = "embodied-eval/judge-verdict/1"
 SAFETY_PREFIX = "safety/"
 #: diagnostic_msgs/DiagnosticStatus levels.
 LEVEL_OK, LEVEL_WARN, LEVEL_ERROR, LEVEL_STALE = 0, 1, 2, 3
 #: Safety events that stop the robot: an episode with one of these ends `safety_stop` (z = 0).
 STOP_KINDS = ("protective_stop", "emergency_stop")
-#: Statuses a robot may report in a verdict.
-VERDICT_STATUSES = ("ok", "safety_stop", "out_of_bounds", "error")
 DEFAULT_MAX_STEPS = 400
 
 
@@ -112,96 +115,164 @@ def parse_manifest(text: str) -> tuple[EpisodeSpec, dict[str, Any]]:
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """The robot's account of one episode, as published on the verdict topic.
+class JudgeVerdict:
+    """A detector's (or the twin's oracle's) verdict on one episode, as published on the
+    verdict topic.
 
-    Units: energy_wh watt-hours, robot_duration_s seconds on the robot's clock.
+    Attributes:
+        episode_id: the episode judged.
+        judge: "detector" or "oracle".
+        name / version: which detector (e.g. "cube-on-target", "1.2.0") — required.
+        quality: task score q in [0, 1]; success: whether the task succeeded.
+        detail: free text (what the detector saw).
     """
 
     episode_id: str
-    status: str
+    judge: str
+    name: str
+    version: str
     quality: float
     success: bool
-    reason: str = ""
-    faults: tuple[Fault, ...] = ()
-    actions: int = 0
-    plan_depth: int = 0
-    interventions: int = 0
-    energy_wh: float = 0.0
-    qc: float | None = None
-    steps: int = 0
-    robot_duration_s: float = 0.0
-    control: Mapping[str, Any] = field(default_factory=dict)
-    randomization: Mapping[str, Any] = field(default_factory=dict)
+    detail: str = ""
 
     def to_json(self) -> str:
         data = dataclasses.asdict(self)
-        data["faults"] = [f.to_dict() for f in self.faults]
-        data["control"] = dict(self.control)
-        data["randomization"] = dict(self.randomization)
         data["schema"] = VERDICT_SCHEMA
         return json.dumps(data, sort_keys=True, allow_nan=False)
 
 
-def _number(data: Mapping[str, Any], name: str, default: float, *, low: float = 0.0) -> float:
-    value = data.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise EvalError(f"verdict.{name}: expected a finite number, got {value!r}", key=name)
-    if value < low:
-        raise EvalError(f"verdict.{name}: {value!r} is below {low}", key=name)
-    return float(value)
-
-
-def parse_verdict(text: str) -> Verdict:
-    """Parse a verdict message (bridge side). Raises EvalError naming the bad field."""
+def parse_judge_verdict(text: str) -> JudgeVerdict:
+    """Parse a verdict message. Raises EvalError naming the bad field."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise EvalError(f"verdict: not valid JSON ({exc})", key="verdict") from None
     if not isinstance(data, dict) or data.get("schema") != VERDICT_SCHEMA:
         raise EvalError(f"verdict: expected schema {VERDICT_SCHEMA!r}", key="verdict")
-    episode_id = data.get("episode_id")
-    if not isinstance(episode_id, str) or not episode_id:
-        raise EvalError("verdict.episode_id: missing", key="episode_id")
-    status = data.get("status")
-    if status not in VERDICT_STATUSES:
-        raise EvalError(
-            f"verdict.status: {status!r} is not one of {', '.join(VERDICT_STATUSES)}", key="status"
-        )
-    quality = _number(data, "quality", -1.0, low=0.0)
-    if quality > 1.0:
-        raise EvalError(f"verdict.quality: {quality} is above 1", key="quality")
+    for name in ("episode_id", "name", "version"):
+        value = data.get(name)
+        if not isinstance(value, str) or not value:
+            raise EvalError(f"verdict.{name}: missing (a judge must name itself)", key=name)
+    if data.get("judge") not in ("detector", "oracle"):
+        raise EvalError("verdict.judge: expected 'detector' or 'oracle'", key="judge")
+    quality = data.get("quality")
+    if (
+        isinstance(quality, bool)
+        or not isinstance(quality, (int, float))
+        or not math.isfinite(quality)
+        or not 0.0 <= quality <= 1.0
+    ):
+        raise EvalError(f"verdict.quality: {quality!r} is not a number in [0, 1]", key="quality")
     success = data.get("success")
     if not isinstance(success, bool):
         raise EvalError("verdict.success: expected true/false", key="success")
-    raw_faults = data.get("faults", [])
-    if not isinstance(raw_faults, list):
-        raise EvalError("verdict.faults: expected a list", key="faults")
-    faults = tuple(Fault.from_dict({**f, "episode_id": episode_id}) for f in raw_faults)
-    qc = data.get("qc")
-    if qc is not None:
-        qc = _number(data, "qc", 0.0)
-    control = data.get("control", {})
-    randomization = data.get("randomization", {})
-    if not isinstance(control, dict) or not isinstance(randomization, dict):
-        raise EvalError("verdict.control/randomization: expected JSON objects", key="control")
-    return Verdict(
-        episode_id=episode_id,
-        status=status,
-        quality=quality,
+    return JudgeVerdict(
+        episode_id=data["episode_id"],
+        judge=data["judge"],
+        name=data["name"],
+        version=data["version"],
+        quality=float(quality),
         success=success,
-        reason=str(data.get("reason", "")),
-        faults=faults,
-        actions=int(_number(data, "actions", 0)),
-        plan_depth=int(_number(data, "plan_depth", 0)),
-        interventions=int(_number(data, "interventions", 0)),
-        energy_wh=_number(data, "energy_wh", 0.0),
-        qc=qc,
-        steps=int(_number(data, "steps", 0)),
-        robot_duration_s=_number(data, "robot_duration_s", 0.0),
-        control=control,
-        randomization=randomization,
+        detail=str(data.get("detail", "")),
     )
+
+
+def contradiction(quality: float, success: bool, target_quality: float) -> str:
+    """Why (quality, success) contradict each other under the success threshold q*, or "".
+
+    Success means q ≥ q*: a quality at or above q* that "did not succeed", or a success below
+    q*, is refused.
+    """
+    if success and quality < target_quality:
+        return (
+            f"quality {quality:g} is below the success threshold q* = {target_quality:g} but the "
+            "outcome says it succeeded; correct the quality or the outcome"
+        )
+    if not success and quality >= target_quality:
+        return (
+            f"quality {quality:g} reaches the success threshold q* = {target_quality:g} but the "
+            "outcome says it did not succeed; correct the quality or the outcome"
+        )
+    return ""
+
+
+# --------------------------------------------------------------------------- episode events
+
+EVENT_SCHEMA = "embodied-eval/episode-event/1"
+#: Phases of the episode events the harness publishes (a judge answers "ended").
+EVENT_PHASES = ("started", "ended")
+
+
+def episode_event(episode_id: str, phase: str, target_quality: float, task_id: str) -> str:
+    """JSON of one episode event (std_msgs/String on the episode topic, TRANSIENT_LOCAL)."""
+    if phase not in EVENT_PHASES:
+        raise EvalError(f"episode event: unknown phase {phase!r}", key="phase")
+    return json.dumps(
+        {
+            "schema": EVENT_SCHEMA,
+            "episode_id": episode_id,
+            "phase": phase,
+            "target_quality": float(target_quality),
+            "task_id": task_id,
+        },
+        sort_keys=True,
+    )
+
+
+def parse_episode_event(text: str) -> dict[str, Any] | None:
+    """The event as a dict, or None when it is not one of ours."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("schema") != EVENT_SCHEMA:
+        return None
+    if data.get("phase") not in EVENT_PHASES or not isinstance(data.get("episode_id"), str):
+        return None
+    return data
+
+
+# --------------------------------------------------------------------------- trajectories
+
+#: time_from_start of the safe-stop hold, s (what a joint_trajectory_controller accepts).
+HOLD_TIME_FROM_START_S = 0.1
+
+
+def trajectory_problem(
+    joint_names: Sequence[str],
+    controller_joints: Sequence[str],
+    stamp_ns: int,
+    times_from_start_s: Sequence[float],
+    point_sizes: Sequence[int],
+    now_ns: int,
+) -> str:
+    """Why a joint_trajectory_controller would reject a JointTrajectory, or "" if it accepts it.
+
+    The rules of ros2_controllers' joint_trajectory_controller: every joint must be one of the
+    controller's joints (no duplicates); there is at least one point and each point has one
+    position per joint; times from start increase strictly; the last point ends in the future
+    (header stamp 0 means "start now"; otherwise stamp + time_from_start must be after now); a
+    single point at time_from_start 0 with stamp 0 would be an instantaneous jump and is refused.
+    """
+    names = list(joint_names)
+    unknown = [n for n in names if n not in controller_joints]
+    if unknown:
+        return f"joint {unknown[0]!r} is not controlled by this controller"
+    if len(set(names)) != len(names):
+        return "a joint is named twice"
+    if not times_from_start_s:
+        return "the trajectory has no points"
+    if any(size != len(names) for size in point_sizes):
+        return "a point does not have one position per joint"
+    if any(b <= a for a, b in itertools.pairwise(times_from_start_s)):
+        return "time_from_start must increase from point to point"
+    last = times_from_start_s[-1]
+    if stamp_ns == 0:
+        if last <= 0.0:
+            return "time_from_start of the last point must be positive"
+    elif stamp_ns + round(last * 1e9) <= now_ns:
+        return "the trajectory ends in the past (header stamp + time_from_start before now)"
+    return ""
 
 
 # --------------------------------------------------------------------------- safety diagnostics

@@ -1,11 +1,11 @@
-"""`Ros2Backend`: the real side of paired trials on a robot reached over ROS 2.
+"""`Ros2Backend`: the real side of paired trials on a robot reached over ROS 2 (the harness side).
 
-The robot runs the episode (its controller executes the protocol's policy, named in the manifest)
-while the bridge supervises: it publishes the manifest, calls reset / enable / start, watches the
-joint-state stream, the wrench and the safety diagnostics, records everything to MCAP, and waits
-for the robot's verdict. Deadlines bound every step. When the robot dies or stops answering, the
-episode is recorded `aborted` with the reason, the bridge commands a safe stop where it can (stop
-service, disable, hold position) and the recording made so far is kept.
+The harness owns the episode: it runs the policy in its own control loop and talks to the robot
+only through ros2_control conventions named by a robot profile (`real_bridge/profiles/*.toml`:
+the twin, franka_ros2, ur_robot_driver) — see `real_bridge.supervision` for the steps and
+`real_bridge.judges` for who decides the outcome. Everything is recorded to MCAP (flushed at least
+every 0.5 s); a recording left `.partial` by a harness that was killed is kept, linked to its
+episode, and that episode is marked as having run unsupervised — its re-run is a new attempt.
 
 Registered as the "ros2" robot backend (`embodied_eval.plugins.ROBOT_BACKENDS`); the runner builds
 it as `Ros2Backend(protocol, **options)`.
@@ -14,7 +14,6 @@ it as `Ros2Backend(protocol, **options)`.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,66 +21,81 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.canonical import canonical_json
+from embodied_eval.canonical import canonical_json, file_sha256
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
-from embodied_eval.records import (
-    Artifact,
-    EpisodeOutcome,
-    EpisodeSpec,
-    SafetyEvent,
-    utc_now_iso,
-)
-from real_bridge.bridge_config import BridgeConfig, load_bridge_config
+from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, utc_now_iso
+from real_bridge.bridge_config import BridgeConfig, load_bridge_config, profile_path
 from real_bridge.discovery import configure_process
-from real_bridge.interface import episode_manifest, manifest_sha256
-from real_bridge.recording import McapRecorder
+from real_bridge.entry import Prompter
+from real_bridge.interface import episode_manifest
+from real_bridge.recording import PARTIAL_SUFFIX, McapRecorder, recover_partial
 from real_bridge.robot import AppliedAction, Observation, Robot, SafetyState
-from real_bridge.safety import SafetyTracker
 from real_bridge.supervision import EpisodeRun
+
+#: `control["abort_cause"]` of an episode found to have run while the harness was dead.
+UNSUPERVISED = "unsupervised"
+OPTIONS = (
+    "config",
+    "config_path",
+    "profile",
+    "domain_id",
+    "discovery",
+    "robot_id",
+    "record",
+    "node_name",
+    "judge",
+    "max_steps",
+    "prompter",
+)
 
 
 def bridge_config_from_options(options: Mapping[str, Any]) -> BridgeConfig:
     """Build a BridgeConfig from backend options (as the runner passes them).
 
-    Recognised options: `config` (a BridgeConfig), `config_path` (a TOML file), and top-level
-    overrides `domain_id`, `discovery`, `robot_id`, `record`, `node_name` (strings are converted).
+    Recognised options: `config` (a BridgeConfig), `config_path` (a robot profile TOML),
+    `profile` (a shipped profile: twin, franka_ros2, ur_robot_driver; default twin), and
+    overrides `domain_id`, `discovery`, `robot_id`, `record`, `node_name`, `judge`, `max_steps`
+    (strings are converted). `prompter` (a Prompter) is the technician's console.
     """
-    unknown = sorted(
-        set(options)
-        - {"config", "config_path", "domain_id", "discovery", "robot_id", "record", "node_name"}
-    )
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise EvalError(
-            f"ros2 backend: unknown option {unknown[0]!r} (known: config_path, domain_id, "
-            "discovery, robot_id, record, node_name)",
+            f"ros2 backend: unknown option {unknown[0]!r} (known: {', '.join(OPTIONS)})",
             key=unknown[0],
         )
     config = options.get("config")
     if config is None:
-        path = options.get("config_path")
-        config = load_bridge_config(path) if path else BridgeConfig()
+        path = options.get("config_path") or profile_path(str(options.get("profile") or "twin"))
+        config = load_bridge_config(path)
     if not isinstance(config, BridgeConfig):
         raise EvalError("ros2 backend: `config` must be a BridgeConfig", key="config")
     changes: dict[str, Any] = {}
-    if options.get("domain_id") is not None:
-        try:
-            changes["domain_id"] = int(options["domain_id"])
-        except (TypeError, ValueError):
-            raise EvalError(
-                f"domain_id: {options['domain_id']!r} is not a whole number", key="domain_id"
-            ) from None
+    for name in ("domain_id", "max_steps"):
+        if options.get(name) is not None:
+            try:
+                value = int(options[name])
+            except (TypeError, ValueError):
+                raise EvalError(
+                    f"{name}: {options[name]!r} is not a whole number", key=name
+                ) from None
+            if name == "domain_id":
+                changes[name] = value
+            else:
+                config = config.replace(loop=dataclasses.replace(config.loop, max_steps=value))
     for name in ("discovery", "robot_id", "node_name"):
         if options.get(name) is not None:
             changes[name] = str(options[name])
     if options.get("record") is not None:
         record = options["record"]
         changes["record"] = record if isinstance(record, bool) else str(record).lower() == "true"
+    if options.get("judge") is not None:
+        changes["loop"] = dataclasses.replace(config.loop, judge=str(options["judge"]))
     return config.replace(**changes) if changes else config
 
 
 class Ros2Backend(Robot):
-    """A robot over ROS 2 (rclpy), configured by a `BridgeConfig`.
+    """A robot over ROS 2 (rclpy), configured by a robot profile (`BridgeConfig`).
 
     Args:
         protocol: the frozen protocol (max steps, randomization, robot id); may be None.
@@ -92,10 +106,12 @@ class Ros2Backend(Robot):
 
     def __init__(self, protocol: Protocol | None = None, **options: Any) -> None:
         self.protocol = protocol
+        prompter = options.pop("prompter", None) if "prompter" in options else None
         self.config = bridge_config_from_options(options)
+        self.prompter: Prompter | None = prompter
         self.link: Any = None
-        self.tracker = SafetyTracker()
-        self._diag_index = 0
+        self.last_run: EpisodeRun | None = None
+        self._adapters: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ connection
 
@@ -104,7 +120,8 @@ class Ros2Backend(Robot):
         return self.link is not None
 
     def connect(self) -> None:
-        """Open the ROS session and wait (up to `deadlines.discovery_s`) for the robot."""
+        """Open the ROS session, start the heartbeat and wait (up to `deadlines.discovery_s`)
+        for the robot."""
         if self.link is not None:
             return
         try:
@@ -123,7 +140,6 @@ class Ros2Backend(Robot):
             link.close()
             raise
         self.link = link
-        self._diag_index = 0
 
     def disconnect(self) -> None:
         link, self.link = self.link, None
@@ -135,35 +151,21 @@ class Ros2Backend(Robot):
             raise EvalError("ros2 backend: not connected (call connect() first)", key="backend")
         return self.link
 
+    def wait_for_robot(self, timeout_s: float | None = None) -> bool:
+        """After the robot was lost: wait (up to `deadlines.robot_return_s`) for its joint states
+        to come back; True when they did."""
+        link = self.require_link()
+        timeout = self.config.deadlines.robot_return_s if timeout_s is None else timeout_s
+        stale = self.config.deadlines.state_stale_s
+        return bool(link.wait_until(lambda: link.state_age_s() <= stale, timeout))
+
     # ------------------------------------------------------------------ robot interface
 
     def reset(self, spec: EpisodeSpec, protocol: Protocol | None = None) -> Observation | None:
-        """Publish the manifest and reset the robot to it (retrying until the robot echoes it)."""
-        link = self.require_link()
-        manifest = episode_manifest(spec, protocol or self.protocol)
-        expected = manifest_sha256(manifest)
-        text = canonical_json(manifest)
-        deadline = time.monotonic() + self.config.deadlines.service_s
-        self.tracker = SafetyTracker(spec.episode_id, time.monotonic())
-        link.forget_verdict(spec.episode_id)  # a re-run must not take an earlier run's verdict
-        last = ""
-        while True:
-            link.publish_manifest(text)
-            remaining = max(0.05, deadline - time.monotonic())
-            ok, message = link.trigger("reset", remaining)
-            echoed = _echoed_hash(message)
-            if ok and echoed == expected:
-                break
-            last = message
-            if time.monotonic() >= deadline:
-                raise EvalError(
-                    f"reset to episode {spec.episode_id} was not confirmed by the robot within "
-                    f"{self.config.deadlines.service_s:.1f} s (last answer: {last!r})",
-                    key="reset",
-                )
-            time.sleep(0.02)  # the robot has not seen the new manifest yet
-        self.consume_diagnostics()
-        state = link.latest_state()
+        """Reset the scene to a manifest row (the scene-reset service) and return the state."""
+        run = EpisodeRun(self.require_link(), self.config, spec, protocol or self.protocol)
+        run.setup(episode_manifest(spec, protocol or self.protocol))
+        state = self.link.latest_state()
         return None if state is None else self._observation(state)
 
     def get_observation(self) -> Observation:
@@ -190,39 +192,36 @@ class Ros2Backend(Robot):
             wrench=None if wrench is None else np.array(wrench, copy=True),
         )
 
-    def enable(self, on: bool = True) -> None:
-        """Enable (or disable) the robot's drives; EvalError if it refuses or does not answer."""
-        link = self.require_link()
-        ok, message = link.set_enabled(on, self.config.deadlines.service_s)
-        if not ok:
-            raise EvalError(f"robot refused to {'enable' if on else 'disable'}: {message}")
+    def send_action(self, positions: Sequence[float], *, duration_s: float = 0.1) -> AppliedAction:
+        """Command arm joint targets on the joint_trajectory_controller's topic (checked against
+        the profile's position limits first).
 
-    def send_action(self, positions: Sequence[float], *, duration_s: float = 0.0) -> AppliedAction:
-        """Command joint position targets (first n joints of the state stream).
-
-        The robot must be enabled (`enable()`) and not running an episode; otherwise it ignores
-        the command and the result comes back unconfirmed.
-
-        Returns what the robot applied when it echoes commands on the `applied` topic (within
-        `deadlines.service_s`), else the command as sent with `confirmed=False`.
+        Returns what the robot applied when it echoes commands (within `deadlines.service_s`),
+        else the command as sent with `confirmed=False`.
         """
         link = self.require_link()
-        state = link.latest_state()
-        if state is None:
-            raise EvalError("send_action: no joint state yet, so joint names are unknown")
+        robot = self.config.robot
         targets = np.asarray(positions, dtype=float)
-        if targets.ndim != 1 or not 0 < targets.size <= len(state.names):
+        if targets.shape != (len(robot.arm_joints),) or not np.all(np.isfinite(targets)):
             raise EvalError(
-                f"send_action: expected 1..{len(state.names)} joint positions, got shape "
-                f"{targets.shape}",
+                f"send_action: expected {len(robot.arm_joints)} finite joint positions, got "
+                f"shape {targets.shape}",
                 key="positions",
             )
-        if not np.all(np.isfinite(targets)):
-            raise EvalError("send_action: positions must be finite", key="positions")
-        names = state.names[: targets.size]
-        command_id = link.publish_command(names, targets, duration_s)
+        low, high = np.asarray(robot.position_lower), np.asarray(robot.position_upper)
+        outside = np.flatnonzero((targets < low) | (targets > high))
+        if outside.size:
+            i = int(outside[0])
+            raise EvalError(
+                f"send_action: {robot.arm_joints[i]} target {targets[i]:.4f} rad is outside "
+                f"[{low[i]:.4f}, {high[i]:.4f}]; nothing was sent",
+                key="positions",
+            )
+        if duration_s <= 0:
+            raise EvalError("send_action: duration_s must be positive", key="duration_s")
+        command_id, _ = link.publish_command(robot.arm_joints, targets, duration_s)
         if not self.config.topics.applied:
-            return AppliedAction(names, targets, confirmed=False)
+            return AppliedAction(robot.arm_joints, targets, confirmed=False)
         echo: Any = None
 
         def echoed() -> bool:
@@ -233,46 +232,60 @@ class Ros2Backend(Robot):
         if link.wait_until(echoed, self.config.deadlines.service_s):
             stamp_ns, echo_names, applied = echo
             return AppliedAction(tuple(echo_names), applied, True, stamp_ns / 1e9)
-        return AppliedAction(names, targets, confirmed=False)
-
-    def consume_diagnostics(self) -> list[SafetyEvent]:
-        """Feed newly received diagnostics to the safety tracker; returns the new events."""
-        link = self.require_link()
-        readings, self._diag_index = link.diagnostics_since(self._diag_index)
-        new = []
-        for reading in readings:
-            event = self.tracker.feed(reading)
-            if event is not None:
-                new.append(event)
-        return new
+        return AppliedAction(robot.arm_joints, targets, confirmed=False)
 
     def safety_state(self) -> SafetyState:
-        self.consume_diagnostics()
-        t = self.tracker
+        link = self.require_link()
+        from real_bridge.safety import SafetyTracker
+
+        tracker = SafetyTracker()
+        readings, _ = link.diagnostics_since(0)
+        for reading in readings:
+            tracker.feed(reading)
         return SafetyState(
-            enabled=t.enabled,
-            protective_stop=t.protective_stop,
-            emergency_stop=t.emergency_stop,
-            active=tuple(sorted(t.active)),
-            events=tuple(t.events),
+            enabled=tracker.enabled,
+            protective_stop=tracker.protective_stop,
+            emergency_stop=tracker.emergency_stop,
+            active=tuple(sorted(tracker.active)),
+            events=tuple(tracker.events),
         )
 
     # ------------------------------------------------------------------ episodes
 
+    def _adapter(self) -> Any:
+        from real_bridge.observation import PandaAdapter
+
+        key = "panda"
+        if key not in self._adapters:
+            self._adapters[key] = PandaAdapter(self.config.robot, 1.0 / self.config.loop.rate_hz)
+        return self._adapters[key]
+
     def run_episode(
         self, spec: EpisodeSpec, protocol: Protocol | None, record_dir: str | Path | None
     ) -> EpisodeOutcome:
-        """Run one real episode on the robot; see the module docstring for what happens."""
+        """Run one real episode (see `real_bridge.supervision`) and return its record."""
         if spec.side != "real":
             raise EvalError(f"episode {spec.episode_id}: the ros2 backend runs side 'real' only")
         protocol = protocol or self.protocol
         started_at = utc_now_iso()
+        path = Path(record_dir) / f"{_safe_name(spec.episode_id)}.mcap" if record_dir else None
+        if path is not None:
+            leftover = path.with_name(path.name + PARTIAL_SUFFIX)
+            if leftover.is_file():
+                return self._unsupervised(spec, protocol, leftover)
         self.connect()
         link = self.require_link()
+        from real_bridge.observation import scene_setup
+        from sim_suites.policies import load_policy
+
+        setup = None
+        adapter = self._adapter()
+        if self.config.robot.kinematics == "panda":
+            setup = scene_setup(spec, episode_manifest(spec, protocol))
         recorder = None
-        if self.config.record and record_dir is not None:
+        if self.config.record and path is not None:
             recorder = McapRecorder(
-                Path(record_dir) / f"{_safe_name(spec.episode_id)}.mcap",
+                path,
                 {
                     "episode_id": spec.episode_id,
                     "pair_id": spec.pair_id,
@@ -282,54 +295,67 @@ class Ros2Backend(Robot):
                     "protocol_hash": spec.protocol_hash,
                     "robot_id": self.config.robot_id
                     or (protocol.robot_id if protocol is not None else ""),
+                    "robot_kind": self.config.robot.kind,
+                    "judge": self.config.loop.judge,
                     "domain_id": str(self.config.domain_id),
                     "bridge_config": canonical_json(dataclasses.asdict(self.config)),
                 },
             )
             link.attach_recorder(recorder)
-        run = EpisodeRun(self, spec)
+        run = EpisodeRun(link, self.config, spec, protocol, self.prompter)
+        self.last_run = run
         try:
-            run.execute(protocol)
+            run.execute(lambda: load_policy(spec.policy, spec.task_id), adapter, setup)
+            if run.judgement is not None and recorder is not None:
+                recorder.write(
+                    self.config.topics.verdict,
+                    _string_cdr(canonical_json({"episode_id": spec.episode_id,
+                                                "quality": run.judgement.quality,
+                                                "success": run.judgement.success,
+                                                **run.judgement.record})),
+                    time.time_ns(),
+                )
         finally:
             link.attach_recorder(None)
             artifacts: tuple[Artifact, ...] = ()
             if recorder is not None:
                 artifacts = (recorder.close(),)
                 run.recorded = dict(recorder.counts)
-        return run.outcome(spec, protocol, started_at, artifacts)
+        return run.outcome(started_at, artifacts)
 
-    def safe_stop(self) -> str:
-        """Stop, disable and hold position, each bounded by `deadlines.safe_stop_s`.
+    def _unsupervised(
+        self, spec: EpisodeSpec, protocol: Protocol | None, leftover: Path
+    ) -> EpisodeOutcome:
+        """The record of an attempt whose harness was killed mid-episode: it ran unsupervised
+        (the robot held on the deadman), its partial recording is kept and linked."""
+        size = leftover.stat().st_size
+        artifact = Artifact(
+            path=str(leftover), sha256=file_sha256(leftover), kind="mcap", size_bytes=size
+        )
+        recovered = recover_partial(leftover)
+        episode = spec.to_episode(
+            0.0,
+            side="real",
+            engine="ros2",
+            status="aborted",
+            control={"abort_cause": UNSUPERVISED, "partial_recording": True},
+            artifacts=(artifact, recovered),
+            status_reason=(
+                "the harness stopped mid-episode (killed): the episode ran unsupervised until "
+                "the robot's deadman hold; its partial recording is kept and linked (with a "
+                "recovered, finished copy); re-run as a new attempt"
+            ),
+            window=spec.window or (protocol.window_id if protocol is not None else ""),
+            protocol_hash=spec.protocol_hash or (protocol.protocol_hash if protocol else ""),
+        )
+        return EpisodeOutcome(episode=episode)
 
-        Returns a note of what could not be confirmed ("" when everything was).
-        """
-        link = self.link
-        if link is None:
-            return "not connected"
-        budget = self.config.deadlines.safe_stop_s
-        notes = []
-        state = link.latest_state()
-        if state is not None and state.position.size:
-            link.publish_command(state.names, state.position, 0.0)  # hold where it is
-        for label, call in (
-            ("stop", lambda: link.trigger("stop", budget)),
-            ("disable", lambda: link.set_enabled(False, budget)),
-        ):
-            try:
-                ok, message = call()
-                if not ok:
-                    notes.append(f"{label} refused: {message}")
-            except EvalError as exc:
-                notes.append(f"{label} not confirmed: {exc}")
-        return "; ".join(notes)
 
+def _string_cdr(text: str) -> bytes:
+    from rclpy.serialization import serialize_message
+    from std_msgs.msg import String
 
-def _echoed_hash(message: str) -> str:
-    try:
-        data = json.loads(message)
-    except ValueError:
-        return ""
-    return str(data.get("manifest_sha256", "")) if isinstance(data, dict) else ""
+    return bytes(serialize_message(String(data=text)))
 
 
 def _safe_name(episode_id: str) -> str:

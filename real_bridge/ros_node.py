@@ -28,30 +28,47 @@ from real_bridge.bridge_config import QosSpec
 STREAM_TYPES = {
     "joint_state": "sensor_msgs/msg/JointState",
     "command": "trajectory_msgs/msg/JointTrajectory",
+    "gripper_command": "trajectory_msgs/msg/JointTrajectory",
     "applied": "trajectory_msgs/msg/JointTrajectory",
     "wrench": "geometry_msgs/msg/WrenchStamped",
+    "camera_image": "sensor_msgs/msg/Image",
+    "camera_compressed": "sensor_msgs/msg/CompressedImage",
+    "camera_info": "sensor_msgs/msg/CameraInfo",
+    "object_pose": "geometry_msgs/msg/PoseStamped",
     "diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
+    "heartbeat": "std_msgs/msg/Header",
+    "episode": "std_msgs/msg/String",
     "manifest": "std_msgs/msg/String",
     "verdict": "std_msgs/msg/String",
 }
 
 
-def stream_message_class(stream: str) -> Any:
-    """The rclpy message class of a stream (see STREAM_TYPES)."""
+def message_class(msgtype: str) -> Any:
+    """The rclpy message class of a "pkg/msg/Type" name (one of STREAM_TYPES' values)."""
     from diagnostic_msgs.msg import DiagnosticArray
-    from geometry_msgs.msg import WrenchStamped
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import String
+    from geometry_msgs.msg import PoseStamped, WrenchStamped
+    from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
+    from std_msgs.msg import Header, String
     from trajectory_msgs.msg import JointTrajectory
 
     classes = {
         "sensor_msgs/msg/JointState": JointState,
+        "sensor_msgs/msg/Image": Image,
+        "sensor_msgs/msg/CompressedImage": CompressedImage,
+        "sensor_msgs/msg/CameraInfo": CameraInfo,
         "trajectory_msgs/msg/JointTrajectory": JointTrajectory,
         "geometry_msgs/msg/WrenchStamped": WrenchStamped,
+        "geometry_msgs/msg/PoseStamped": PoseStamped,
         "diagnostic_msgs/msg/DiagnosticArray": DiagnosticArray,
         "std_msgs/msg/String": String,
+        "std_msgs/msg/Header": Header,
     }
-    return classes[STREAM_TYPES[stream]]
+    return classes[msgtype]
+
+
+def stream_message_class(stream: str) -> Any:
+    """The rclpy message class of a stream (see STREAM_TYPES)."""
+    return message_class(STREAM_TYPES[stream])
 
 
 def qos_profile(spec: QosSpec) -> QoSProfile:

@@ -1,216 +1,447 @@
-"""Supervising one real episode over ROS 2: start it, watch it, and build its record.
+"""One real episode the harness owns: setup, policy loop, judge, record.
 
-`EpisodeRun` is what `Ros2Backend.run_episode` does between opening and closing the recording:
-check the robot is alive, reset it to the manifest, enable and start it, then poll (every POLL_S)
-for the verdict while watching the safety diagnostics, the state stream's freshness and the
-episode deadline. Whatever happens on the robot ends up in the episode's status and reason:
+`EpisodeRun.execute` does, with a deadline on every step:
 
-- verdict received → its status (a protective/emergency stop event makes it `safety_stop`);
-- stop event but no verdict within `verdict_after_stop_s` → `safety_stop`, quality 0;
-- no joint state for `state_stale_s`, a service deadline, the episode deadline → `aborted`, after
-  a safe stop (hold position, stop, disable — each bounded by `safe_stop_s`).
+1. check the robot answers (fresh joint state) — otherwise the episode is aborted as
+   `robot_lost` (the runner waits for the robot; that attempt does not use a policy retry);
+2. homing: a trajectory to the profile's home posture, waiting until the arm is there;
+3. setup: the scene-reset service (publishing the manifest first) or, without one, a technician
+   confirmation listing the manifest's object placement for the seed;
+4. the policy loop (`real_bridge.policy_loop`) at the protocol's rate, recording every command;
+5. the "ended" episode event and the judge's verdict (`real_bridge.judges`).
+
+Whatever happens on the robot ends up in the episode's status and reason: a protective stop from
+the robot or a refused command → `safety_stop` (the refused command is a protective-stop event
+for the incident log); a lost robot, a deadline or a failed judge → `aborted` / `error`. Every
+early end sends the safe-stop hold (stamp 0, the current posture of the controller's joints,
+time_from_start 0.1 s) — a trajectory a real joint_trajectory_controller accepts.
 """
 
 from __future__ import annotations
 
+import json
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+import numpy as np
+
+from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
-from real_bridge.interface import Verdict, parse_verdict
+from real_bridge.bridge_config import BridgeConfig
+from real_bridge.entry import Prompter, parse_yes_no
+from real_bridge.interface import (
+    HOLD_TIME_FROM_START_S,
+    episode_event,
+    episode_manifest,
+    manifest_sha256,
+)
+from real_bridge.judges import Judgement, check_oracle, technician_judgement, topic_judgement
+from real_bridge.policy_loop import CommandRefused, LoopIO, LoopStats, RobotLost, run_policy_loop
+from real_bridge.safety import SafetyTracker
 
-if TYPE_CHECKING:
-    from real_bridge.ros2_backend import Ros2Backend
-
-#: How often the supervision loop looks at the robot, s.
-POLL_S = 0.005
+#: Homing ends when every arm joint is within this of home, rad.
+HOMING_TOLERANCE_RAD = 0.02
+#: Homing is sent again when the arm is not home this long after the trajectory should have
+#: ended, s.
+HOMING_RESEND_S = 0.5
+#: Pause between the setup and the first observation, s.
+SETTLE_S = 0.3
+#: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
+ROBOT_LOST = "robot_lost"
 
 
 class EpisodeRun:
-    """One supervised episode on a connected `Ros2Backend`: start it, watch it, build its record."""
+    """One episode on a connected link (see the module docstring).
 
-    def __init__(self, backend: Ros2Backend, spec: EpisodeSpec) -> None:
-        self.backend = backend
+    Args:
+        link: a connected `BridgeLink`.
+        config: the robot profile / bridge config.
+        spec: the manifest row; protocol: the frozen protocol (or None).
+        prompter: the console for the technician (setup confirmation, technician judge).
+    """
+
+    def __init__(
+        self,
+        link: Any,
+        config: BridgeConfig,
+        spec: EpisodeSpec,
+        protocol: Protocol | None,
+        prompter: Prompter | None = None,
+    ) -> None:
+        self.link = link
+        self.config = config
         self.spec = spec
+        self.protocol = protocol
+        self.prompter = prompter
         self.status = "aborted"
         self.reason = ""
-        self.verdict: Verdict | None = None
+        self.abort_cause = ""
+        self.judgement: Judgement | None = None
         self.started_s: float | None = None
-        self.start_sent_s = 0.0
         self.ended_s: float | None = None
-        self.state_count_start = 0
+        self.stats = LoopStats()
+        self.tracker = SafetyTracker(spec.episode_id, time.monotonic())
+        self._diag_index = link.diagnostics_total
+        self.state_count_start = link.state_count
         self.state_count_end: int | None = None
+        self.safe_stop_message: Any = None
         self.recorded: dict[str, int] = {}
+        self.setup_lines: list[str] = []
 
-    def execute(self, protocol: Protocol | None) -> None:
-        backend, spec = self.backend, self.spec
-        link = backend.require_link()
-        deadlines = backend.config.deadlines
-        try:
-            if link.state_age_s() > deadlines.state_stale_s and not link.wait_until(
-                lambda: link.state_age_s() <= deadlines.state_stale_s, deadlines.discovery_s
-            ):
-                raise EvalError(
-                    f"robot not answering before the episode: no joint state on "
-                    f"{backend.config.topics.joint_state} for {link.state_age_s():.1f} s",
-                    key="robot",
+    # ------------------------------------------------------------------ safety
+
+    def consume_diagnostics(self) -> list[SafetyEvent]:
+        readings, self._diag_index = self.link.diagnostics_since(self._diag_index)
+        return [e for r in readings if (e := self.tracker.feed(r)) is not None]
+
+    def _robot_stop(self) -> str:
+        self.consume_diagnostics()
+        event = self.tracker.stop_event
+        if event is None:
+            return ""
+        text = f"{event.kind} at t={event.t_s:.3f} s"
+        return f"{text}: {event.detail}" if event.detail else text
+
+    def safe_stop(self) -> str:
+        """Send the hold: stamp 0, the current posture of the arm controller's joints only,
+        time_from_start HOLD_TIME_FROM_START_S. Returns a note ("" when sent)."""
+        state = self.link.latest_state()
+        joints = self.config.robot.arm_joints
+        if state is None:
+            return "no joint state: hold not sent"
+        index = {n: i for i, n in enumerate(state.names)}
+        if any(j not in index for j in joints):
+            return "the joint states do not name the controller's joints: hold not sent"
+        hold = [float(state.position[index[j]]) for j in joints]
+        _, self.safe_stop_message = self.link.publish_command(joints, hold, HOLD_TIME_FROM_START_S)
+        return ""
+
+    # ------------------------------------------------------------------ steps
+
+    def _arm_positions(self, state: Any) -> np.ndarray:
+        index = {n: i for i, n in enumerate(state.names)}
+        missing = [j for j in self.config.robot.arm_joints if j not in index]
+        if missing:
+            raise EvalError(
+                f"{self.config.topics.joint_state} does not name joint {missing[0]!r} of the "
+                "profile's robot.arm_joints",
+                key="robot.arm_joints",
+            )
+        return np.array([state.position[index[j]] for j in self.config.robot.arm_joints])
+
+    def _require_robot(self) -> None:
+        stale = self.config.deadlines.state_stale_s
+        if self.link.state_age_s() > stale and not self.link.wait_until(
+            lambda: self.link.state_age_s() <= stale, self.config.deadlines.discovery_s
+        ):
+            raise RobotLost(
+                f"robot not answering before the episode: no joint state on "
+                f"{self.config.topics.joint_state} for {self.link.state_age_s():.1f} s"
+            )
+
+    def home(self) -> None:
+        """Send the homing trajectory and wait until the arm is there (deadlines.homing_s)."""
+        robot = self.config.robot
+        if not robot.home:
+            return
+        if self.config.topics.gripper_command and robot.gripper_joints:
+            opened = [robot.gripper_open] * len(robot.gripper_joints)
+            self.link.publish_command(robot.gripper_joints, opened, 0.3, stream="gripper_command")
+            time.sleep(0.4)  # let go of whatever is held before the arm moves
+        state = self.link.latest_state()
+        q = self._arm_positions(state)
+        home = np.asarray(robot.home)
+        # Duration from the slowest joint at half its speed limit (at least 0.5 s).
+        duration = max(
+            0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
+        )
+        self.link.publish_command(robot.arm_joints, home, duration)
+        started = time.monotonic()
+        deadline = started + min(self.config.deadlines.homing_s, duration + 5.0)
+        resend = started + duration + HOMING_RESEND_S
+        while time.monotonic() < deadline:
+            if time.monotonic() >= resend:  # a command dropped by the robot (e.g. a hold)
+                state = self.link.latest_state()
+                q = self._arm_positions(state)
+                again = max(
+                    0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
                 )
-            backend.reset(spec, protocol)
-            ok, message = link.set_enabled(True, deadlines.service_s)
-            if not ok:
-                raise EvalError(f"robot refused to enable: {message}", key="enable")
-            self.state_count_start = link.state_count
-            link.reset_peaks()
-            self.start_sent_s = time.monotonic()
-            ok, message = link.trigger("start", deadlines.service_s)
-            if not ok:
-                raise EvalError(f"robot refused to start: {message}", key="start")
+                self.link.publish_command(robot.arm_joints, home, again)
+                resend = time.monotonic() + again + HOMING_RESEND_S
+            if self._robot_stop():
+                raise EvalError(f"protective stop during homing: {self._robot_stop()}")
+            state = self.link.latest_state()
+            if self.link.state_age_s() > self.config.deadlines.state_stale_s:
+                raise RobotLost("robot stopped answering during homing")
+            if np.all(np.abs(self._arm_positions(state) - home) <= HOMING_TOLERANCE_RAD):
+                return
+            time.sleep(0.01)
+        raise EvalError(
+            f"homing did not reach the home posture within {self.config.deadlines.homing_s:.0f} s",
+            key="homing",
+        )
+
+    def latched_stop(self) -> str:
+        """The robot's protective/emergency stop still latched from before, or ""."""
+        tracker = SafetyTracker()
+        readings, _ = self.link.diagnostics_since(0)
+        for reading in readings:
+            tracker.feed(reading)
+        return ", ".join(sorted(n for n in tracker.active if n.endswith("_stop")))
+
+    def clear_latched_stop(self, manifest: dict[str, Any]) -> None:
+        """A robot in a latched stop moves nothing: the reset station (or the technician, who
+        unlocks it on the robot) clears it before homing."""
+        stop = self.latched_stop()
+        if not stop:
+            return
+        if self.config.services.scene_reset:
+            self.setup(manifest)  # the reset station clears the latch with the scene
+        elif self.prompter is not None:
+            self.prompter.say(f"the robot reports {stop}: clear it on the robot's controller")
+            if not self.prompter.ask("Is the stop cleared? (y/n)", parse_yes_no):
+                raise EvalError(f"the robot is still in {stop}", key="reset")
+        else:
+            raise EvalError(f"the robot is in {stop} and nobody can clear it", key="reset")
+
+    def setup(self, manifest: dict[str, Any]) -> None:
+        """The reset service, or a technician confirming the manifest's placement."""
+        if self.config.services.scene_reset:
+            text = canonical_json(manifest)
+            expected = manifest_sha256(manifest)
+            deadline = time.monotonic() + self.config.deadlines.service_s
+            last = ""
+            while True:
+                self.link.publish_text("manifest", text)
+                remaining = max(0.05, deadline - time.monotonic())
+                ok, message = self.link.scene_reset(remaining)
+                if ok and _echoed_hash(message) == expected:
+                    break
+                last = message
+                if time.monotonic() >= deadline:
+                    raise EvalError(
+                        f"scene reset to episode {self.spec.episode_id} was not confirmed within "
+                        f"{self.config.deadlines.service_s:.1f} s (last answer: {last!r})",
+                        key="reset",
+                    )
+                time.sleep(0.02)
+            return
+        if self.prompter is None:
+            raise EvalError(
+                "this robot has no scene-reset service and no technician console is attached",
+                key="reset",
+            )
+        self.prompter.say(f"set up episode {self.spec.episode_id}:")
+        for line in self.setup_lines:
+            self.prompter.say(f"  {line}")
+        if not self.prompter.ask("Is the scene set up as listed? (y/n)", parse_yes_no):
+            raise EvalError("the technician did not confirm the setup", key="reset")
+
+    def judge(self, ended_s: float) -> Judgement:
+        loop = self.config.loop
+        self.link.publish_text(
+            "episode",
+            episode_event(
+                self.spec.episode_id, "ended", self.spec.target_quality, self.spec.task_id
+            ),
+        )
+        if loop.judge == "technician":
+            if self.prompter is None:
+                raise EvalError("the technician judge needs a console", key="judge")
+            return technician_judgement(
+                self.spec,
+                self.prompter,
+                key_path=loop.technician_key,
+                technician=loop.technician,
+                lines=self.setup_lines,
+            )
+        if loop.judge == "oracle":
+            check_oracle(self.config.robot.kind)
+        return topic_judgement(
+            self.spec,
+            loop.judge,
+            lambda: self.link.verdicts_for(self.spec.episode_id),
+            after_s=ended_s,
+            timeout_s=self.config.deadlines.judge_s,
+            detector=loop.detector if loop.judge == "detector" else "",
+        )
+
+    # ------------------------------------------------------------------ the episode
+
+    def execute(self, policy_factory: Callable[[], Any], adapter: Any, setup: Any) -> None:
+        spec, cfg = self.spec, self.config
+        try:
+            self._require_robot()
+            if cfg.loop.judge == "oracle":
+                check_oracle(cfg.robot.kind)
+            manifest = episode_manifest(spec, self.protocol)
+            self.setup_lines = setup.lines() if setup is not None else []
+            self.clear_latched_stop(manifest)
+            self.home()
+            self.setup(manifest)
+            time.sleep(SETTLE_S)  # let the arm and scene settle before the first observation
+            policy = policy_factory()
+            policy.reset(spec.seed)
+            state = self.link.latest_state()
+            q = np.asarray(state.position, dtype=float)
+            adapter.reset(self._arm_positions(state), q[7:9] if q.size >= 9 else q[:0], setup)
+            self.link.reset_peaks()
+            self.tracker = SafetyTracker(spec.episode_id, time.monotonic())
+            self._diag_index = self.link.diagnostics_total
+            self.state_count_start = self.link.state_count
+            self.link.publish_text(
+                "episode",
+                episode_event(spec.episode_id, "started", spec.target_quality, spec.task_id),
+            )
             self.started_s = time.monotonic()
-            backend.tracker.started_s = self.started_s
-            self._supervise()
+            self.tracker.started_s = self.started_s
+            max_steps = cfg.loop.max_steps or int(manifest["max_steps"])
+            gripper = cfg.topics.gripper_command and cfg.robot.gripper_joints
+            io = LoopIO(
+                state=self.link.latest_state,
+                state_age_s=self.link.state_age_s,
+                object_pose=lambda: self.link.object_pose,
+                send_arm=lambda target: self.link.publish_command(
+                    cfg.robot.arm_joints, target, 1.0 / cfg.loop.rate_hz
+                ),
+                send_gripper=(
+                    (
+                        lambda width: self.link.publish_command(
+                            cfg.robot.gripper_joints,
+                            [width] * len(cfg.robot.gripper_joints),
+                            1.0 / cfg.loop.rate_hz,
+                            stream="gripper_command",
+                        )
+                    )
+                    if gripper
+                    else None
+                ),
+                stopped=self._robot_stop,
+                extras=self._extras,
+            )
+            self.stats, ended = run_policy_loop(
+                policy,
+                adapter,
+                io,
+                robot=cfg.robot,
+                rate_hz=cfg.loop.rate_hz,
+                max_steps=max_steps,
+                stale_s=cfg.deadlines.state_stale_s,
+                has_tracker=bool(cfg.topics.object_pose),
+                deadline_s=cfg.deadlines.episode_s,
+                stats=self.stats,
+            )
+            self.ended_s = time.monotonic()
+            self.state_count_end = self.link.state_count
+            if ended == "robot_stop":
+                self.status, self.reason = "safety_stop", self._robot_stop()
+                return
+            self._settle_events()
+            self.judgement = self.judge(self.ended_s)
+            if self.tracker.stop_event is not None:
+                self.status, self.reason = "safety_stop", self._robot_stop()
+            else:
+                self.status, self.reason = "ok", f"ended after {self.stats.steps} steps ({ended})"
+        except CommandRefused as exc:
+            self._refused(str(exc))
+        except RobotLost as exc:
+            self._abort(str(exc), ROBOT_LOST)
         except EvalError as exc:
-            self._abort(str(exc))
-        except BaseException as exc:  # Ctrl-C or a bug: stop the robot first, then re-raise
-            self._abort(f"interrupted: {type(exc).__name__}: {exc}")
+            self._abort(str(exc), "")
+        except BaseException as exc:  # Ctrl-C or a bug: hold the robot first, then re-raise
+            self._abort(f"interrupted: {type(exc).__name__}: {exc}", "")
             raise
         finally:
             if self.ended_s is None:
                 self.ended_s = time.monotonic()
+            if self.state_count_end is None:
+                self.state_count_end = self.link.state_count
 
-    def _supervise(self) -> None:
-        backend, spec = self.backend, self.spec
-        link = backend.require_link()
-        deadlines = backend.config.deadlines
-        tracker = backend.tracker
-        assert self.started_s is not None
-        while True:
-            now = time.monotonic()
-            backend.consume_diagnostics()
-            found = link.verdict_for(spec.episode_id)
-            if found is not None and found[1] >= self.start_sent_s:
-                self._take_verdict(*found)
-                return
-            if tracker.stop_received_s is not None and (
-                now - tracker.stop_received_s > deadlines.verdict_after_stop_s
-            ):
-                self.ended_s = tracker.stop_received_s
-                self.state_count_end = link.state_count
-                self.status = "safety_stop"
-                self.reason = (
-                    f"{_describe_stop(tracker.stop_event)}; no verdict within "
-                    f"{deadlines.verdict_after_stop_s:.1f} s of the stop"
-                )
-                return
-            age = link.state_age_s()
-            if age > deadlines.state_stale_s:
-                self._abort(
-                    f"robot stopped answering: no joint state on {backend.config.topics.joint_state}"
-                    f" for {age:.2f} s (deadline {deadlines.state_stale_s:.2f} s)"
-                )
-                return
-            if not link.session.alive:
-                self._abort(f"ROS session failed: {link.session.spin_error!r}")
-                return
-            if now - self.started_s > deadlines.episode_s:
-                self._abort(
-                    f"no verdict within the episode deadline of {deadlines.episode_s:.0f} s"
-                )
-                return
-            time.sleep(POLL_S)
+    def _extras(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        wrench, pixels = self.link.wrench, self.link.pixels
+        if wrench is not None:
+            out["wrench"] = wrench
+        if pixels is not None:
+            out["image"] = pixels
+        return out
 
-    def _take_verdict(self, text: str, received_s: float) -> None:
-        backend = self.backend
-        tracker = backend.tracker
-        self.ended_s = received_s
-        self.state_count_end = backend.require_link().state_count
-        try:
-            verdict = parse_verdict(text)
-        except EvalError as exc:
-            self.status = "error"
-            self.reason = f"robot sent a malformed verdict: {exc}"
-            return
-        self.verdict = verdict
-        # Diagnostics and the verdict travel on different topics with no order between them:
-        # collect the events the robot raised just before its verdict (and, for a safety-stop
-        # verdict, wait for the stop event itself, up to verdict_after_stop_s).
-        deadlines = backend.config.deadlines
-        settle_until = time.monotonic() + deadlines.event_settle_s
-        stop_until = time.monotonic() + deadlines.verdict_after_stop_s
-        while True:
-            backend.consume_diagnostics()
-            now = time.monotonic()
-            waiting_for_stop = verdict.status == "safety_stop" and tracker.stop_event is None
-            if now >= (stop_until if waiting_for_stop else settle_until):
-                break
-            time.sleep(POLL_S)
-        if tracker.stop_event is not None:
-            self.status = "safety_stop"
-            self.reason = _describe_stop(tracker.stop_event)
-        else:
-            self.status = verdict.status
-            self.reason = verdict.reason
+    def _settle_events(self) -> None:
+        until = time.monotonic() + self.config.deadlines.event_settle_s
+        while time.monotonic() < until:
+            self.consume_diagnostics()
+            time.sleep(0.01)
 
-    def _abort(self, reason: str) -> None:
-        if self.ended_s is None:  # the episode ended when the problem was seen, not after cleanup
-            self.ended_s = time.monotonic()
-        link = self.backend.link
-        if self.state_count_end is None and link is not None:
-            self.state_count_end = link.state_count
-        note = self.backend.safe_stop()
-        self.status = "aborted"
+    def _refused(self, reason: str) -> None:
+        self.ended_s = time.monotonic()
+        note = self.safe_stop()
+        t_s = self.ended_s - (self.started_s or self.ended_s)
+        event = SafetyEvent(
+            kind="protective_stop",
+            t_s=t_s,
+            step=self.stats.steps,
+            stop_category=2,
+            detail=reason,
+            source_rule="harness.command_check",
+        )
+        self.tracker.events.append(event)
+        self.status = "safety_stop"
         self.reason = reason + (f"; safe stop: {note}" if note else "")
 
-    def outcome(
-        self,
-        spec: EpisodeSpec,
-        protocol: Protocol | None,
-        started_at: str,
-        artifacts: tuple[Artifact, ...],
-    ) -> EpisodeOutcome:
-        backend = self.backend
-        link = backend.link
-        verdict = self.verdict
+    def _abort(self, reason: str, cause: str) -> None:
+        if self.ended_s is None:
+            self.ended_s = time.monotonic()
+        note = self.safe_stop()
+        self.status = "aborted"
+        self.abort_cause = cause
+        self.reason = reason + (f"; safe stop: {note}" if note else "")
+
+    # ------------------------------------------------------------------ the record
+
+    def outcome(self, started_at: str, artifacts: tuple[Artifact, ...]) -> EpisodeOutcome:
+        spec, protocol = self.spec, self.protocol
         duration_s = 0.0
         if self.started_s is not None and self.ended_s is not None:
             duration_s = max(0.0, self.ended_s - self.started_s)
-        control: dict[str, Any] = dict(verdict.control) if verdict is not None else {}
-        if link is not None:
-            end = link.state_count if self.state_count_end is None else self.state_count_end
-            states = end - self.state_count_start
-            control["bridge_state_messages"] = int(states)
-            if duration_s > 0:
-                control["bridge_state_rate_hz"] = round(states / duration_s, 3)
-            control["bridge_peak_force_n"] = round(float(link.peak_force_n), 6)
+        control: dict[str, Any] = dict(self.stats.summary())
+        control["loop_rate_hz"] = self.config.loop.rate_hz
+        end = self.link.state_count if self.state_count_end is None else self.state_count_end
+        control["bridge_state_messages"] = int(end - self.state_count_start)
+        control["bridge_peak_force_n"] = round(float(self.link.peak_force_n), 6)
+        control["bridge_images"] = int(self.link.image_count)
+        if self.abort_cause:
+            control["abort_cause"] = self.abort_cause
         if self.recorded:
             control["bridge_recorded_messages"] = dict(sorted(self.recorded.items()))
-        # The bridge records a real-side episode run over ROS 2, whatever engine the row named.
+        j = self.judgement
+        quality = j.quality if j is not None and self.status == "ok" else 0.0
         episode = spec.to_episode(
-            verdict.quality if verdict is not None else 0.0,
+            quality,
             side="real",
             engine="ros2",
             status=self.status,
             duration_s=duration_s,
-            randomization=dict(verdict.randomization) if verdict is not None else {},
-            actions=verdict.actions if verdict is not None else 0,
-            plan_depth=verdict.plan_depth if verdict is not None else 0,
-            interventions=verdict.interventions if verdict is not None else 0,
-            faults=verdict.faults if verdict is not None else (),
+            actions=self.stats.policy_calls,
             control=control,
-            qc=verdict.qc if verdict is not None else None,
-            energy_wh=verdict.energy_wh if verdict is not None else 0.0,
             started_at=started_at,
             artifacts=artifacts,
             status_reason=self.reason,
+            audited_success=j.success
+            if j is not None and j.record.get("kind") == "technician"
+            else None,
+            judge=dict(j.record) if j is not None else {},
             window=spec.window or (protocol.window_id if protocol is not None else ""),
             protocol_hash=spec.protocol_hash or (protocol.protocol_hash if protocol else ""),
         )
-        return EpisodeOutcome(episode=episode, safety_events=tuple(backend.tracker.events))
+        return EpisodeOutcome(episode=episode, safety_events=tuple(self.tracker.events))
 
 
-def _describe_stop(event: SafetyEvent | None) -> str:
-    if event is None:
-        return "safety stop"
-    text = f"{event.kind} at t={event.t_s:.3f} s"
-    return f"{text}: {event.detail}" if event.detail else text
+def _echoed_hash(message: str) -> str:
+    try:
+        data = json.loads(message)
+    except ValueError:
+        return ""
+    return str(data.get("manifest_sha256", "")) if isinstance(data, dict) else ""

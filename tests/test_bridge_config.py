@@ -9,7 +9,15 @@ import pytest
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec, SafetyEvent
-from real_bridge.bridge_config import BridgeConfig, config_from_mapping, load_bridge_config
+from real_bridge.bridge_config import (
+    BridgeConfig,
+    LoopSettings,
+    RobotSpec,
+    config_from_mapping,
+    load_bridge_config,
+)
+from real_bridge.bridge_config import profile_path as robot_profile_path
+from real_bridge.command_check import command_problem
 from real_bridge.discovery import (
     LOOPBACK_PROFILE,
     domain_id_for_test,
@@ -17,13 +25,15 @@ from real_bridge.discovery import (
     ros_environment,
 )
 from real_bridge.interface import (
-    Verdict,
+    JudgeVerdict,
+    contradiction,
     episode_manifest,
     manifest_sha256,
+    parse_judge_verdict,
     parse_manifest,
-    parse_verdict,
     read_safety_status,
     safety_key_values,
+    trajectory_problem,
 )
 
 SPEC = EpisodeSpec(
@@ -52,7 +62,7 @@ def test_toml_config_overrides_names_qos_and_deadlines(tmp_path):
     assert cfg.robot_id == "panda-2"
     assert cfg.topics.joint_state == "/franka/joint_states"
     assert cfg.topics.applied == ""
-    assert cfg.topics.command == "/joint_trajectory"  # default kept
+    assert cfg.topics.command == "/joint_trajectory_controller/joint_trajectory"  # default kept
     assert cfg.qos.joint_state.reliability == "best_effort"
     assert cfg.qos.joint_state.depth == 50
     assert cfg.qos.events.durability == "transient_local"
@@ -70,6 +80,10 @@ def test_toml_config_overrides_names_qos_and_deadlines(tmp_path):
         ({"deadlines": {"service_s": 0}}, "deadlines.service_s"),
         ({"deadlines": {"service_s": "3"}}, "deadlines.service_s"),
         ({"record_streams": ["joint_state", "video"]}, "record_streams"),
+        ({"robot": {"kind": "kuka"}}, "robot.kind"),
+        ({"robot": {"velocity_max": [1.0, 2.0]}}, "robot.velocity_max"),
+        ({"loop": {"judge": "vibes"}}, "loop.judge"),
+        ({"robot": {"kind": "franka"}, "loop": {"judge": "oracle"}}, "loop.judge"),
     ],
 )
 def test_bad_config_names_the_key(data, key):
@@ -136,20 +150,82 @@ def test_manifest_round_trip_and_echo_hash():
         parse_manifest('{"schema": "other"}')
 
 
-def test_verdict_round_trip_and_rejections():
-    verdict = Verdict(episode_id="e1", status="ok", quality=0.9, success=True, actions=40)
-    parsed = parse_verdict(verdict.to_json())
-    assert parsed.quality == 0.9 and parsed.success and parsed.actions == 40
-    for bad in (
-        {"quality": 1.2},
-        {"status": "fine"},
-        {"success": "yes"},
-        {"faults": [{"kind": "grasp_slip"}]},  # recovered_autonomously missing
-    ):
+def test_judge_verdict_round_trip_and_rejections():
+    verdict = JudgeVerdict("e1", "detector", "cube-on-target", "1.2.0", 0.9, True, "seen")
+    parsed = parse_judge_verdict(verdict.to_json())
+    assert parsed == verdict
+    for bad in ({"quality": 1.2}, {"success": "yes"}, {"name": ""}, {"version": ""},
+                {"judge": "robot"}):
         data = json.loads(verdict.to_json())
         data.update(bad)
         with pytest.raises(EvalError):
-            parse_verdict(json.dumps(data))
+            parse_judge_verdict(json.dumps(data))
+
+
+def test_contradictory_quality_and_success_are_refused():
+    # q* = 0.8: success means q >= 0.8.
+    assert contradiction(0.9, True, 0.8) == ""
+    assert contradiction(0.5, False, 0.8) == ""
+    assert contradiction(0.8, True, 0.8) == ""  # at the threshold is success
+    assert "did not succeed" in contradiction(0.9, False, 0.8)
+    assert "below the success threshold" in contradiction(0.79, True, 0.8)
+
+
+def test_shipped_profiles_load_and_name_ros2_control_topics():
+    franka = load_bridge_config(robot_profile_path("franka_ros2"))
+    ur = load_bridge_config(robot_profile_path("ur_robot_driver"))
+    twin = load_bridge_config(robot_profile_path("twin"))
+    assert franka.topics.command == "/fr3_arm_controller/joint_trajectory"
+    assert franka.robot.arm_joints[0] == "fr3_joint1" and franka.services.scene_reset == ""
+    assert ur.topics.command == "/scaled_joint_trajectory_controller/joint_trajectory"
+    assert ur.topics.wrench == "/force_torque_sensor_broadcaster/wrench"
+    assert len(ur.robot.arm_joints) == 6 and ur.robot.kinematics == ""
+    assert twin.robot.kind == "twin" and twin.loop.judge == "oracle"
+    assert franka.loop.judge == ur.loop.judge == "technician"
+    with pytest.raises(EvalError) as err:  # the oracle is never accepted for a real robot
+        franka.replace(loop=LoopSettings(judge="oracle"))
+    assert err.value.key == "loop.judge"
+    with pytest.raises(EvalError):
+        robot_profile_path("kuka")
+
+
+def test_trajectory_rules_of_a_joint_trajectory_controller():
+    arm = [f"panda_joint{i}" for i in range(1, 8)]
+    now = 1_000_000_000_000
+    # The safe-stop hold: stamp 0, one point, positive time_from_start, arm joints only.
+    assert trajectory_problem(arm, arm, 0, [0.1], [7], now) == ""
+    assert "positive" in trajectory_problem(arm, arm, 0, [0.0], [7], now)
+    assert "not controlled" in trajectory_problem([*arm, "panda_finger_joint1"], arm, 0, [0.1],
+                                                  [8], now)
+    assert "past" in trajectory_problem(arm, arm, now - 500_000_000, [0.1], [7], now)
+    assert trajectory_problem(arm, arm, now - 50_000_000, [0.1], [7], now) == ""
+    assert "increase" in trajectory_problem(arm, arm, 0, [0.2, 0.1], [7, 7], now)
+
+
+def test_command_check_limits_computed_by_hand():
+    robot = RobotSpec(workspace_min=(), workspace_max=(), kinematics="panda")
+    home = (0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785398)
+    q0, v0, dt = home, [0.0] * 7, 0.02
+    assert command_problem([home], q0, v0, dt, robot) == ""
+    # Joint 1 upper limit 2.8973 rad.
+    far = list(home)
+    far[0] = 2.9
+    assert "panda_joint1: target 2.9000 rad outside" in command_problem([far], far, v0, dt, robot)
+    # Velocity: 0.05 rad in 20 ms = 2.5 rad/s > 2.175 rad/s (joint 1).
+    fast = list(home)
+    fast[0] = 0.05
+    assert "velocity 2.500 rad/s" in command_problem([fast], q0, v0, dt, robot)
+    # Acceleration: 0.004 rad in 20 ms = 0.2 rad/s from rest: 0.2 / 0.02 = 10 rad/s² — within
+    # joint 1's 15 rad/s², above joint 2's 7.5 rad/s².
+    step1 = list(home)
+    step1[0] += 0.004
+    assert command_problem([step1], q0, v0, dt, robot) == ""
+    step2 = list(home)
+    step2[1] += 0.004
+    assert "panda_joint2: acceleration 10.00 rad/s²" in command_problem([step2], q0, v0, dt, robot)
+    # A chunk is refused at its first bad step, whatever came before.
+    chunk = [home, home, far]
+    assert "(step 3 of 3)" in command_problem(chunk, q0, v0, dt, robot)
 
 
 def test_safety_key_values_round_trip_to_the_same_event():

@@ -68,12 +68,19 @@ def test_scaled_down_demo_certifies_and_verifies(tmp_path: Path) -> None:
     verified = verify_bundle(out / "certificate")
     recompute_check(verified, out / "store.db")
     cert = verified.certificate
-    # 1 family × 5 instances × 1 seed × 2 drifts (nominal, day14_worn) = 10 pairs; 2 sim
-    # engines; round(0.2 · 10) = 2 real pairs.
-    assert cert["trials"]["by_side"]["sim"]["planned"] == 20
-    assert cert["trials"]["by_side"]["real"]["planned"] == 2
-    assert cert["trials"]["by_side"]["real"]["run"] == 2
+    # 1 family × 5 instances × 3 drift-calendar days × 1 seed = 15 pairs; 2 sim engines;
+    # round(0.2 · 15) = 3 real pairs.
+    assert cert["trials"]["by_side"]["sim"]["planned"] == 30
+    assert cert["trials"]["by_side"]["real"]["planned"] == 3
+    assert cert["trials"]["by_side"]["real"]["run"] == 3
     assert set(cert["trials"]["sim_by_engine"]) == {"mujoco", "pybullet"}
-    assert cert["embodiment"]["episodes"]["real_counted"] == 2
+    assert cert["embodiment"]["episodes"]["real_counted"] == 3
+    # The maintenance closure is computed from the store over the calendar's days; the
+    # expansion audit needs the push family, which one family leaves out.
+    maintenance = cert["closures"]["maintenance"]
+    assert maintenance["source"] == "computed"
+    assert [d["drift"] for d in maintenance["calendar"]] == ["nominal", "day07", "day14_worn"]
+    assert cert["closures"]["expansion"]["source"] is None
+    assert "maintenance closure (computed from the store)" in done.stdout
     # A second run replaces the demo's own folder.
     assert (out / ".embodied-eval-demo").is_file()

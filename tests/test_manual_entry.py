@@ -140,6 +140,18 @@ def test_same_entry_twice_is_stored_once_and_a_different_one_is_refused(setup, c
     assert [e.quality for e in episodes] == [0.5]
 
 
+def test_contradictory_quality_and_success_are_refused(setup, capsys):
+    # q* = 0.8: q = 0.9 with "did not succeed" (and q = 0.5 with "succeeded") contradict.
+    base = ["--technician", "Bo", "--status", "ok", "--duration", "60", "--interventions", "0",
+            "--no-faults", "--no-incidents", "--notes", ""]  # fmt: skip
+    assert record(setup, *base, "--quality", "0.9", "--succeeded", "no") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "contradictory" in err and "did not succeed" in err
+    assert record(setup, *base, "--quality", "0.5", "--succeeded", "yes") == 2
+    assert "below the success threshold" in capsys.readouterr().err
+    assert not setup["db"].exists() or stored(setup)[0] == []
+
+
 def test_bad_flag_is_an_error_and_nothing_is_stored(setup, capsys):
     assert record(setup, "--quality", "1.5", "--technician", "Ana") == 2
     assert "quality" in capsys.readouterr().err

@@ -264,3 +264,24 @@ def test_episode_json_round_trip(ep):
     assert again == ep
     assert again.success == ep.success
     assert json.loads(again.to_json()) == json.loads(ep.to_json())
+
+
+def test_episode_judge_is_checked_and_round_trips():
+    from embodied_eval.records import Episode
+
+    base = dict(
+        episode_id="e-real-ros2-a1", pair_id="e", side="real", family="push",
+        task_id="push/block_left", seed=1, policy="p", engine="ros2", quality=0.9,
+        target_quality=0.8,
+    )  # fmt: skip
+    detector = {"kind": "detector", "name": "cube-on-target", "version": "1.2"}
+    ep = Episode(**base, judge=detector)
+    assert Episode.from_dict(ep.to_dict()) == ep
+    for bad in (
+        {"kind": "vibes", "name": "x", "version": ""},
+        {"kind": "detector", "name": "", "version": "1"},
+        {"kind": "technician", "name": "Ada", "version": ""},  # unsigned
+        {"kind": "detector", "name": "x", "version": "1", "colour": "red"},
+    ):
+        with pytest.raises(EvalError):
+            Episode(**base, judge=bad)

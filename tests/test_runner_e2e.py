@@ -91,7 +91,7 @@ def test_both_sides_at_once_with_the_twin_robot_over_ros2(tmp_path: Path):
         }
     )
     domain = domain_id_for_test(57)
-    with TwinProcess(domain, time_scale=4.0):
+    with TwinProcess(domain):
         summary = run_trials(
             proto,
             RunOptions(executor="local", workers=2, robot_options={"domain_id": domain}),

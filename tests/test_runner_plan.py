@@ -34,10 +34,11 @@ def test_factorial_manifest_counts_and_pairing():
     proto = tiny_protocol(sampling={"seeds_per_instance": 3, "real_fraction": 0.5})
     m = plan_manifest(proto)
     # 5 instances x 2 drifts x 3 seeds = 30 pairs; 2 engines -> 60 sim specs;
-    # one family: floor(0.5 * 30 + 0.5) = 15 real specs.
+    # one family, two drifts: floor(0.5 * 15 + 0.5) = 8 real specs per (family, drift) = 16.
     assert m.header["pairs"] == 30
     assert len(m.side("sim")) == 60
-    assert len(m.side("real")) == 15
+    assert len(m.side("real")) == 16
+    assert Counter(s.drift_name for s in m.side("real")) == {"nominal": 8, "worn": 8}
     assert Counter(s.engine for s in m.side("sim")) == {"mujoco": 30, "pybullet": 30}
     # Every pair has both engines; real ones share (t, s, δ) with their sims.
     by_pair: dict[str, list] = {}

@@ -33,6 +33,11 @@ certificate.json (format "embodied-eval-certificate/1"):
                         index_jagged (AAI*), level and every level gate with its checks
     level               {"level", "assigned" ("AAI-n"), "procedure_level", "procedure_name",
                         "capped", "reason"}: capped at AAI-0 on an invalid window
+    closures            {"maintenance", "expansion"}: each {"source": "computed" | "external" |
+                        null, ...}: computed ones carry the per-day index with interval and
+                        bound, α·C₀, patches (maintenance) or the conditions' rates and the DiD
+                        and ablation intervals (expansion), and the closure's checks; external
+                        ones the auditor, date and the audit as supplied
     incidents           {"counts", "counted", "total", "excluded", "zero_event_bounds",
                         "unreviewed_serious", "list" (with rules fired: measured, limit,
                         margin), "amendments", "reviews", "threshold_tables", "reliability"
@@ -257,7 +262,8 @@ def build_certificate(
         },
         "rng": {
             "seed": results.seed,
-            "streams": "numpy.random.default_rng(seed).spawn(2) → [embodiment report, scoring]",
+            "streams": "numpy.random.default_rng(seed).spawn(3) → [embodiment report, scoring, "
+            "closures]",
         },
         "manifests": [
             {
@@ -288,6 +294,7 @@ def build_certificate(
         "embodiment": emb,
         "score": results.score,
         "level": results.level,
+        "closures": results.closures,
         "incidents": incidents_section(inputs, results),
         "ledger": dict(inputs.ledger or {}),
         "artifacts": artifacts_section(inputs.episodes),

@@ -10,8 +10,13 @@ gates from the embodiment report. `compute_results` therefore runs
 3. the scoring core again with E (raw Ê and the protocol's anchors) and the §7 gate results
    merged into the evidence, under the robotics weights, to get the index and the level.
 
-Everything random comes from `numpy.random.default_rng(seed).spawn(2)` (embodiment, scoring), so
-`embodied-eval verify --db` recomputes the same numbers from the same store and seed.
+Closures: when the protocol declares a maintenance or expansion audit, it is computed from the
+store first and merged into the evidence (`certificate.closures`); otherwise only an external
+closure that names its auditor is accepted from the evidence file.
+
+Everything random comes from `numpy.random.default_rng(seed).spawn(3)` (embodiment, scoring,
+closures), so `embodied-eval verify --db` recomputes the same numbers from the same store and
+seed.
 """
 
 from __future__ import annotations
@@ -23,6 +28,14 @@ from typing import Any
 
 import numpy as np
 
+from embodied_eval.certificate.closures import (
+    StoreClosures,
+    closures_section,
+    compute_store_closures,
+    gate_closures,
+    merge_closures,
+    require_auditors,
+)
 from embodied_eval.certificate.inputs import WindowInputs
 from embodied_eval.embodiment import EmbodimentReport, compute_embodiment
 from embodied_eval.errors import EvalError
@@ -69,18 +82,15 @@ def _best(results: list[GateResult]) -> GateResult | None:
     return min(results, key=lambda r: _PREFERENCE[r.verdict]) if results else None
 
 
-def gate_evidence(pre: ScoreReport) -> dict[str, Any]:
+def gate_evidence(pre: ScoreReport, store: StoreClosures | None = None) -> dict[str, Any]:
     """What the §7 gates need from the scoring core: P, W (normalized, with intervals), the
-    maintenance and expansion closures (best audit of each) and the audited delivery
-    attestation (AAI-4)."""
+    maintenance and expansion closures (computed from the store, else the best external audit
+    of each) and the audited delivery attestation (AAI-4)."""
     out: dict[str, Any] = {}
     for axis in ("P", "W"):
         if axis in pre.axes:
             out[axis] = pre.axes[axis].value
-    for key, name in (("maintenance", "maintenance_closure"), ("expansion", "expansion_closure")):
-        best = _best(list(pre.closures.get(key, [])))
-        if best is not None:
-            out[name] = best
+    out.update(gate_closures(store or StoreClosures(None, None), pre.closures, _best))
     delivery = pre.attestations.get("delivery")
     if delivery is not None:
         out["delivery_attestation"] = {
@@ -115,6 +125,7 @@ class Results:
         score: `ScoreReport.to_json()` (robotics profile, E and §7 gates merged in).
         level: {"level", "assigned", "procedure_level", "procedure_name", "capped", "reason"}.
         report: the EmbodimentReport object (for the report's tables and plots).
+        closures: how each closure was decided (`certificate.closures.closures_section`).
     """
 
     seed: int
@@ -122,10 +133,16 @@ class Results:
     score: dict[str, Any]
     level: dict[str, Any]
     report: EmbodimentReport
+    closures: dict[str, Any]
 
     def numbers(self) -> dict[str, Any]:
         """What `verify --db` recomputes and compares."""
-        return {"embodiment": self.embodiment, "score": self.score, "level": self.level}
+        return {
+            "embodiment": self.embodiment,
+            "score": self.score,
+            "level": self.level,
+            "closures": self.closures,
+        }
 
 
 def assign_certified_level(score: ScoreReport, report: EmbodimentReport) -> dict[str, Any]:
@@ -165,10 +182,13 @@ def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, se
     protocol = inputs.protocol
     supplied = copy.deepcopy(dict(evidence or {}))
     _refuse_supplied_embodiment(supplied)
-    g_embodiment, g_score = np.random.default_rng(seed).spawn(2)
+    require_auditors(supplied)
+    g_embodiment, g_score, g_closures = np.random.default_rng(seed).spawn(3)
     level = protocol.confidence
     resamples = protocol.bootstrap_resamples
 
+    store = compute_store_closures(inputs, g_closures)
+    merge_closures(supplied, store)
     pre = score_evidence(supplied, PROFILE, None, level=level, n_resamples=resamples)
     report = compute_embodiment(
         list(inputs.episodes),
@@ -177,7 +197,7 @@ def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, se
         list(inputs.exposure),
         protocol,
         rng=g_embodiment,
-        evidence=gate_evidence(pre),
+        evidence=gate_evidence(pre, store),
         notes=inputs.notes,
     )
     merged = dict(supplied)
@@ -191,4 +211,5 @@ def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, se
         score=score.to_json(),
         level=assign_certified_level(score, report),
         report=report,
+        closures=closures_section(store, evidence, score.to_json()),
     )

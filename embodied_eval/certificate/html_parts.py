@@ -20,6 +20,8 @@ PLOT_CAPTIONS = {
     "reliability": "Cumulative incidents against cumulative exposure hours.",
     "embodiment": "E and its parts with intervals.",
     "frontier": "Delegability / quality frontier.",
+    "maintenance": "Maintenance audit: the index per drift-calendar day with its interval and "
+    "one-sided bound, against α·C₀.",
 }
 
 CSS = """

@@ -18,6 +18,7 @@ from embodied_eval import ledger
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
+from embodied_eval.patches import HumanPatch, window_patches
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
@@ -47,6 +48,7 @@ class WindowInputs:
             whole-store verify, one line), seal (the window's signed seal: seq, hash, episode
             and incident heads, counts, exposure hours, signer; or None), amendments_used.
         notes: what the window selection had to say (e.g. episodes imported without a window).
+        patches: technician-entered human patches of the window (maintenance closure).
     """
 
     protocol: Protocol
@@ -61,6 +63,7 @@ class WindowInputs:
     chain: dict[str, Any]
     threshold_tables: tuple[tuple[str, str], ...]
     notes: tuple[str, ...] = ()
+    patches: tuple[HumanPatch, ...] = ()
     ledger: dict[str, Any] | None = None
 
     def episodes_digest(self) -> str:
@@ -190,6 +193,7 @@ def gather_inputs(
         chain=chain,
         threshold_tables=tuple(tables),
         notes=tuple(window.notes),
+        patches=tuple(window_patches(db_path, protocol.window_id)),
         ledger={
             "head_hash": ledger_head,
             "record_count": ledger_count,

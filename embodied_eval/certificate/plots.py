@@ -265,6 +265,51 @@ def reliability_plot(points: Sequence[Mapping[str, Any]], exposure_h: float) -> 
     return _png(fig)
 
 
+def maintenance_plot(section: Mapping[str, Any]) -> bytes:
+    """The maintenance audit: the index on each drift-calendar day with its two-sided interval
+    and its one-sided gate bound, the α·C₀ line and Y.
+
+    Args:
+        section: the certificate's `closures.maintenance` (computed): "days" [{"day", "index",
+            "bound", "patches"}], "threshold" α·C₀, "alpha", "Y_days", "index".
+
+    Returns:
+        PNG bytes.
+    """
+    days = [d for d in section.get("days", []) if (d.get("index") or {}).get("value") is not None]
+    if not days:
+        return _message_figure("Maintenance audit", "no drift-calendar day has episodes yet")
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    xs = [float(d["day"]) for d in days]
+    values, err = _errors([d.get("index") for d in days])
+    ax.errorbar(xs, values, yerr=err, fmt="o-", capsize=3, color="#4C72B0",
+                label=f"{section.get('index')} per day (two-sided interval)")  # fmt: skip
+    bounds = [(x, (d.get("bound") or {}).get("low")) for x, d in zip(xs, days, strict=True)]
+    shown = [(x, b) for x, b in bounds if b is not None]
+    if shown:
+        ax.plot([x for x, _ in shown], [b for _, b in shown], "v", color="#4C72B0", alpha=0.6,
+                label="one-sided bound (gate)")  # fmt: skip
+    threshold = section.get("threshold")
+    y_days = float(section.get("Y_days") or max(xs))
+    if threshold is not None:
+        ax.axhline(float(threshold), color="#C44E52", linestyle="--",
+                   label=f"α·C₀ = {section.get('alpha')}·C₀ = {float(threshold):.3f}")  # fmt: skip
+    ax.axvline(y_days, color="#8C8C8C", linestyle=":", label=f"Y = {y_days:g} days")
+    patched = [(x, v) for x, v, d in zip(xs, values, days, strict=True) if d.get("patches")]
+    if patched:
+        ax.plot([x for x, _ in patched], [v for _, v in patched], "x", color="#C44E52",
+                markersize=10, label="human patch")  # fmt: skip
+    ax.set_xlim(-0.5, max(y_days, max(xs)) + 0.5)
+    ax.set_ylim(0.0, 1.05)
+    ax.set_xlabel("drift-calendar day")
+    ax.set_ylabel(str(section.get("index")))
+    ax.set_title("Maintenance audit: index over the drift days")
+    ax.legend(loc="lower left", fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
+
+
 def certificate_plots(cert: Mapping[str, Any]) -> dict[str, bytes]:
     """Every plot of the report, drawn from a certificate alone.
 
@@ -273,13 +318,16 @@ def certificate_plots(cert: Mapping[str, Any]) -> dict[str, bytes]:
 
     Returns:
         plot name → PNG bytes: success_by_family, incident_rates, reliability, embodiment,
-        frontier.
+        frontier, and maintenance when the certificate has a computed maintenance audit.
     """
     emb = cert.get("embodiment", {})
     trials = cert.get("trials", {})
     incidents = cert.get("incidents", {})
     exposure_h = cert.get("window", {}).get("exposure_hours") or 0.0
+    maintenance = (cert.get("closures") or {}).get("maintenance") or {}
+    extra = {"maintenance": maintenance_plot(maintenance)} if "days" in maintenance else {}
     return {
+        **extra,
         "success_by_family": success_by_family_plot(trials.get("by_family", [])),
         "incident_rates": incident_rates_plot(emb.get("rates_per_100h", {})),
         "reliability": reliability_plot(incidents.get("reliability", []), float(exposure_h)),

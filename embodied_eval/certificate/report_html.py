@@ -17,6 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from embodied_eval.certificate.closures_html import closures_html
 from embodied_eval.certificate.html_parts import (
     CSS,
     IMAGES_LOADED_SCRIPT,
@@ -121,6 +122,17 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         [esc(engine), fmt_estimate(est)]
         for engine, est in (trials.get("sim_by_engine") or {}).items()
     ]
+    loop_rows = [
+        [
+            f"<code>{esc(r.get('episode_id'))}</code>",
+            esc(r.get("status")),
+            esc(r.get("judge") or "—") + (" (signed)" if r.get("signed") else ""),
+            fmt_number(r.get("loop_latency_p50_ms")),
+            fmt_number(r.get("loop_latency_p99_ms")),
+            fmt_number(r.get("loop_deadline_misses"), 0),
+        ]
+        for r in trials.get("real_episodes", [])
+    ]
     remaining = trials.get("remaining", [])
     rem_rows = [
         [
@@ -151,6 +163,15 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         + figure("success_by_family", plots.get("success_by_family"))
         + "<h3>Sim success per engine</h3>"
         + table(["engine", "success"], engine_rows)
+        + "<h3>Real episodes: judge and control loop</h3>"
+        + (
+            table(
+                ["episode", "status", "judge", "loop p50 (ms)", "loop p99 (ms)", "deadline misses"],
+                loop_rows,
+            )
+            if loop_rows
+            else '<p class="muted">No real episodes.</p>'
+        )
         + "<h3>What remains to run</h3>"
         + (
             table(["gate", "check", "verdict", "more trials", "more hours"], rem_rows)
@@ -394,6 +415,7 @@ def _certification(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         + "<h3>Axes (raw x̂ before normalized φ(x̂))</h3>"
         + table(["axis", "raw x̂", "normalized φ(x̂)", "weight"], axis_rows)
         + figure("embodiment", plots.get("embodiment"))
+        + closures_html(cert, plots)
         + _level_gates_html(score.get("gates") or [])
         + figure("frontier", plots.get("frontier"))
         + "<h3>Priors and experience (resource card)</h3>"

@@ -118,4 +118,27 @@ def trials_section(inputs: WindowInputs, results: Results) -> dict[str, Any]:
         "evaluated_policy": sets.policy,
         "success_method": f"Wilson {level * 100:g} % over first scored attempts",
         "remaining": _remaining(results),
+        "real_episodes": _real_episodes(episodes),
     }
+
+
+def _real_episodes(episodes: Iterable[Episode]) -> list[dict[str, Any]]:
+    """Per real episode: its judge and its control loop's latency and deadline misses (as the
+    harness recorded them in `control`)."""
+    out = []
+    for e in sorted((e for e in episodes if e.side == "real"), key=lambda e: e.episode_id):
+        c = e.control
+        out.append(
+            {
+                "episode_id": e.episode_id,
+                "status": e.status,
+                "judge": " ".join(
+                    str(e.judge.get(k, "")) for k in ("kind", "name", "version") if e.judge.get(k)
+                ),
+                "signed": bool(e.judge.get("signature")),
+                "loop_latency_p50_ms": c.get("loop_latency_p50_ms"),
+                "loop_latency_p99_ms": c.get("loop_latency_p99_ms"),
+                "loop_deadline_misses": c.get("loop_deadline_misses"),
+            }
+        )
+    return out

@@ -74,7 +74,8 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
 
 `--evidence FILE` is a JSON object with any of "maintenance_closure", "expansion_closure",
 "delivery_attestation" (a verdict string or true/false) and "P", "W" (a number or an estimate
-object); absent items are evidence_missing.
+object); absent items are evidence_missing, except the closures a protocol declares
+(`[maintenance]`, `[expansion]`): those are computed from the store as `certify` does.
 """
 
 from __future__ import annotations
@@ -88,13 +89,18 @@ from rich.table import Table
 
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
 from embodied_eval.cli.summaries import print_remains, print_verdict
+from embodied_eval.embodiment.expansion import expansion_audit
 from embodied_eval.embodiment.loading import load_window
+from embodied_eval.embodiment.maintenance import maintenance_audit
 from embodied_eval.embodiment.report import EmbodimentReport, compute_embodiment
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import read_user_json
+from embodied_eval.patches import window_patches
 from embodied_eval.protocol import example_protocol_path, load_protocol
 from embodied_eval.records import SEVERITIES
+from embodied_eval.runner.plan import derive_seed
 from embodied_eval.stats import Estimate
+from embodied_eval.store import default_db_path
 from embodied_eval.verdict import WindowVerdict, window_verdict
 
 
@@ -242,6 +248,18 @@ def metrics(
     proto = load_protocol(protocol)
     data = load_window(db, proto, window)
     rng = np.random.default_rng(seed) if seed is not None else None
+    gate_evidence = dict(_read_evidence(evidence) or {})
+    # Closures the protocol declares are computed from the store (as certify does) unless the
+    # evidence supplies them.
+    patches = window_patches(db if db is not None else default_db_path(), window or proto.window_id)
+    closure_seed = seed if seed is not None else derive_seed(proto.base_seed, "closures")
+    m = maintenance_audit(
+        data.episodes, data.incidents, patches, proto, rng=np.random.default_rng(closure_seed)
+    )
+    x = expansion_audit(data.episodes, proto)
+    for key, result in (("maintenance_closure", m), ("expansion_closure", x)):
+        if result is not None:
+            gate_evidence.setdefault(key, result.closure)
     report = compute_embodiment(
         data.episodes,
         data.faults,
@@ -249,7 +267,7 @@ def metrics(
         data.exposure,
         proto,
         rng=rng,
-        evidence=_read_evidence(evidence),
+        evidence=gate_evidence or None,
         policy=policy,
         notes=[*notes, *data.notes],
         window=window,

@@ -89,6 +89,11 @@ def run_command(
         help="Policy 'module:factory', or ws://HOST:PORT for a policy server, for both sides "
         "(default: the protocol's).",
     ),
+    condition: str | None = typer.Option(
+        None,
+        "--condition",
+        help="Run an [expansion] audit condition: pre, post or ablated (its policy, both sides).",
+    ),
     executor: ExecutorChoice = typer.Option(
         ExecutorChoice.local, "--executor", help="How sim episodes fan out."
     ),
@@ -144,6 +149,14 @@ def run_command(
     gym_engine = tuple(engine or ()) == ("gymnasium",)
     if quality and not (gym_id or gym_engine):
         raise EvalError("--quality needs --gym-id or --engine gymnasium", key="quality")
+    if condition is not None:
+        if protocol.expansion is None:
+            raise EvalError(
+                "--condition: the protocol declares no [expansion] audit", key="condition"
+            )
+        if policy is not None:
+            raise EvalError("--condition sets the policy; drop --policy", key="condition")
+        policy = protocol.expansion.policy(condition)
     options = RunOptions(
         sides=("sim", "real") if side is SideChoice.both else (side.value,),
         engines=tuple(engine) if engine else None,
@@ -176,6 +189,9 @@ def run_command(
         raise EvalError(f"the real side could not run: {summary.real_error}", key="robot_backend")
     if summary.interrupted:
         raise typer.Exit(130)
+    if summary.real_halted:
+        console.print(f"[red]halted[/]: {summary.real_stopped}")
+        raise typer.Exit(3)
     if summary.all_failed:
         raise EvalError(
             f"every one of the {summary.written} episode(s) run failed; first error: "

@@ -73,6 +73,20 @@ def pair_id_for(key: str, task_id: str, drift_name: str, seed_index: int) -> str
     return f"{key}:{task_id}:{drift_name}:s{seed_index}"
 
 
+def drift_name_of_pair(pair_id: str) -> str | None:
+    """The drift setting's name inside a pair id made by `pair_id_for` (None if not one)."""
+    parts = pair_id.rsplit(":", 2)
+    if len(parts) != 3 or not parts[2].startswith("s") or not parts[2][1:].isdigit():
+        return None
+    return parts[1] or None
+
+
+def manifest_row_key(pair_id: str) -> str:
+    """The pair id without its run key, "<task id>:<drift>:s<k>": the same for every policy run
+    under one protocol (how the conditions of an expansion audit are matched row by row)."""
+    return pair_id.partition(":")[2]
+
+
 def episode_id_for(pair_id: str, side: str, engine: str, attempt: int) -> str:
     """The episode id: "<pair id>-<side>-<engine>-a<attempt>" (a retry is a new attempt)."""
     return f"{pair_id}-{side}-{engine}-a{attempt}"
@@ -147,7 +161,7 @@ def plan_manifest(
 
     Returns:
         The `Manifest`: n_pairs = instances × drifts × seeds_per_instance pairs, each with one
-        sim spec per engine; per family, round(real_fraction · n_family_pairs) pairs (half up)
+        sim spec per engine; per (family, drift), round(real_fraction · n_pairs) pairs (half up)
         also get a real spec.
     """
     engine_list = list(engines) if engines else list(protocol.engines)
@@ -164,7 +178,7 @@ def plan_manifest(
         for drift in protocol.drifts
         for k in range(protocol.seeds_per_instance)
     ]
-    real_selected = _select_real_pairs(protocol, [t[0].family for t in triples])
+    real_selected = _select_real_pairs(protocol, [(t[0].family, t[1].name) for t in triples])
     order = np.random.default_rng(derive_seed(protocol.base_seed, "run-order")).permutation(
         len(triples)
     )
@@ -232,15 +246,18 @@ def plan_manifest(
     return Manifest(header=header, specs=tuple(specs))
 
 
-def _select_real_pairs(protocol: Protocol, families: Sequence[str]) -> list[bool]:
-    """Mark round(real_fraction · n_f) pairs of each family for the real side, reproducibly.
+def _select_real_pairs(protocol: Protocol, strata: Sequence[tuple[str, str]]) -> list[bool]:
+    """Mark round(real_fraction · n_s) pairs of each (family, drift) stratum for the real side,
+    reproducibly.
 
-    Stratified by family so that every family gets real pairs (S2R gates are per family).
+    Stratified by family so that every family gets real pairs (S2R gates are per family), and
+    by drift so that every day of a drift calendar does (a maintenance audit needs each day).
+    With one drift the strata are the families.
     """
     rng = np.random.default_rng(derive_seed(protocol.base_seed, "real-selection"))
-    chosen = [False] * len(families)
-    for family in sorted(set(families)):
-        members = [i for i, f in enumerate(families) if f == family]
+    chosen = [False] * len(strata)
+    for stratum in sorted(set(strata)):
+        members = [i for i, f in enumerate(strata) if f == stratum]
         count = math.floor(protocol.real_fraction * len(members) + 0.5)
         for pick in rng.choice(len(members), size=count, replace=False):
             chosen[members[int(pick)]] = True

@@ -2,8 +2,11 @@
 
 `RealSide.run` connects the backend, runs the due real specs in manifest order (retrying
 error/aborted attempts), feeds each scored outcome to the sequential test and stops when it
-decides, or when the robot aborts MAX_CONSECUTIVE_ABORTS episodes in a row. It runs in its own
-thread when the sim side runs at the same time, so the robot never waits for sims.
+decides. When an episode was aborted because the robot was lost, it waits for the robot to come
+back (the backend's `wait_for_robot`, with its deadline) and re-runs the row as a new attempt that
+does not use the policy's retries; if the robot does not come back, or the robot aborts
+MAX_CONSECUTIVE_ABORTS episodes in a row, the real side halts (the run exits non-zero). It runs in
+its own thread when the sim side runs at the same time, so the robot never waits for sims.
 
 `Recorder` writes outcomes from both sides as they arrive (one transaction each, idempotent by
 episode id) and advances the progress bars.
@@ -14,18 +17,20 @@ from __future__ import annotations
 import functools
 import threading
 import traceback
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.backend import RobotBackend, open_backend
-from embodied_eval.runner.executors import SequentialExecutor
+from embodied_eval.runner.executors import call_safely
 from embodied_eval.runner.options import RunOptions, RunSettings
 from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
+from embodied_eval.runner.plan import next_attempt
 from embodied_eval.runner.progress import RunProgress
 from embodied_eval.runner.stopping import RealSideStopping, StopDecision
-from embodied_eval.runner.summary import RETRY_ON
+from embodied_eval.runner.summary import RETRY_ON, robot_side_abort
 from embodied_eval.store import Store
 
 #: The real side stops after this many aborted episodes in a row: the robot needs a person.
@@ -47,7 +52,11 @@ class Recorder:
         """Store one outcome; returns True when it settles its manifest row."""
         ep = outcome.episode
         store.write_episode(ep, [ev.to_dict() for ev in outcome.safety_events])
-        settles = ep.scored or ep.status not in RETRY_ON or ep.attempt > self.max_retries
+        settles = (
+            ep.scored
+            or ep.status not in RETRY_ON
+            or (not robot_side_abort(ep) and ep.attempt > self.max_retries)
+        )
         with self.lock:
             self.written += 1
             if ep.status == "error":
@@ -105,6 +114,7 @@ class RealSide:
         self.stop = stop
         self.decision: StopDecision | None = None
         self.stopped_because = ""
+        self.halted = False
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -120,29 +130,73 @@ class RealSide:
         backend.connect()
         try:
             fn = functools.partial(real_episode, backend, self.protocol, self.out_dir)
-            aborts = 0
             with Store(self.db_path) as store:
-                for outcome in SequentialExecutor().map_episodes(
-                    fn, self.specs, self.options.max_retries, retry_on=RETRY_ON, stop=self.stop
-                ):
-                    self.recorder.record(store, outcome)
-                    ep = outcome.episode
-                    aborts = aborts + 1 if ep.status == "aborted" else 0
-                    if aborts >= MAX_CONSECUTIVE_ABORTS:
-                        self._halt(
-                            f"the robot aborted {aborts} episodes in a row (last: "
-                            f"{ep.status_reason or 'no reason given'}); check the robot, then "
-                            "re-run the same command to continue"
-                        )
-                    if self.stopper is not None and ep.scored:
-                        self.decision = self.stopper.observe(ep.success)
-                        if self.decision.decision != "continue":
-                            self._halt(f"anytime stopping: {self.decision.reason}")
+                self._loop(store, fn, backend)
         finally:
             backend.disconnect()
 
-    def _halt(self, reason: str) -> None:
+    def _loop(self, store: Store, fn: functools.partial[EpisodeOutcome], backend: object) -> None:
+        queue = deque(self.specs)
+        pairs = {spec.pair_id for spec in self.specs}
+        policy_tries: dict[tuple[str, str, str], int] = {}
+        for stored in store.episodes(side="real"):  # attempts of earlier runs (resume)
+            if stored.pair_id in pairs and not robot_side_abort(stored):
+                slot = (stored.pair_id, stored.side, stored.engine)
+                policy_tries[slot] = policy_tries.get(slot, 0) + 1
+        aborts = 0
+        while queue and not self.stop.is_set():
+            spec = queue.popleft()
+            outcome = call_safely(fn, spec)
+            self.recorder.record(store, outcome)
+            ep = outcome.episode
+            slot = (spec.pair_id, spec.side, spec.engine)
+            if robot_side_abort(ep):
+                aborts += 1
+                if aborts >= MAX_CONSECUTIVE_ABORTS:
+                    self._halt(
+                        f"the robot aborted {aborts} episodes in a row (last: "
+                        f"{ep.status_reason}); check the robot, then re-run the same command "
+                        "to continue",
+                        halted=True,
+                    )
+                    return
+                wait = getattr(backend, "wait_for_robot", None)
+                if ep.control.get("abort_cause") == "robot_lost":
+                    self.recorder.progress.log(
+                        f"robot lost during {ep.episode_id} ({ep.status_reason}); waiting for it"
+                    )
+                    if wait is None or not wait():
+                        self._halt(
+                            f"the robot did not come back after it was lost during "
+                            f"{ep.episode_id} ({ep.status_reason}); check the robot, then re-run "
+                            "the same command to continue",
+                            halted=True,
+                        )
+                        return
+                queue.appendleft(next_attempt(spec))  # a robot-side abort uses no retry
+                continue
+            tries = policy_tries.get(slot, 0) + 1
+            policy_tries[slot] = tries
+            aborts = aborts + 1 if ep.status == "aborted" else 0
+            if aborts >= MAX_CONSECUTIVE_ABORTS:
+                self._halt(
+                    f"the robot aborted {aborts} episodes in a row (last: "
+                    f"{ep.status_reason or 'no reason given'}); check the robot, then re-run the "
+                    "same command to continue",
+                    halted=True,
+                )
+                return
+            if ep.status in RETRY_ON and not ep.scored and tries <= self.options.max_retries:
+                queue.appendleft(next_attempt(spec))
+            if self.stopper is not None and ep.scored:
+                self.decision = self.stopper.observe(ep.success)
+                if self.decision.decision != "continue":
+                    self._halt(f"anytime stopping: {self.decision.reason}")
+                    return
+
+    def _halt(self, reason: str, *, halted: bool = False) -> None:
         self.stopped_because = reason
+        self.halted = halted
         self.recorder.progress.stop_side("real", self.settings.real_engine, "stopped")
         self.recorder.progress.log(f"[bold]real side stopped[/]: {reason}")
         self.stop.set()

@@ -22,6 +22,8 @@ from embodied_eval.store import Store, apply_migrations, transaction
 
 #: Statuses after which a manifest row is run again as a new attempt (while retries are left).
 RETRY_ON = ("error", "aborted")
+#: `control["abort_cause"]` values of robot-side aborts (see `robot_side_abort`).
+ROBOT_SIDE_CAUSES = ("robot_lost", "unsupervised")
 
 #: The runner's own table: one row per invocation, with its summary.
 RUNNER_MIGRATIONS = (
@@ -61,9 +63,20 @@ def settle(attempts: Sequence[Episode], max_retries: int) -> tuple[Episode | Non
         if ep.scored or ep.status not in RETRY_ON:
             return ep, None
     last = ordered[-1]
-    if last.attempt > max_retries:
+    if policy_attempts(ordered) > max_retries:
         return last, None
     return None, last.attempt + 1
+
+
+def robot_side_abort(ep: Episode) -> bool:
+    """An attempt aborted by the robot side, not the policy: the robot was lost, or the episode
+    ran unsupervised because the harness died. Such attempts do not use the policy's retries."""
+    return ep.status == "aborted" and ep.control.get("abort_cause") in ROBOT_SIDE_CAUSES
+
+
+def policy_attempts(attempts: Sequence[Episode]) -> int:
+    """Attempts that count against the retries: all but the robot-side aborts."""
+    return sum(1 for ep in attempts if not robot_side_abort(ep))
 
 
 def stored_attempts(store: Store, manifest: Manifest) -> dict[Slot, list[Episode]]:
@@ -133,6 +146,8 @@ class RunSummary:
         rows: `progress_rows` at the end of the invocation.
         stopping: the anytime-stopping decision (`StopDecision.to_json()`), None when disabled.
         real_stopped: why the real side stopped before its manifest ran out ("" if it did not).
+        real_halted: the real side halted because something needs a person (the robot did not
+            come back, or kept aborting) — the run exits non-zero; anytime stopping is not a halt.
         real_error: why the real side could not run ("" if it could).
         written: episodes written by this invocation (attempts, including errors).
         interrupted: Ctrl-C stopped the run; re-running the command continues it.
@@ -159,6 +174,7 @@ class RunSummary:
     rows: list[dict[str, Any]] = field(default_factory=list)
     stopping: dict[str, Any] | None = None
     real_stopped: str = ""
+    real_halted: bool = False
     real_error: str = ""
     incident_log: str = ""
     failed: int = 0

@@ -282,6 +282,7 @@ def run_trials(
         if real_side is not None:
             decision = real_side.decision or decision
             summary.real_stopped = real_side.stopped_because
+            summary.real_halted = real_side.halted
             if real_side.error is not None:
                 if not isinstance(real_side.error, Exception):
                     raise real_side.error

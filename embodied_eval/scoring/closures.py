@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from embodied_eval.embodiment.composite import pairs_to_settle
 from embodied_eval.errors import EvalError
 from embodied_eval.gates import GateCheck, GateResult, Verdict, check_at_least, check_at_most
 from embodied_eval.scoring.checks import check_above, check_flag
@@ -34,6 +35,10 @@ class MaintenanceAudit:
         indices: AAI-Index at each checkpoint (Estimates; intervals optional but needed to pass).
         human_patches: human patches applied during the audit (None: not attested).
         drifts: the controlled drift kinds applied (e.g. "ui", "dependency", "payload").
+        planned_span: the last day the audit's calendar declares (None: unknown). A calendar
+            that ends before Y can never show the closure: the span check then fails.
+        auditor: who audited it, for an audit supplied from outside the harness ("" when the
+            harness computed it from its own episodes).
     """
 
     baseline: Estimate
@@ -41,6 +46,8 @@ class MaintenanceAudit:
     indices: Sequence[Estimate]
     human_patches: int | None
     drifts: tuple[str, ...] = ()
+    planned_span: float | None = None
+    auditor: str = ""
 
     def __post_init__(self) -> None:
         if len(self.days) != len(self.indices):
@@ -60,8 +67,10 @@ def maintenance_closure(
     drift with zero human patches.
 
     The index check uses the worst checkpoint: its point value and the smallest lower bound.
-    Fewer than Y days observed is inconclusive (with the days still to run) unless the index
-    already fell below α·C₀.
+    When it is inconclusive, `remaining["episodes_per_day"]` is the most further episodes any
+    undecided checkpoint needs (the bound's distance to the point shrinking as 1/√n, from each
+    checkpoint's n). Fewer than Y days observed is inconclusive (with the days still to run)
+    unless the index already fell below α·C₀ or the declared calendar ends before Y (fail).
 
     Args:
         audit: the audit, or None (every check evidence_missing).
@@ -104,17 +113,33 @@ def maintenance_closure(
     lows = [e.low for e in audit.indices]
     low = None if any(lo is None for lo in lows) else min(lows)  # type: ignore[type-var]
     worst_est = Estimate(values[worst], low, None, audit.indices[worst].level, "worst checkpoint")
+    extra = [
+        pairs_to_settle(e.value, e.low, threshold, e.n)
+        for e in audit.indices
+        if e.value is not None and e.low is not None
+    ]
+    more = max((x for x in extra if x is not None), default=None)
     index_check = check_at_least(
         f"index ≥ α·C₀ = {threshold:.4g} at every checkpoint",
         worst_est,
         threshold,
-        detail=f"baseline C₀ = {base:.4g}; worst at day {audit.days[worst]:g}",
+        remaining={} if more is None else {"episodes_per_day": float(more)},
+        detail=f"baseline C₀ = {base:.4g}; worst at day {audit.days[worst]:g}"
+        + ("" if more is None else "; episodes per day approximate (bound gap ∝ 1/√n)"),
     )
     span = max(audit.days)
+    short_plan = audit.planned_span is not None and audit.planned_span < days
     if span >= days:
         span_check = GateCheck(f"observed ≥ {days:g} days", Verdict.PASS, days, ">=", value=span)
-    elif index_check.verdict is Verdict.FAIL:
-        span_check = GateCheck(f"observed ≥ {days:g} days", Verdict.FAIL, days, ">=", value=span)
+    elif index_check.verdict is Verdict.FAIL or short_plan:
+        detail = (
+            f"the calendar ends at day {audit.planned_span:g}, before Y = {days:g}"
+            if short_plan
+            else ""
+        )
+        span_check = GateCheck(
+            f"observed ≥ {days:g} days", Verdict.FAIL, days, ">=", value=span, detail=detail
+        )
     else:
         span_check = GateCheck(
             f"observed ≥ {days:g} days",
@@ -161,6 +186,9 @@ class ExpansionAudit:
         kind: what was integrated ("tool", "api", "end_effector", "perception", ...).
         gain: optional DiD estimate with its interval from a paired analysis upstream; when
             absent it is built from the four indices (normal approximation, independent).
+        ablated_difference, ablated_gain: C(S_abl) − C(S_pre) and ΔC_DiD(S_abl) with their
+            intervals from a paired analysis upstream (same optionality as `gain`).
+        auditor: who audited it, for an audit supplied from outside the harness.
     """
 
     name: str
@@ -172,6 +200,9 @@ class ExpansionAudit:
     matched: bool | None = None
     kind: str = "tool"
     gain: Estimate | None = field(default=None)
+    ablated_difference: Estimate | None = None
+    ablated_gain: Estimate | None = None
+    auditor: str = ""
 
 
 def _combined(value: float, parts: Sequence[Estimate], level: float, method: str) -> Estimate:
@@ -189,6 +220,19 @@ def _absolute(est: Estimate) -> Estimate:
     assert est.value is not None
     high = None if est.low is None or est.high is None else max(abs(est.low), abs(est.high))
     return Estimate(abs(est.value), None, high, est.level, est.method, est.n, note=est.note)
+
+
+def _within(name: str, est: Estimate, epsilon: float) -> GateCheck:
+    """ "|X| ≤ ε" on the upper bound of |X|; when undecided, the further matched samples for the
+    bound to reach ε (approximate: the bound's distance to |X| shrinking as 1/√n)."""
+    absolute = _absolute(est)
+    remaining: dict[str, float] = {}
+    if absolute.value is not None and absolute.high is not None:
+        more = pairs_to_settle(-absolute.value, -absolute.high, -epsilon, est.n)
+        if more is not None:
+            remaining["samples"] = float(more)
+    detail = "further samples approximate (bound gap ∝ 1/√n)" if remaining else ""
+    return check_at_most(name, absolute, epsilon, remaining=remaining, detail=detail)
 
 
 def expansion_closure(
@@ -222,8 +266,10 @@ def expansion_closure(
     gain = audit.gain or _combined(
         did, (audit.post, audit.pre, audit.control_post, audit.control_pre), level, "DiD"
     )
-    abl_diff = _combined(abl - pre, (audit.ablated, audit.pre), level, "ablated − pre")
-    abl_did = _combined(
+    abl_diff = audit.ablated_difference or _combined(
+        abl - pre, (audit.ablated, audit.pre), level, "ablated − pre"
+    )
+    abl_did = audit.ablated_gain or _combined(
         difference_in_differences(abl, pre, cpost, cpre),
         (audit.ablated, audit.pre, audit.control_post, audit.control_pre),
         level,
@@ -231,8 +277,8 @@ def expansion_closure(
     )
     checks = (
         check_above("gain ΔC_DiD > 0 (significant)", gain, 0.0, detail=f"ΔC_DiD = {did:.4g}"),
-        check_at_most(f"|C(S_abl) − C(S_pre)| ≤ ε = {epsilon:g}", _absolute(abl_diff), epsilon),
-        check_at_most(f"|ΔC_DiD(S_abl)| ≤ ε = {epsilon:g}", _absolute(abl_did), epsilon),
+        _within(f"|C(S_abl) − C(S_pre)| ≤ ε = {epsilon:g}", abl_diff, epsilon),
+        _within(f"|ΔC_DiD(S_abl)| ≤ ε = {epsilon:g}", abl_did, epsilon),
         check_flag("matched seeds, drifts and budget", audit.matched),
     )
     return GateResult(f"expansion closure: {audit.name} ({audit.kind})", checks)

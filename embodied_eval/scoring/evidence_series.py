@@ -111,8 +111,23 @@ def read_kappa(obj: Any) -> KappaEvidence:
 # --- closures ---------------------------------------------------------------------------------
 
 
+def _auditor(m: Mapping[str, Any], key: str) -> str:
+    """The audit's `auditor` (and `date`) as one line, "" when not named."""
+    if "auditor" not in m:
+        return ""
+    who = string(m["auditor"], f"{key}.auditor")
+    if not who.strip():
+        raise EvalError(f"{key}.auditor: must not be empty", key=f"{key}.auditor")
+    when = string(m["date"], f"{key}.date") if "date" in m else ""
+    return f"{who.strip()} on {when}" if when else who.strip()
+
+
 def read_maintenance(obj: Any, key: str) -> MaintenanceAudit:
-    m = mapping(obj, key, ("baseline", "checkpoints", "human_patches", "drifts"))
+    m = mapping(
+        obj,
+        key,
+        ("baseline", "checkpoints", "human_patches", "drifts", "planned_span", "auditor", "date"),
+    )
     if "baseline" not in m or "checkpoints" not in m:
         raise EvalError(f"{key}: needs baseline and checkpoints", key=key)
     cps = m["checkpoints"]
@@ -138,24 +153,29 @@ def read_maintenance(obj: Any, key: str) -> MaintenanceAudit:
             )
         patches = p
     drifts = string_list(m.get("drifts", []), f"{key}.drifts")
+    planned = m.get("planned_span")
     return MaintenanceAudit(
         estimate(m["baseline"], f"{key}.baseline", low=0.0, high=1.0),
         days,
         indices,
         patches,
         drifts,
+        None if planned is None else number(planned, f"{key}.planned_span", low=0.0),
+        _auditor(m, key),
     )
 
 
 def read_expansion(obj: Any, key: str) -> ExpansionAudit:
     parts = ("pre", "post", "ablated", "control_pre", "control_post")
-    m = mapping(obj, key, ("name", "kind", *parts, "matched", "gain"))
+    extra = ("ablated_difference", "ablated_gain")
+    m = mapping(obj, key, ("name", "kind", *parts, "matched", "gain", *extra, "auditor", "date"))
     for p in ("name", *parts):
         if p not in m:
             raise EvalError(f"{key}.{p}: missing", key=f"{key}.{p}")
     vals = {p: estimate(m[p], f"{key}.{p}", low=0.0, high=1.0) for p in parts}
     matched = None if "matched" not in m else boolean(m["matched"], f"{key}.matched")
     gain = None if "gain" not in m else estimate(m["gain"], f"{key}.gain")
+    paired = {k: estimate(m[k], f"{key}.{k}") for k in extra if k in m}
     return ExpansionAudit(
         string(m["name"], f"{key}.name"),
         vals["pre"],
@@ -166,6 +186,9 @@ def read_expansion(obj: Any, key: str) -> ExpansionAudit:
         matched,
         string(m.get("kind", "tool"), f"{key}.kind"),
         gain,
+        paired.get("ablated_difference"),
+        paired.get("ablated_gain"),
+        _auditor(m, key),
     )
 
 

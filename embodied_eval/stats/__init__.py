@@ -33,6 +33,7 @@ from embodied_eval.stats.mttr import mttr_interval
 from embodied_eval.stats.paired import (
     GapEquivalence,
     McNemarResult,
+    difference_of_independent,
     gap_equivalence_test,
     mcnemar_test,
     paired_gap_interval,
@@ -91,6 +92,7 @@ __all__ = [
     "clopper_pearson_interval",
     "cluster_bootstrap_mean",
     "cluster_weights",
+    "difference_of_independent",
     "effect_confidence_sequence",
     "fixed_duration_plan",
     "fixed_n_pairs",

@@ -78,6 +78,31 @@ def paired_gap_interval(a: int, b: int, c: int, d: int, level: float = 0.95) -> 
     return Estimate(gap, low, high, level, NEWCOMBE, n, "two")
 
 
+def difference_of_independent(first: Estimate, second: Estimate) -> Estimate:
+    """Interval of θ₁ − θ₂ from independent estimates' intervals (MOVER, Zou & Donner 2008):
+
+    L = θ₁ − θ₂ − √((θ₁ − l₁)² + (u₂ − θ₂)²), U = θ₁ − θ₂ + √((u₁ − θ₁)² + (θ₂ − l₂)²).
+
+    Newcombe's method 10 is itself this recovery applied to Wilson bounds; here it combines two
+    paired gaps on disjoint rows (a difference in differences).
+
+    Args:
+        first, second: two-sided estimates at one level, with values and bounds.
+
+    Returns:
+        Estimate at the same level, n = n₁ + n₂ (value None when either part is undefined).
+    """
+    method = f"MOVER difference of independent intervals ({first.method})"
+    parts = (first.value, first.low, first.high, second.value, second.low, second.high)
+    if any(x is None for x in parts) or first.level != second.level:
+        return Estimate(None, None, None, first.level, method, 0, "two", "a part is undefined")
+    v1, l1, u1, v2, l2, u2 = (float(x) for x in parts)  # type: ignore[arg-type]
+    value = v1 - v2
+    low = value - math.sqrt((v1 - l1) ** 2 + (u2 - v2) ** 2)
+    high = value + math.sqrt((u1 - v1) ** 2 + (v2 - l2) ** 2)
+    return Estimate(value, low, high, first.level, method, first.n + second.n, "two")
+
+
 def sim_to_real_agreement(a: int, b: int, c: int, d: int, level: float = 0.95) -> Estimate:
     """S2R = 1 − |D|, with its interval derived from the paired gap's interval [L, U].
 

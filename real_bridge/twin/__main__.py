@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
+
+# The twin's camera renders offscreen; EGL needs no display (set before MuJoCo is imported).
+os.environ.setdefault("MUJOCO_GL", "egl")
 
 from real_bridge.cli import twin_main
 

@@ -1,21 +1,26 @@
-"""The twin robot's ROS 2 node: serves the bridge interface at a fixed rate from its own physics.
+"""The twin robot's ROS 2 node: a plain ros2_control-like robot served from its own physics.
 
-Publishes `sensor_msgs/JointState` and `geometry_msgs/WrenchStamped` every tick (default 500 Hz),
-`diagnostic_msgs/DiagnosticArray` (safety events when they happen, `robot/state` and latched
-safety statuses at 2 Hz), the verdict (`std_msgs/String`, TRANSIENT_LOCAL) when an episode ends,
-and an echo of every applied command (`trajectory_msgs/JointTrajectory`). Serves reset / start /
-stop (`std_srvs/Trigger`) and enable (`std_srvs/SetBool`); reads the manifest (`std_msgs/String`,
-TRANSIENT_LOCAL) and position commands (`trajectory_msgs/JointTrajectory`).
+What it offers is what franka_ros2 or ur_robot_driver offer (names from the twin profile):
 
-Who runs the policy: during an episode the twin runs the manifest's policy itself on its own
-simulator (as a robot controller would) and the bridge supervises; commands streamed by the bridge
-are then ignored (and counted). Outside episodes, when enabled, the twin follows streamed position
-commands (after its actuator delay) and echoes what it applied — that is what `send_action` and
-the latency benchmark use.
+- publishes `sensor_msgs/JointState` (joint_state_broadcaster) and `geometry_msgs/WrenchStamped`
+  (force/torque broadcaster) every tick (default 500 Hz); a camera (`sensor_msgs/Image` rgb8 +
+  `CameraInfo`, default 30 Hz) rendered from its own MuJoCo scene; an object tracker
+  (`geometry_msgs/PoseStamped`); `diagnostic_msgs/DiagnosticArray` (safety events when they
+  happen, `robot/state` and latched safety statuses at 2 Hz); an echo of every applied command;
+- follows `trajectory_msgs/JointTrajectory` on its arm and gripper controllers' topics, refusing
+  what a joint_trajectory_controller refuses (`real_bridge.interface.trajectory_problem`);
+- serves the optional scene-reset service (the automated reset station);
+- answers the harness's "ended" episode event with the oracle's verdict (its ground truth,
+  labelled "oracle") and, with `detector`, the reference detector's verdict.
 
-Clock: the twin's states are stamped with its simulation clock, anchored to wall time when the
-node starts: tick k is stamped start + k / rate. Ticks are never skipped (a late tick is published
-late, with its own stamp), so a gap in the stamps the bridge receives is a lost message.
+Deadman: once a harness has sent a heartbeat, the twin follows commands only while heartbeats
+keep arriving; when none came for `deadlines.deadman_s` it holds its posture at once (checked every
+tick) and reports `mode = hold` with the wall time it did so. A latched protective stop also holds
+until the scene is reset. The twin runs no policy.
+
+Clock: states are stamped with the simulation clock anchored to wall time when the node starts:
+tick k is stamped start + k / rate. Ticks are never skipped, so a gap in the stamps the harness
+receives is a lost message.
 """
 
 from __future__ import annotations
@@ -32,27 +37,32 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.records import EpisodeSpec, SafetyEvent, utc_now_iso
+from embodied_eval.records import EpisodeSpec, SafetyEvent
 from real_bridge.interface import (
     LEVEL_ERROR,
     LEVEL_OK,
     LEVEL_WARN,
     STOP_KINDS,
-    Verdict,
+    JudgeVerdict,
     manifest_sha256,
+    parse_episode_event,
     parse_manifest,
     safety_key_values,
     safety_status_name,
+    trajectory_problem,
 )
-from real_bridge.ros_node import RosSession, ns_to_stamp, qos_profile
+from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
 from real_bridge.safety import ROBOT_STATE_STATUS
-from real_bridge.twin.plant import Plant, PlantResult
+from real_bridge.twin.plant import Plant
+from real_bridge.twin.sensors import camera_info_message, image_message, pose_message
 from real_bridge.twin.settings import TwinSettings
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
 #: Behind schedule by more than this, the pacing gives up catching up (stamps stay continuous).
 MAX_LAG_S = 0.25
+#: Names and versions the twin's judges publish under.
+ORACLE_NAME, DETECTOR_NAME, JUDGE_VERSION = "twin-oracle", "twin-scene-detector", "1"
 
 
 class TwinNode:
@@ -64,88 +74,83 @@ class TwinNode:
     """
 
     def __init__(self, settings: TwinSettings, plant: Plant) -> None:
-        from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-        from geometry_msgs.msg import WrenchStamped
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import String
-        from std_srvs.srv import SetBool, Trigger
-        from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-
-        self.msg = {
-            "JointState": JointState,
-            "WrenchStamped": WrenchStamped,
-            "DiagnosticArray": DiagnosticArray,
-            "DiagnosticStatus": DiagnosticStatus,
-            "KeyValue": KeyValue,
-            "String": String,
-            "JointTrajectory": JointTrajectory,
-            "JointTrajectoryPoint": JointTrajectoryPoint,
-        }
         self.settings = settings
         self.plant = plant
         cfg = settings.bridge
-        # The twin's callbacks take the message alone, so it can use the EventsExecutor: less
-        # CPU per callback, leaving more of the machine to the fixed-rate control loop.
+        # Callbacks take the message alone, so the twin can use the EventsExecutor.
         self.session = RosSession("twin_robot", cfg.domain_id, cfg.namespace, events_executor=True)
         node = self.session.node
         t, q = cfg.topics, cfg.qos
         events_qos = qos_profile(q.events)
-        self.state_pub = node.create_publisher(
-            JointState, t.joint_state, qos_profile(q.joint_state)
-        )
-        self.wrench_pub = (
-            node.create_publisher(WrenchStamped, t.wrench, qos_profile(q.wrench))
-            if t.wrench
-            else None
-        )
+        mc = message_class
+
+        def pub(msgtype: str, topic: str, spec: Any) -> Any:
+            return node.create_publisher(mc(msgtype), topic, qos_profile(spec)) if topic else None
+
+        self.state_pub = pub("sensor_msgs/msg/JointState", t.joint_state, q.joint_state)
+        self.wrench_pub = pub("geometry_msgs/msg/WrenchStamped", t.wrench, q.wrench)
+        self.applied_pub = pub("trajectory_msgs/msg/JointTrajectory", t.applied, q.command)
+        self.image_pub = pub("sensor_msgs/msg/Image", t.camera_image, q.camera)
+        self.info_pub = pub("sensor_msgs/msg/CameraInfo", t.camera_info, q.camera)
+        self.pose_pub = pub("geometry_msgs/msg/PoseStamped", t.object_pose, q.object_pose)
         # Diagnostics are offered TRANSIENT_LOCAL: compatible with volatile subscribers too.
-        diag_qos = qos_profile(dataclasses.replace(q.diagnostics, durability="transient_local"))
-        self.diag_pub = node.create_publisher(DiagnosticArray, t.diagnostics, diag_qos)
-        self.verdict_pub = node.create_publisher(String, t.verdict, events_qos)
-        self.applied_pub = (
-            node.create_publisher(JointTrajectory, t.applied, qos_profile(q.command))
-            if t.applied
-            else None
-        )
-        node.create_subscription(String, t.manifest, self._on_manifest, events_qos)
+        diag_qos = dataclasses.replace(q.diagnostics, durability="transient_local")
+        self.diag_pub = pub("diagnostic_msgs/msg/DiagnosticArray", t.diagnostics, diag_qos)
+        self.verdict_pub = node.create_publisher(mc("std_msgs/msg/String"), t.verdict, events_qos)
+        node.create_subscription(mc("std_msgs/msg/String"), t.manifest, self._on_manifest, events_qos)
+        node.create_subscription(mc("std_msgs/msg/String"), t.episode, self._on_episode, events_qos)
         node.create_subscription(
-            JointTrajectory, t.command, self._on_command, qos_profile(q.command)
+            mc("std_msgs/msg/Header"), t.heartbeat, self._on_heartbeat, qos_profile(q.heartbeat)
         )
-        s = cfg.services
-        node.create_service(Trigger, s.reset, self._srv_reset)
-        node.create_service(Trigger, s.start, self._srv_start)
-        node.create_service(Trigger, s.stop, self._srv_stop)
-        node.create_service(SetBool, s.enable, self._srv_enable)
+        node.create_subscription(
+            mc("trajectory_msgs/msg/JointTrajectory"),
+            t.command,
+            self._on_command,
+            qos_profile(q.command),
+        )
+        if t.gripper_command:
+            node.create_subscription(
+                mc("trajectory_msgs/msg/JointTrajectory"),
+                t.gripper_command,
+                self._on_gripper,
+                qos_profile(q.command),
+            )
+        if cfg.services.scene_reset:
+            from std_srvs.srv import Trigger
+
+            node.create_service(Trigger, cfg.services.scene_reset, self._srv_scene_reset)
 
         self.lock = threading.RLock()
         self.rng = np.random.default_rng(settings.seed)
         self.manifest_text: str | None = None
         self.spec: EpisodeSpec | None = None
-        self.manifest_hash = ""
-        self.enabled = False
-        self.phase = "idle"  # idle → ready (reset) → running → ended
+        self.episode_id = ""
+        self.episode_started_sim_s: float | None = None
+        self.mode = "follow"  # follow | hold (deadman) | stopped (latched protective stop)
+        self.last_heartbeat_s: float | None = None
+        self.held_at_ns = 0
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
-        self.pending: deque[tuple[float, str, np.ndarray]] = deque()
-        self.applied_now: list[tuple[str, np.ndarray]] = []
-        self.started_sim_s = 0.0
+        self.pending: deque[tuple[float, str, str, np.ndarray, float]] = deque()
+        self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray]] = []
         self.sim_s = 0.0
-        self.hung = False
-        self._state_msg = JointState()
+        self._state_msg = mc("sensor_msgs/msg/JointState")()
         self._state_msg.name = list(plant.joint_names)
-        self._joint_names = list(plant.joint_names)
-        self._echo_msg = JointTrajectory()
-        self._echo_point = JointTrajectoryPoint()
-        self._wrench_msg = WrenchStamped()
-        self._wrench_msg.header.frame_id = "contact_monitor"
+        self._wrench_msg = mc("geometry_msgs/msg/WrenchStamped")()
+        self._wrench_msg.header.frame_id = "tool0"
         self.stats = {
             "states_published": 0,
             "commands_applied": 0,
             "commands_ignored": 0,
+            "commands_rejected": 0,
+            "deadman_holds": 0,
+            "images_published": 0,
             "late_ticks": 0,
-            "mean_tick_lag_us": 0,
             "max_tick_lag_us": 0,
-            "episodes": 0,
         }
+        self.last_rejection = ""
+        self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
+        self._epoch = time.monotonic()
+        self._slip = 0.0
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------ subscriptions
@@ -154,120 +159,142 @@ class TwinNode:
         with self.lock:
             self.manifest_text = str(msg.data)
 
-    def _on_command(self, msg: Any) -> None:
-        if not msg.points:
-            return
-        positions = np.asarray(msg.points[0].positions, dtype=float)
+    def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
-            if self.hung:
+            self.last_heartbeat_s = time.monotonic()
+            if self.mode == "hold" and not self.latched:
+                self.mode = "follow"
+
+    def _supervised(self) -> bool:
+        last = self.last_heartbeat_s
+        return last is not None and time.monotonic() - last <= self.settings.bridge.deadlines.deadman_s
+
+    def _check_trajectory(self, msg: Any, joints: tuple[str, ...]) -> str:
+        return trajectory_problem(
+            list(msg.joint_names),
+            joints,
+            stamp_to_ns(msg.header.stamp),
+            [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points],
+            [len(p.positions) for p in msg.points],
+            time.time_ns(),
+        )
+
+    def _accept(self, msg: Any, joints: tuple[str, ...], kind: str) -> None:
+        problem = self._check_trajectory(msg, joints)
+        with self.lock:
+            if problem:
+                self.stats["commands_rejected"] += 1
+                self.last_rejection = problem
+                self._publish_statuses(
+                    [("controller/trajectory_rejected", LEVEL_WARN, problem, [("topic", kind)])]
+                )
                 return
-            if not self.enabled or self.phase == "running" or self.latched:
+            if self.mode != "follow" or not self._supervised():
                 self.stats["commands_ignored"] += 1
                 return
-            apply_at = self.sim_s + self.settings.gap.actuator_delay_s
-            self.pending.append((apply_at, str(msg.header.frame_id), positions))
+            last = msg.points[-1]
+            order = [list(msg.joint_names).index(j) for j in joints if j in msg.joint_names]
+            positions = np.asarray(last.positions, dtype=float)[order]
+            duration = last.time_from_start.sec + last.time_from_start.nanosec * 1e-9
+            apply_at = self._sim_time_now() + self.settings.gap.actuator_delay_s
+            self.pending.append((apply_at, kind, str(msg.header.frame_id), positions, duration))
+
+    def _sim_time_now(self) -> float:
+        """The simulation time corresponding to now on the wall clock (≥ the simulated time, which
+        lags when the control loop was held up): a command is applied at the sim time it arrived
+        at, so commands that arrive while the loop catches up keep their spacing."""
+        wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
+        return max(self.sim_s, wall)
+
+    def _on_command(self, msg: Any) -> None:
+        self._accept(msg, self.plant.arm_joints, "arm")
+
+    def _on_gripper(self, msg: Any) -> None:
+        self._accept(msg, self.plant.finger_joints, "gripper")
+
+    def _on_episode(self, msg: Any) -> None:
+        event = parse_episode_event(str(msg.data))
+        if event is None:
+            return
+        with self.lock:
+            if event["phase"] == "started":
+                self.episode_id = event["episode_id"]
+                self.episode_started_sim_s = self.sim_s
+                return
+            self.episode_started_sim_s = None
+            target = float(event.get("target_quality", 0.8))
+            quality, success, detail = self.plant.oracle(target)
+            verdicts = [
+                JudgeVerdict(
+                    event["episode_id"], "oracle", ORACLE_NAME, JUDGE_VERSION, quality, success,
+                    f"the twin's ground truth: {detail}",
+                )
+            ]
+            pose = self.plant.object_pose()
+            if self.settings.detector and pose is not None:
+                seen = pose[0] + self.rng.normal(0.0, self.settings.gap.object_pose_noise_m, 3)
+                measured = self.plant.measured_quality(seen)
+                verdicts.append(
+                    JudgeVerdict(
+                        event["episode_id"], "detector", DETECTOR_NAME, JUDGE_VERSION, measured,
+                        measured >= target, "object position from the tracker vs the goal",
+                    )
+                )
+        for verdict in verdicts:
+            out = message_class("std_msgs/msg/String")()
+            out.data = verdict.to_json()
+            self.verdict_pub.publish(out)
 
     # ------------------------------------------------------------------ services
 
-    def _blocked(self) -> None:
-        # A frozen robot never answers: block this callback until the node shuts down.
-        self._stop.wait()
-
-    def _srv_reset(self, request: Any, response: Any) -> Any:
-        if self.hung:
-            self._blocked()
+    def _srv_scene_reset(self, request: Any, response: Any) -> Any:
+        # The reset runs on the control loop's thread (the camera's GL context lives there and a
+        # new scene's first render must not stall the state stream later); this callback waits.
+        done = threading.Event()
+        result: dict[str, Any] = {}
         with self.lock:
-            if self.manifest_text is None:
-                response.success, response.message = False, "no manifest received yet"
-                return response
-            try:
-                spec, manifest = parse_manifest(self.manifest_text)
-                if self.phase == "running":
-                    self.plant.stop("reset during an episode")
-                    self._publish_verdict("error", "reset during the episode")
-                self.plant.reset(spec, manifest)
-            except EvalError as exc:
-                response.success, response.message = False, f"reset failed: {exc}"
-                return response
-            self.spec = spec
-            self.manifest_hash = manifest_sha256(manifest)
-            self.pending.clear()
-            self._clear_latched()
-            self.phase = "ready"
-            self.rng = np.random.default_rng([self.settings.seed, spec.seed & 0xFFFFFFFF])
-            response.success = True
-            response.message = json.dumps(
-                {"episode_id": spec.episode_id, "manifest_sha256": self.manifest_hash}
-            )
+            self._reset_request = (done, result)
+        if not done.wait(30.0):
+            response.success, response.message = False, "reset did not finish within 30 s"
+            return response
+        response.success, response.message = result["success"], result["message"]
         return response
 
-    def _srv_start(self, request: Any, response: Any) -> Any:
-        if self.hung:
-            self._blocked()
-        with self.lock:
-            problem = ""
-            if self.phase != "ready" or self.spec is None:
-                problem = "not reset to a manifest (call reset first)"
-            elif not self.enabled:
-                problem = "robot is disabled (call enable first)"
-            elif self.latched:
-                problem = f"safety stop latched: {', '.join(sorted(self.latched))}"
-            if problem or self.spec is None:
-                response.success, response.message = False, problem
-                return response
-            spec = self.spec
-            self.plant.start()
-            self.phase = "running"
-            self.started_sim_s = self.sim_s
-            self.stats["episodes"] += 1
-            response.success = True
-            response.message = json.dumps(
-                {"episode_id": spec.episode_id, "started_at": utc_now_iso()}
-            )
-        return response
-
-    def _srv_stop(self, request: Any, response: Any) -> Any:
-        if self.hung:
-            self._blocked()
-        with self.lock:
-            if self.phase == "running":
-                self.plant.stop("stop requested")
-                self._publish_verdict("error", "stopped on request before the task ended")
-            self.pending.clear()
-            response.success, response.message = True, "stopped"
-        return response
-
-    def _srv_enable(self, request: Any, response: Any) -> Any:
-        if self.hung:
-            self._blocked()
-        with self.lock:
-            self.enabled = bool(request.data)
-            if not self.enabled:
-                self.pending.clear()
-                if self.phase == "running":
-                    self.plant.stop("disabled")
-                    self._publish_verdict("error", "robot disabled during the episode")
-            response.success = True
-            response.message = "enabled" if self.enabled else "disabled"
-        return response
+    def _scene_reset(self) -> tuple[bool, str]:
+        """Reset the scene to the last manifest (control thread, lock held)."""
+        if self.manifest_text is None:
+            return False, "no manifest received yet"
+        try:
+            spec, manifest = parse_manifest(self.manifest_text)
+            self.plant.reset_scene(spec, manifest)
+        except EvalError as exc:
+            return False, f"reset failed: {exc}"
+        if self.image_pub is not None:
+            self.plant.render(self.settings.camera_size)  # warm the new scene's renderer up
+        self.spec = spec
+        self.pending.clear()
+        self._clear_latched()
+        self.mode = "follow"
+        self.rng = np.random.default_rng([self.settings.seed, spec.seed & 0xFFFFFFFF])
+        return True, json.dumps(
+            {"episode_id": spec.episode_id, "manifest_sha256": manifest_sha256(manifest)}
+        )
 
     # ------------------------------------------------------------------ safety
 
     def _raise_event(self, event: SafetyEvent) -> None:
-        """Publish one safety event; a stop kind latches, stops the plant and ends the episode."""
+        """Publish one safety event; a stop kind latches and holds the arm."""
         name = safety_status_name(event.kind)
-        episode_id = self.spec.episode_id if self.spec is not None else ""
         event_id = uuid.uuid4().hex[:12]
-        values = safety_key_values(event, episode_id=episode_id, event_id=event_id)
+        values = safety_key_values(event, episode_id=self.episode_id, event_id=event_id)
         stop = event.kind in STOP_KINDS
-        level = LEVEL_ERROR if stop else LEVEL_WARN
         message = event.detail or event.kind
-        self._publish_statuses([(name, level, message, values)])
+        self._publish_statuses([(name, LEVEL_ERROR if stop else LEVEL_WARN, message, values)])
         if stop:
             self.latched[name] = (event_id, values, message)
-            if self.phase == "running":
-                self.plant.stop(message)
-                self._publish_verdict("safety_stop", f"{event.kind}: {message}")
+            self.mode = "stopped"
+            self.pending.clear()
+            self.plant.hold_here()
 
     def _clear_latched(self) -> None:
         if self.latched:
@@ -277,48 +304,36 @@ class TwinNode:
         self.latched.clear()
 
     def _check_monitors(self) -> None:
-        """The twin's safety controller: force, TCP speed and the scheduled stop drill."""
+        """The twin's safety controller: contact force, TCP speed and the scheduled stop drill."""
         mon = self.settings.monitors
-        t_s = self.sim_s - self.started_sim_s
+        started = self.episode_started_sim_s
+        t_s = self.sim_s - started if started is not None else 0.0
         step = round(t_s / self.plant.physics_dt_s)
         force = float(np.linalg.norm(self.plant.wrench()[:3]))
+        detail, extra = "", {}
         if force > mon.force_limit_n:
+            detail = f"contact force {force:.1f} N above the {mon.force_limit_n:.1f} N limit"
+            extra = {"contact_force_n": force, "source_rule": "twin.force_limit"}
+        elif mon.speed_limit_mps > 0 and self.plant.tcp_speed_mps() > mon.speed_limit_mps:
+            speed = self.plant.tcp_speed_mps()
+            detail = f"TCP speed {speed:.3f} m/s above {mon.speed_limit_mps:.3f} m/s"
+            extra = {
+                "tcp_speed_mps": speed,
+                "speed_limit_mps": mon.speed_limit_mps,
+                "source_rule": "twin.speed_limit",
+            }
+        elif mon.stop_at_s > 0 and started is not None and t_s >= mon.stop_at_s:
+            detail = f"protective stop drill at {mon.stop_at_s:.3f} s"
+            extra = {"source_rule": "twin.stop_drill"}
+        if detail:
             self._raise_event(
                 SafetyEvent(
                     kind="protective_stop",
                     t_s=t_s,
                     step=step,
                     stop_category=2,
-                    contact_force_n=force,
-                    detail=f"contact force {force:.1f} N above the {mon.force_limit_n:.1f} N limit",
-                    source_rule="twin.force_limit",
-                )
-            )
-            return
-        speed = self.plant.tcp_speed_mps()
-        if mon.speed_limit_mps > 0 and speed > mon.speed_limit_mps:
-            self._raise_event(
-                SafetyEvent(
-                    kind="protective_stop",
-                    t_s=t_s,
-                    step=step,
-                    stop_category=2,
-                    tcp_speed_mps=speed,
-                    speed_limit_mps=mon.speed_limit_mps,
-                    detail=f"TCP speed {speed:.3f} m/s above {mon.speed_limit_mps:.3f} m/s",
-                    source_rule="twin.speed_limit",
-                )
-            )
-            return
-        if mon.stop_at_s > 0 and t_s >= mon.stop_at_s:
-            self._raise_event(
-                SafetyEvent(
-                    kind="protective_stop",
-                    t_s=t_s,
-                    step=step,
-                    stop_category=2,
-                    detail=f"protective stop drill at {mon.stop_at_s:.3f} s",
-                    source_rule="twin.stop_drill",
+                    detail=detail,
+                    **extra,  # type: ignore[arg-type]
                 )
             )
 
@@ -327,65 +342,34 @@ class TwinNode:
     def _publish_statuses(
         self, statuses: list[tuple[str, int, str, list[tuple[str, str]]]]
     ) -> None:
-        m = self.msg
-        array = m["DiagnosticArray"]()
+        array = message_class("diagnostic_msgs/msg/DiagnosticArray")()
         ns_to_stamp(time.time_ns(), array.header.stamp)
+        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
         for name, level, message, values in statuses:
-            status = m["DiagnosticStatus"]()
+            status = DiagnosticStatus()
             status.level = bytes([level])
             status.name = name
             status.message = message
             status.hardware_id = self.settings.bridge.robot_id or "twin"
-            status.values = [m["KeyValue"](key=k, value=v) for k, v in values]
+            status.values = [KeyValue(key=k, value=v) for k, v in values]
             array.status.append(status)
         self.diag_pub.publish(array)
 
-    def _publish_periodic_diagnostics(self) -> None:
-        episode_id = self.spec.episode_id if self.spec is not None else ""
-        statuses = [
-            (
-                ROBOT_STATE_STATUS,
-                LEVEL_OK,
-                self.phase,
-                [
-                    ("enabled", "true" if self.enabled else "false"),
-                    ("phase", self.phase),
-                    ("episode_id", episode_id),
-                    *((k, str(v)) for k, v in sorted(self.stats.items())),
-                ],
-            )
+    def robot_state_values(self) -> list[tuple[str, str]]:
+        return [
+            ("mode", self.mode),
+            ("supervised", "true" if self._supervised() else "false"),
+            ("held_at_ns", str(self.held_at_ns)),
+            ("episode_id", self.episode_id),
+            ("last_rejection", self.last_rejection),
+            *((k, str(v)) for k, v in sorted(self.stats.items())),
         ]
+
+    def _publish_periodic_diagnostics(self) -> None:
+        statuses = [(ROBOT_STATE_STATUS, LEVEL_OK, self.mode, self.robot_state_values())]
         statuses += [(n, LEVEL_ERROR, msg, vals) for n, (_, vals, msg) in self.latched.items()]
         self._publish_statuses(statuses)
-
-    def _publish_verdict(self, status: str, reason: str) -> None:
-        """End the running episode: publish its verdict (from the plant's result when it has one)."""
-        assert self.spec is not None
-        result = self.plant.result() or PlantResult(status=status, quality=0.0, success=False)
-        final_status = status if status != "ok" else result.status
-        duration = self.sim_s - self.started_sim_s
-        control = dict(result.control)
-        control["twin_gap"] = {k: float(v) for k, v in vars(self.settings.gap).items()}
-        verdict = Verdict(
-            episode_id=self.spec.episode_id,
-            status=final_status,
-            quality=float(result.quality),
-            success=bool(result.success) and final_status == "ok",
-            reason=reason or result.reason,
-            faults=result.faults,
-            actions=result.actions,
-            plan_depth=result.plan_depth,
-            energy_wh=result.energy_wh,
-            qc=result.qc,
-            steps=result.steps,
-            robot_duration_s=round(duration, 6),
-            control=control,
-            randomization=result.randomization,
-        )
-        msg = self.msg["String"]()
-        msg.data = verdict.to_json()
-        self.verdict_pub.publish(msg)
-        self.phase = "ended"
 
     def _publish_tick(self, stamp_ns: int) -> None:
         q, qd, tau = self.plant.joint_state()
@@ -393,11 +377,14 @@ class TwinNode:
         if noise > 0:
             q = q + self.rng.normal(0.0, noise, size=q.shape)
         if self.applied_pub is not None:
-            echo, point = self._echo_msg, self._echo_point  # reused, like the state message
-            for command_id, applied in self.applied_now:
+            for command_id, names, applied in self.applied_now:
+                echo = message_class("trajectory_msgs/msg/JointTrajectory")()
+                from trajectory_msgs.msg import JointTrajectoryPoint
+
                 ns_to_stamp(stamp_ns, echo.header.stamp)
                 echo.header.frame_id = command_id
-                echo.joint_names = self._joint_names[: applied.size]
+                echo.joint_names = list(names)
+                point = JointTrajectoryPoint()
                 point.positions = applied.tolist()
                 echo.points = [point]
                 self.applied_pub.publish(echo)
@@ -417,39 +404,68 @@ class TwinNode:
             f.x, f.y, f.z, t.x, t.y, t.z = (float(v) for v in w)
             self.wrench_pub.publish(wrench)
 
+    def _publish_camera(self, stamp_ns: int) -> None:
+        size = self.settings.camera_size
+        if self.image_pub is not None:
+            rgb = self.plant.render(size)
+            if rgb is not None:
+                self.image_pub.publish(image_message(rgb, self.settings.gap, self.rng, stamp_ns))
+                self.stats["images_published"] += 1
+        if self.info_pub is not None:
+            self.info_pub.publish(camera_info_message(size, stamp_ns))
+        if self.pose_pub is not None:
+            pose = self.plant.object_pose()
+            if pose is not None:
+                noise = self.settings.gap.object_pose_noise_m
+                self.pose_pub.publish(pose_message(pose, noise, self.rng, stamp_ns))
+
     # ------------------------------------------------------------------ control loop
 
+    def _deadman(self) -> None:
+        """Hold at once when the supervising harness's heartbeat stopped."""
+        if self.mode == "follow" and self.last_heartbeat_s is not None and not self._supervised():
+            self.mode = "hold"
+            self.pending.clear()
+            self.plant.hold_here()
+            self.held_at_ns = time.time_ns()
+            self.stats["deadman_holds"] += 1
+            self._publish_statuses(
+                [(ROBOT_STATE_STATUS, LEVEL_WARN, "hold: heartbeat lost", self.robot_state_values())]
+            )
+
     def _advance(self, target_s: float) -> None:
-        """Advance the simulation to `target_s` (whole physics steps; a tick shorter than one
-        physics step may take none): commands due, physics, monitors, episode end."""
-        target = target_s
+        """Advance the simulation to `target_s` (whole physics steps): commands due, physics,
+        monitors."""
         dt = self.plant.physics_dt_s
-        while self.sim_s + 0.5 * dt < target:
+        while self.sim_s + 0.5 * dt < target_s:
             while self.pending and self.pending[0][0] <= self.sim_s:
-                _, command_id, positions = self.pending.popleft()
-                self.applied_now.append((command_id, self.plant.hold(positions)))
+                _, kind, command_id, positions, duration = self.pending.popleft()
+                if kind == "arm":
+                    applied = self.plant.set_arm_target(positions, duration)
+                    names = self.plant.arm_joints
+                else:
+                    value = self.plant.set_finger_target(float(positions[0]))
+                    applied = np.full(len(self.plant.finger_joints), value)
+                    names = self.plant.finger_joints
+                self.applied_now.append((command_id, names, applied))
                 self.stats["commands_applied"] += 1
             self.plant.step_physics()
             self.sim_s += dt
         for event in self.plant.take_events():
             self._raise_event(event)
-        if self.phase == "running":
+        if not self.latched:
             self._check_monitors()
-        if self.phase == "running" and not self.plant.running:
-            self._publish_verdict("ok", "")
-        hang = self.settings.hang_after_s
-        if self.phase == "running" and hang > 0 and self.sim_s - self.started_sim_s >= hang:
-            self.hung = True
 
     def run(self, on_ready: Callable[[], None] | None = None) -> None:
         """Run the control loop until `shutdown()` (or SIGTERM/SIGINT in the caller)."""
         period_sim = 1.0 / self.settings.state_rate_hz
         period_wall = period_sim / self.settings.time_scale
         period_ns = round(period_sim * 1e9)
+        camera_period = 1.0 / self.settings.camera_hz if self.settings.camera_hz > 0 else 0.0
+        next_camera = 0.0
         epoch_ns = time.time_ns()
-        epoch = time.monotonic()
-        slip = 0.0
-        lag_total_us = 0.0
+        epoch = self._epoch = time.monotonic()
+        slip = self._slip = 0.0
         next_diag = epoch
         k = 0
         if on_ready is not None:
@@ -461,17 +477,25 @@ class TwinNode:
                 time.sleep(due - now)
             elif now - due > MAX_LAG_S:
                 slip += now - due  # stop trying to catch up; stamps stay continuous
+                self._slip = slip
                 self.stats["late_ticks"] += 1
-            lag_us = (time.monotonic() - due) * 1e6
-            lag_total_us += lag_us
-            self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], int(lag_us))
-            self.stats["mean_tick_lag_us"] = int(lag_total_us / (k + 1))
+            lag_us = int((time.monotonic() - due) * 1e6)
+            self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
             with self.lock:
-                if self.hung:
-                    k += 1
-                    continue
+                if self._reset_request is not None:
+                    done, result = self._reset_request
+                    self._reset_request = None
+                    result["success"], result["message"] = self._scene_reset()
+                    done.set()
+                self._deadman()
                 self._advance((k + 1) * period_sim)
-                self._publish_tick(epoch_ns + (k + 1) * period_ns)  # the state at that sim time
+                stamp = epoch_ns + (k + 1) * period_ns
+                self._publish_tick(stamp)
+                if camera_period and self.sim_s >= next_camera:
+                    self._publish_camera(stamp)
+                    next_camera += camera_period
+                    if next_camera < self.sim_s:
+                        next_camera = self.sim_s + camera_period
                 if time.monotonic() >= next_diag:
                     self._publish_periodic_diagnostics()
                     next_diag += DIAGNOSTICS_PERIOD_S

@@ -1,10 +1,12 @@
 """Settings of the twin robot: its reality gap, its safety monitors and its ROS timing.
 
-The twin is the stand-in for a physical robot in tests and the demo. Its *reality gap* makes it
-deliberately different from the simulator the sim side uses: scaled friction and link masses, an
-unmodelled payload, actuator delay and joint-sensor noise, all applied on top of whatever drift
-the manifest asks for. Its monitors raise protective stops the way a robot's safety controller
-would. Nothing here imports rclpy.
+The twin is the stand-in for a physical robot in tests and the demo: a plain ros2_control-like
+robot that follows trajectories and streams state, wrench, an object tracker and a camera from
+its own physics. Its *reality gap* (`RealityGap`) makes that physics deliberately different from
+the simulator the sim side uses — contact model and friction, masses and payload, servo gains,
+actuator delay and bandwidth, sensor, tracker and camera noise — on top of whatever drift the
+manifest asks for. Its monitors raise protective stops the way a robot's safety controller would.
+Nothing here imports rclpy.
 """
 
 from __future__ import annotations
@@ -25,31 +27,61 @@ def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
 
 @dataclass(frozen=True)
 class RealityGap:
-    """How the twin differs from the nominal simulator (fixed for the twin's lifetime).
+    """How the twin's physics differs from the nominal simulator (fixed for its lifetime).
+
+    Every item is physical, so the sim-to-real gap the metrics see comes out of the data:
 
     Attributes:
         friction_scale: multiplies object and drawer friction (on top of the manifest's drift).
-        link_mass_scale: multiplies the arm's link masses (a mass offset the controller's
-            gravity model does not know about).
+        contact_timeconst_s: MuJoCo contact softness of the manipulated objects (solref time
+            constant, s; the nominal simulator uses MuJoCo's default 0.02 s) — a different
+            contact model, not only different parameters. 0 keeps the default.
+        link_mass_scale: multiplies the arm's link masses (the gravity model does not know).
         object_mass_scale: multiplies the manipulated objects' masses.
-        payload_kg: unmodelled mass at the hand, kg (added to the drift's payload).
-        actuator_delay_s: delay between a command and its effect at the joints, s (the policy's
-            actions are delayed by this rounded to whole control steps of 20 ms).
-        sensor_noise_std: standard deviation of joint-position noise, rad (published states
-            and what the twin's policy observes).
+        payload_kg: unmodelled mass at the hand, kg.
+        actuator_gain_scale / joint_damping_scale: servo stiffness and joint damping offsets.
+        actuator_delay_s: delay between a command's arrival and its effect at the joints, s.
+        actuator_bandwidth_hz: the joint targets pass a first-order low-pass of this cut-off
+            frequency, Hz (0: no filter).
+        sensor_noise_std: standard deviation of published joint-position noise, rad.
+        object_pose_noise_m: standard deviation of the object-pose "tracker" noise, m.
+        camera_exposure: gain on the camera's pixel values (1 = as rendered).
+        camera_noise_std: standard deviation of per-pixel camera noise, in 0–255 units.
     """
 
     friction_scale: float = 0.85
+    contact_timeconst_s: float = 0.01
     link_mass_scale: float = 1.05
     object_mass_scale: float = 1.10
     payload_kg: float = 0.05
+    actuator_gain_scale: float = 0.9
+    joint_damping_scale: float = 1.3
     actuator_delay_s: float = 0.02
+    actuator_bandwidth_hz: float = 8.0
     sensor_noise_std: float = 0.0005
+    object_pose_noise_m: float = 0.002
+    camera_exposure: float = 0.8
+    camera_noise_std: float = 4.0
 
     def __post_init__(self) -> None:
-        for name in ("friction_scale", "link_mass_scale", "object_mass_scale"):
+        for name in (
+            "friction_scale",
+            "link_mass_scale",
+            "object_mass_scale",
+            "actuator_gain_scale",
+            "joint_damping_scale",
+            "camera_exposure",
+        ):
             _positive(name, getattr(self, name))
-        for name in ("payload_kg", "actuator_delay_s", "sensor_noise_std"):
+        for name in (
+            "contact_timeconst_s",
+            "payload_kg",
+            "actuator_delay_s",
+            "actuator_bandwidth_hz",
+            "sensor_noise_std",
+            "object_pose_noise_m",
+            "camera_noise_std",
+        ):
             _positive(name, getattr(self, name), allow_zero=True)
         if self.actuator_delay_s > 1.0:
             raise EvalError("actuator_delay_s: must be at most 1 s", key="actuator_delay_s")
@@ -57,7 +89,7 @@ class RealityGap:
     @classmethod
     def none(cls) -> RealityGap:
         """No gap at all: the twin behaves like the nominal simulator."""
-        return cls(1.0, 1.0, 1.0, 0.0, 0.0, 0.0)
+        return cls(1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -90,13 +122,14 @@ class TwinSettings:
             two always agree).
         gap / monitors: see RealityGap and Monitors.
         state_rate_hz: joint-state (and wrench) publishing rate, Hz.
-        time_scale: sim seconds per wall second (1 = real time; >1 runs faster, for tests).
+        time_scale: sim seconds per wall second (1 = real time, what the harness's loop expects).
         seed: the twin's own randomness (sensor noise), combined with each episode's seed.
         engine: physics engine of the twin's simulator.
-        hang_after_s: stop answering (no state, no services) this long after an episode starts,
-            without exiting — simulates a robot that freezes (0 disables).
         faults: fault kinds from the suite's taxonomy to inject in every episode where the task
             family has them (the "real" robot's own faults).
+        camera_hz / camera_size: the camera's frame rate (0: no camera) and square image size.
+        detector: also run the reference detector ("twin-scene-detector"), which judges an
+            episode from its noisy object tracker when the harness announces the episode's end.
     """
 
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
@@ -106,8 +139,10 @@ class TwinSettings:
     time_scale: float = 1.0
     seed: int = 0
     engine: str = "mujoco"
-    hang_after_s: float = 0.0
     faults: tuple[str, ...] = ()
+    camera_hz: float = 30.0
+    camera_size: int = 128
+    detector: bool = False
 
     def __post_init__(self) -> None:
         if not 1.0 <= self.state_rate_hz <= 2000.0:
@@ -118,7 +153,12 @@ class TwinSettings:
             raise EvalError(
                 f"time_scale: {self.time_scale!r} is not in 0.05..100", key="time_scale"
             )
-        _positive("hang_after_s", self.hang_after_s, allow_zero=True)
+        if not 0.0 <= self.camera_hz <= 120.0:
+            raise EvalError(f"camera_hz: {self.camera_hz!r} is not in 0..120", key="camera_hz")
+        if not 16 <= self.camera_size <= 1024:
+            raise EvalError(
+                f"camera_size: {self.camera_size!r} is not in 16..1024", key="camera_size"
+            )
         from sim_suites.faults import FAULT_KINDS
 
         for kind in self.faults:

@@ -1,14 +1,16 @@
-"""The twin's physics: the sim_suites Panda and tasks (`PandaTaskEnv`) with the twin's reality gap.
+"""The twin's physics: the sim_suites Panda and scenes (`PandaTaskEnv`) with the twin's reality gap,
+following joint trajectories like a ros2_control robot.
 
-During an episode the plant runs the manifest's policy on its own environment, one control step
-(`env.step`) per control period. The twin publishes at the physics rate, so the environment's
-physics backend is wrapped: every physics sub-step of a control step is recorded (joint state,
-efforts, contact force), and the twin's ticks then play those samples out one per physics step at
-their own simulation times. The policy still decides at the start of each control period from the
-state at that time, so nothing is seen before it happens on the twin's clock.
+The environment keeps what a physical scene does by itself — contacts, the grasp model, the
+safety monitors, the task's ground truth — but its Cartesian controller is replaced by
+`TrajectoryFollower`: the arm's servos track the joint targets the harness sends (interpolated
+over each command's duration, then through the actuator's first-order bandwidth), with a
+gravity feed-forward from the *nominal* model (the gap's payload and link masses are unknown to
+it, as on a real robot). The twin runs no policy.
 
-Outside episodes the plant holds a posture (or follows streamed position commands) by stepping the
-same backend one physics step per tick, with a gravity feed-forward from the nominal model.
+The twin publishes at the physics rate while the environment steps one control period at a time,
+so its physics backend is wrapped: every physics sub-step is recorded (joint state, efforts,
+contact force) and the twin's ticks play those samples out one per physics step.
 
 Wrench: the twin has no 6-axis force sensor model. It reports the total normal contact force on
 the robot (what its force monitor watches) as `force.z` of the wrench, N; torques are 0.
@@ -16,20 +18,22 @@ the robot (what its force monitor watches) as `force.z` of the wrench, N; torque
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from embodied_eval.errors import EvalError
-from embodied_eval.records import EpisodeSpec, Fault, SafetyEvent
-from real_bridge.twin.plant import PlantResult
+from embodied_eval.records import EpisodeSpec, SafetyEvent
 from real_bridge.twin.settings import TwinSettings
 
-#: The task the twin shows before the first manifest arrives.
+#: The scene the twin shows before the first reset.
 IDLE_TASK = "pick_place/cube_center"
+#: The twin's scene never ends by itself: its environment's step limit is this large.
+NEVER_ENDS_STEPS = 10**9
 
 
 @dataclass
@@ -40,9 +44,6 @@ class Sample:
     qd: np.ndarray
     tau: np.ndarray
     contact_n: float
-    tcp_speed_mps: float = 0.0
-    events: list[SafetyEvent] = field(default_factory=list)
-    final: bool = False
 
 
 class _RecordingBackend:
@@ -70,8 +71,76 @@ def sample_of(backend: Any) -> Sample:
     return Sample(q=q, qd=qd, tau=backend.applied_torque(), contact_n=float(robot_n))
 
 
-def sim_reality_gap(settings: TwinSettings, control_dt_s: float) -> Any:
-    """The sim_suites RealityGap of the twin (actuator delay rounded to whole control steps)."""
+def first_order_alpha(bandwidth_hz: float, dt_s: float) -> float:
+    """Discrete first-order low-pass factor α = 1 − exp(−2π f_c Δt) (1 when f_c = 0: no filter)."""
+    if bandwidth_hz <= 0:
+        return 1.0
+    return 1.0 - math.exp(-2.0 * math.pi * bandwidth_hz * dt_s)
+
+
+class TrajectoryFollower:
+    """Replaces the environment's Cartesian controller: joint targets in, servo set-points out.
+
+    Each target is reached by linear interpolation over its `duration_s` (a one-point
+    joint_trajectory_controller goal), then filtered by the actuator bandwidth.
+    """
+
+    def __init__(self, kinematics: Any, bandwidth_hz: float, control_dt_s: float) -> None:
+        self.kin = kinematics
+        self.alpha = first_order_alpha(bandwidth_hz, control_dt_s)
+        self.q_des = np.zeros(7)
+        self.start = np.zeros(7)
+        self.goal = np.zeros(7)
+        self.elapsed_s = 0.0
+        self.duration_s = 0.0
+        self.finger = 0.04
+        self.tcp_target = np.zeros(3)
+
+    def reset(self, q: np.ndarray) -> None:
+        self.q_des = np.array(q[:7], dtype=float)
+        self.start = self.q_des.copy()
+        self.goal = self.q_des.copy()
+        self.elapsed_s = self.duration_s = 0.0
+        self.tcp_target = self.kin.forward(self.q_des)[0]
+
+    def set_target(self, goal: np.ndarray, duration_s: float) -> None:
+        self.start = self.q_des.copy()
+        self.goal = np.array(goal, dtype=float)
+        self.elapsed_s = 0.0
+        self.duration_s = max(0.0, duration_s)
+
+    def command(
+        self,
+        velocity: np.ndarray,
+        g: float,
+        dt: float,
+        q: np.ndarray,
+        tcp: np.ndarray,
+        rots: np.ndarray,
+        origins: np.ndarray,
+    ) -> Any:
+        from sim_suites.controller import ControlCommand
+        from sim_suites.robot import ARM_KP, ARM_KV
+
+        self.elapsed_s += dt
+        s = 1.0 if self.duration_s <= 0 else min(1.0, self.elapsed_s / self.duration_s)
+        ramp = self.start + s * (self.goal - self.start)
+        previous = self.q_des
+        self.q_des = previous + self.alpha * (ramp - previous)
+        qd_des = (self.q_des - previous) / dt
+        ff = self.kin.gravity_from_frames(rots, origins) + ARM_KV * qd_des
+        self.tcp_target = self.kin.forward(self.q_des)[0]
+        return ControlCommand(
+            arm_cmd=self.q_des + ff / ARM_KP,
+            q_des=self.q_des.copy(),
+            finger=self.finger,
+            tcp_target=self.tcp_target.copy(),
+        )
+
+
+def sim_reality_gap(settings: TwinSettings) -> Any:
+    """The sim_suites RealityGap of the twin's environment (delay and noise are applied by the
+    node on the wire, so they are 0 here)."""
     from sim_suites.variations import RealityGap
 
     gap = settings.gap
@@ -79,9 +148,9 @@ def sim_reality_gap(settings: TwinSettings, control_dt_s: float) -> Any:
         friction_scale=gap.friction_scale,
         object_mass_scale=gap.object_mass_scale,
         link_mass_scale=gap.link_mass_scale,
+        actuator_gain_scale=gap.actuator_gain_scale,
+        joint_damping_scale=gap.joint_damping_scale,
         payload_kg=gap.payload_kg,
-        sensor_noise_std=gap.sensor_noise_std,
-        actuator_delay_steps=round(gap.actuator_delay_s / control_dt_s),
     )
 
 
@@ -94,36 +163,35 @@ class SimSuitesPlant:
 
     def __init__(self, settings: TwinSettings) -> None:
         from sim_suites.engines.base import PHYSICS_DT
-        from sim_suites.robot import ARM_JOINTS, ARM_KP, FINGER_JOINTS, FINGER_MAX_M
+        from sim_suites.robot import ARM_JOINTS, FINGER_JOINTS, FINGER_MAX_M
+        from sim_suites.variations import NOMINAL_CONTROL_RATE_HZ
 
         self.settings = settings
         self.physics_dt_s = float(PHYSICS_DT)
-        self.joint_names = tuple(ARM_JOINTS) + tuple(FINGER_JOINTS)
-        self._arm_kp = np.asarray(ARM_KP, dtype=float)
+        self.control_dt_s = 1.0 / NOMINAL_CONTROL_RATE_HZ
+        self.arm_joints = tuple(ARM_JOINTS)
+        self.finger_joints = tuple(FINGER_JOINTS)
+        self.joint_names = self.arm_joints + self.finger_joints
         self._finger_max = float(FINGER_MAX_M)
         self.env: Any = None
         self._envs: dict[str, Any] = {}
         self._inner_backends: dict[str, Any] = {}
-        self._spec: EpisodeSpec | None = None
-        self._policy: Any = None
-        self._obs: Any = None
+        self._followers: dict[str, TrajectoryFollower] = {}
         self._buffer: deque[Sample] = deque()
         self._events: list[SafetyEvent] = []
-        self._running = False
-        self._result: PlantResult | None = None
-        self._hold_q = np.zeros(7)
-        self._hold_cmd = np.zeros(7)
-        self._hold_finger = self._finger_max
-        env = self._build(IDLE_TASK, {"max_steps": 1, "randomization": {}}, None)
-        env.reset(seed=settings.seed)
-        self._current = sample_of(self._inner_backend)
-        self._hold_here()
+        self._live = False
+        # One renderer per scene, made and used on the control loop's thread (an EGL context is
+        # bound to the thread that made it).
+        self._renderers: dict[str, Any] = {}
+        self._camera: Any = None
+        self._task_id = IDLE_TASK
+        self._build(IDLE_TASK, {"randomization": {}}, None)
+        self._reset_env(settings.seed)
 
-    # ------------------------------------------------------------------ episode setup
+    # ------------------------------------------------------------------ scene
 
-    def _build(self, task_id: str, manifest: Mapping[str, Any], spec: EpisodeSpec | None) -> Any:
+    def _build(self, task_id: str, manifest: Mapping[str, Any], spec: EpisodeSpec | None) -> None:
         from sim_suites.env import PandaTaskEnv
-        from sim_suites.variations import NOMINAL_CONTROL_RATE_HZ
 
         faults = []
         if spec is not None:
@@ -134,144 +202,94 @@ class SimSuitesPlant:
         kwargs: dict[str, Any] = {
             "randomization": {k: tuple(v) for k, v in manifest.get("randomization", {}).items()},
             "drift": dict(spec.drift) if spec is not None else {},
-            "reality_gap": sim_reality_gap(self.settings, 1.0 / NOMINAL_CONTROL_RATE_HZ),
+            "reality_gap": sim_reality_gap(self.settings),
             "faults": faults,
-            "max_steps": int(manifest.get("max_steps", 400)),
+            "max_steps": NEVER_ENDS_STEPS,
             "target_quality": spec.target_quality if spec is not None else None,
         }
-        tol = manifest.get("qc_tolerance")
-        if tol:
-            kwargs["qc_tolerance_m"] = float(tol)
         env = self._envs.get(task_id)
-        if env is None:  # one simulator per task, kept: switching tasks must not stall the twin
+        if env is None:  # one simulator per scene, kept: switching scenes must not stall the twin
             env = PandaTaskEnv(task_id, self.settings.engine, **kwargs)
             self._inner_backends[task_id] = env.backend
             env.backend = _RecordingBackend(env.backend, self._buffer)
+            follower = TrajectoryFollower(
+                env.kin, self.settings.gap.actuator_bandwidth_hz, self.control_dt_s
+            )
+            env.controller = follower  # type: ignore[assignment]  # same command() interface
+            self._followers[task_id] = follower
             self._envs[task_id] = env
         else:
             env.configure(**kwargs)
         self.env = env
+        self._task_id = task_id
         self._inner_backend = self._inner_backends[task_id]
-        return env
+        self.follower = self._followers[task_id]
 
-    def reset(self, spec: EpisodeSpec, manifest: Mapping[str, Any]) -> None:
-        from sim_suites.policies import load_policy
-
-        self._running = False
-        self._result = None
+    def _reset_env(self, seed: int) -> None:
         self._buffer.clear()
         self._events.clear()
-        self._build(spec.task_id, manifest, spec)
-        self._obs, _ = self.env.reset(seed=spec.seed)
+        self.env.reset(seed=seed)
         self._buffer.clear()
-        self._policy = load_policy(spec.policy, spec.task_id)
-        self._policy.reset(spec.seed)
-        self._spec = spec
+        timeconst = self.settings.gap.contact_timeconst_s
+        geoms = getattr(self._inner_backend, "_object_geoms", None)
+        if timeconst > 0 and geoms is not None and hasattr(self._inner_backend, "model"):
+            self._inner_backend.model.geom_solref[geoms, 0] = timeconst
         self._current = sample_of(self._inner_backend)
-        self._hold_here()
+        self.follower.reset(self._current.q)
+        self.follower.finger = float(np.clip(self._current.q[7], 0.0, self._finger_max))
+        self._live = True
 
-    def start(self) -> None:
-        if self._spec is None:
-            raise EvalError("start: no episode was reset")
-        self._running = True
+    def reset_scene(self, spec: EpisodeSpec, manifest: Mapping[str, Any]) -> None:
+        self._build(spec.task_id, manifest, spec)
+        self._reset_env(spec.seed)
+
+    # ------------------------------------------------------------------ commands
+
+    def set_arm_target(self, positions: np.ndarray, duration_s: float) -> np.ndarray:
+        kin = self.env.kin
+        applied = np.clip(np.asarray(positions[:7], dtype=float), kin.lower[:7], kin.upper[:7])
+        self.follower.set_target(applied, duration_s)
+        return applied
+
+    def set_finger_target(self, per_finger_m: float) -> float:
+        value = float(np.clip(per_finger_m, 0.0, self._finger_max))
+        self.follower.finger = value
+        return value
+
+    def hold_here(self) -> None:
+        self.follower.set_target(self._current.q[:7], 0.0)
+        self.follower.q_des = np.array(self._current.q[:7], dtype=float)
 
     # ------------------------------------------------------------------ stepping
 
     def step_physics(self) -> None:
-        if self._running:
-            if not self._buffer:
-                self._control_step()
-            sample = self._buffer.popleft()
-            self._current = sample
-            self._events.extend(sample.events)
-            if sample.final:
-                self._finish()
-        else:
-            self._inner_backend.step(self._hold_command(), self._hold_finger, 1)
-            self._current = sample_of(self._inner_backend)
+        if not self._buffer:
+            self._control_step()
+        self._current = self._buffer.popleft()
 
     def _control_step(self) -> None:
-        action = self._policy.act(self._obs)
-        self._obs, _, terminated, truncated, info = self.env.step(action)
-        if not self._buffer:  # a zero-substep step cannot happen, but never pop an empty queue
+        env = self.env
+        if self._live:
+            if hasattr(env, "_complete_steps"):
+                env._complete_steps = 0  # a robot's scene does not end when the task is done
+            _, _, terminated, truncated, info = env.step(
+                np.array([0.0, 0.0, 0.0, 0.0], dtype=np.float32)
+            )
+            self._events.extend(info.get("safety_events", ()))
+            if terminated or truncated:  # a safety stop or a physics failure ended the scene
+                self._live = False
+        else:  # the scene was stopped: the servos hold, nothing else happens
+            q = self._current.q
+            gravity = env.kin.gravity_torque(q[:7])
+            from sim_suites.robot import ARM_KP
+
+            env.backend.step(
+                self.follower.q_des + gravity / ARM_KP,
+                self.follower.finger,
+                round(self.control_dt_s / self.physics_dt_s),
+            )
+        if not self._buffer:
             self._buffer.append(sample_of(self._inner_backend))
-        speed = float(info.get("tcp_speed_mps", 0.0))
-        for sample in self._buffer:  # the env measures speed once per control step
-            sample.tcp_speed_mps = speed
-        last = self._buffer[-1]
-        last.events = list(info.get("safety_events", ()))
-        last.final = bool(terminated or truncated)
-
-    def _finish(self) -> None:
-        self._running = False
-        self._result = self._summary()
-        self._buffer.clear()
-        self._hold_here()
-
-    def _summary(self, status: str | None = None, reason: str = "") -> PlantResult:
-        summary = self.env.episode_summary()
-        spec = self._spec
-        assert spec is not None
-        final_status = status or summary["status"]
-        quality = float(summary["quality"])
-        faults = tuple(
-            f if isinstance(f, Fault) else Fault.from_dict(f) for f in summary.get("faults", ())
-        )
-        return PlantResult(
-            status=final_status,
-            quality=min(1.0, max(0.0, quality)),
-            success=final_status == "ok" and quality >= spec.target_quality,
-            faults=faults,
-            actions=int(summary["steps"]),
-            steps=int(summary["steps"]),
-            energy_wh=float(summary.get("energy_wh", 0.0)),
-            qc=summary.get("qc"),
-            control=dict(summary.get("control", {})),
-            randomization=dict(getattr(self.env, "sampled", {})),
-            reason=reason or str(summary.get("status_reason", "")),
-        )
-
-    # ------------------------------------------------------------------ holding / following
-
-    def _hold_here(self) -> None:
-        q = self._current.q
-        self._set_hold(np.array(q[:7], dtype=float))
-        self._hold_finger = float(np.clip(q[7], 0.0, self._finger_max))
-
-    def _set_hold(self, q_target: np.ndarray) -> None:
-        # Position servos plus the nominal gravity feed-forward at the target, as the env's
-        # controller does; computed once per new target (the model's FK is not cheap).
-        self._hold_q = q_target
-        tau_ff = self.env.kin.gravity_torque(q_target)
-        self._hold_cmd = q_target + tau_ff / self._arm_kp
-
-    def _hold_command(self) -> np.ndarray:
-        return self._hold_cmd
-
-    def hold(self, positions: np.ndarray) -> np.ndarray:
-        kin = self.env.kin
-        n = min(positions.size, 9)
-        applied = np.array(positions[:n], dtype=float)
-        arm = min(n, 7)
-        applied[:arm] = np.clip(applied[:arm], kin.lower[:arm], kin.upper[:arm])
-        target = self._hold_q.copy()
-        target[:arm] = applied[:arm]
-        self._set_hold(target)
-        if n > 7:
-            applied[7:n] = np.clip(applied[7:n], 0.0, self._finger_max)
-            self._hold_finger = float(applied[7])
-        return applied
-
-    def stop(self, reason: str) -> None:
-        if self._running:
-            self._running = False
-            self._result = self._summary("safety_stop", reason)
-            self._buffer.clear()
-        self._hold_here()
-
-    @property
-    def running(self) -> bool:
-        return self._running
 
     # ------------------------------------------------------------------ readings
 
@@ -283,16 +301,55 @@ class SimSuitesPlant:
         return np.array([0.0, 0.0, self._current.contact_n, 0.0, 0.0, 0.0])
 
     def tcp_speed_mps(self) -> float:
-        return self._current.tcp_speed_mps
+        v = getattr(self.env, "_tcp_vel", None)  # measured by the scene once per control step
+        return 0.0 if v is None else float(np.linalg.norm(v))
+
+    def object_pose(self) -> tuple[np.ndarray, np.ndarray] | None:
+        point = getattr(self.env, "_point", None)
+        quat = getattr(self.env, "_obj_quat", None)
+        if point is None or quat is None:
+            return None
+        return np.array(point, dtype=float), np.array(quat, dtype=float)
 
     def take_events(self) -> list[SafetyEvent]:
         events, self._events = self._events, []
         return events
 
-    def result(self) -> PlantResult | None:
-        return self._result
+    def oracle(self, target_quality: float) -> tuple[float, bool, str]:
+        quality = float(min(1.0, max(0.0, getattr(self.env, "_quality", 0.0))))
+        error = float(getattr(self.env, "_error", float("nan")))
+        return quality, quality >= target_quality, f"goal error {error * 1000:.1f} mm"
+
+    def measured_quality(self, object_pos: np.ndarray) -> float:
+        from sim_suites.tasks import graded_quality
+
+        env = self.env
+        state = dataclasses.replace(env._task_state(), object_pos=np.asarray(object_pos))
+        error = env.task.goal_error(state, env.goal)
+        return float(graded_quality(error, env.task.spec.tolerance_m))
+
+    def render(self, size: int) -> np.ndarray | None:
+        backend = self._inner_backend
+        if getattr(backend, "engine", "") != "mujoco":
+            return None
+        import mujoco
+
+        renderer = self._renderers.get(self._task_id)
+        if renderer is None:
+            renderer = mujoco.Renderer(backend.model, size, size)
+            self._renderers[self._task_id] = renderer
+        if self._camera is None:
+            cam = mujoco.MjvCamera()
+            cam.lookat[:] = (0.5, 0.0, 0.1)
+            cam.distance, cam.azimuth, cam.elevation = 1.3, 180.0, -35.0
+            self._camera = cam
+        renderer.update_scene(backend.data, camera=self._camera)
+        return np.asarray(renderer.render())
 
     def close(self) -> None:
+        # The renderers' EGL contexts belong to the control thread, which has ended: they are
+        # released with the process.
+        self._renderers.clear()
         for task_id, env in self._envs.items():
             env.backend = self._inner_backends[task_id]
             env.close()

@@ -1,0 +1,227 @@
+"""From ROS streams to the policy's observation, and from the policy's action to joint targets.
+
+`PandaAdapter` gives a policy on the real side exactly the observation keys it sees in sim
+(`sim_suites.env.PandaTaskEnv`), built from what a lab has: joint states, the arm's kinematics,
+the object tracker (when the profile has one) and the manifest's setup for the seed (object
+placement, goal, obstacle — the scene the reset station or the technician set up). The grasp flag
+is the gripper's own reading: fingers commanded closed and stopped at the part's width with the
+part at the TCP (the sim's grasp rule, on measured values).
+
+Actions: a Cartesian policy's (4,) action (or a (k, 4) chunk) goes through the same controller as
+in sim (`sim_suites.controller.ArmController`, nominal model), then through the robot's velocity
+and acceleration limits (`command_check.limited_step`) and a TCP speed cap, giving one joint
+target per control step.
+A policy that declares `command_space = "joint_position"` returns joint targets directly, (n,) or
+(k, n). Either way the targets are checked before anything is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.errors import EvalError
+from embodied_eval.records import EpisodeSpec
+from real_bridge.bridge_config import RobotSpec
+from real_bridge.command_check import limited_step
+
+#: The tracker's pose older than this, s, means the object is not seen.
+POSE_FRESH_S = 0.25
+#: Share of the profile's velocity and acceleration limits the adapter plans with.
+LIMIT_MARGIN = 0.9
+#: The joint targets move the TCP at most this fast, m/s (1.25 × the actions' full scale of
+#: 0.4 m/s): when observations arrive late the set-point must not race ahead of the arm.
+TCP_SPEED_MAX_MPS = 0.5
+
+
+@dataclass(frozen=True)
+class SceneSetup:
+    """The manifest's scene for one seed: what the reset station (or technician) sets up."""
+
+    task_id: str
+    seed: int
+    object_pos: np.ndarray
+    object_quat: np.ndarray
+    goal_pos: np.ndarray
+    obstacle: np.ndarray
+    arm_q: np.ndarray
+    part_width_m: float
+
+    def lines(self) -> list[str]:
+        """The placement as a technician reads it."""
+        p, g = self.object_pos, self.goal_pos
+        out = [
+            f"task {self.task_id}, seed {self.seed}",
+            f"object at x={p[0]:.3f} y={p[1]:.3f} z={p[2]:.3f} m (base frame)",
+            f"goal at x={g[0]:.3f} y={g[1]:.3f} z={g[2]:.3f} m",
+        ]
+        if np.any(self.obstacle):
+            o = self.obstacle
+            out.append(f"obstacle at x={o[0]:.3f} y={o[1]:.3f} z={o[2]:.3f} m, size {o[3]:.3f} m")
+        return out
+
+
+_SETUP_ENVS: dict[str, Any] = {}
+
+
+def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
+    """The nominal scene of `spec` (task, seed, drift, randomization) from the sim's own model."""
+    from sim_suites.env import PandaTaskEnv
+
+    kwargs: dict[str, Any] = {
+        "randomization": {k: tuple(v) for k, v in manifest.get("randomization", {}).items()},
+        "drift": dict(spec.drift),
+        "max_steps": 10,
+    }
+    env = _SETUP_ENVS.get(spec.task_id)
+    if env is None:
+        env = PandaTaskEnv(spec.task_id, "mujoco", **kwargs)
+        _SETUP_ENVS[spec.task_id] = env
+    else:
+        env.configure(**kwargs)
+    obs, _ = env.reset(seed=spec.seed)
+    return SceneSetup(
+        task_id=spec.task_id,
+        seed=spec.seed,
+        object_pos=np.array(obs["object_pos"], dtype=float),
+        object_quat=np.array(obs["object_quat"], dtype=float),
+        goal_pos=np.array(obs["goal_pos"], dtype=float),
+        obstacle=np.array(obs["obstacle"], dtype=float),
+        arm_q=np.array(obs["joint_pos"][:7], dtype=float),
+        part_width_m=float(env.task.grasp_width()),
+    )
+
+
+class PandaAdapter:
+    """Observation and action conversion for Panda-kinematics robots (see the module docstring).
+
+    Args:
+        robot: the profile (joint names, limits).
+        dt_s: control period, s.
+    """
+
+    def __init__(self, robot: RobotSpec, dt_s: float) -> None:
+        from sim_suites.controller import ArmController
+        from sim_suites.robot import panda_kinematics
+
+        if robot.kinematics != "panda":
+            raise EvalError(
+                "the reference (Cartesian) policies need Panda kinematics; this profile has "
+                "none (use a joint_position policy)",
+                key="kinematics",
+            )
+        self.robot = robot
+        self.dt_s = dt_s
+        self.kin = panda_kinematics()
+        self.controller = ArmController(self.kin)
+        self.setup: SceneSetup | None = None
+        self.finger_cmd = 0.04
+        self.grasped = False
+        self.last_pose: tuple[np.ndarray, np.ndarray] | None = None
+        self.sent_q = np.zeros(len(robot.arm_joints))
+        self.sent_v = np.zeros(len(robot.arm_joints))
+        self._first = True
+
+    def tcp_of(self, q: np.ndarray) -> np.ndarray:
+        return np.asarray(self.kin.forward(np.asarray(q, dtype=float))[0])
+
+    def reset(self, q_arm: np.ndarray, fingers: np.ndarray, setup: SceneSetup | None) -> None:
+        self.controller.reset(np.asarray(q_arm, dtype=float))
+        self.setup = setup
+        self.finger_cmd = float(np.mean(fingers)) if len(fingers) else 0.04
+        self.grasped = False
+        self.last_pose = None
+        self.sent_q = np.array(q_arm, dtype=float)
+        self.sent_v = np.zeros_like(self.sent_q)
+        self._first = True
+
+    def observe(
+        self,
+        q: np.ndarray,
+        qd: np.ndarray,
+        pose: tuple[float, np.ndarray, np.ndarray] | None,
+        now_s: float,
+        has_tracker: bool,
+    ) -> dict[str, np.ndarray]:
+        """The observation dict (sim keys) from joint states (arm + 2 fingers, 9 values)."""
+        from sim_suites.controller import grasp_closes, grasp_releases
+
+        setup = self.setup
+        if self._first:  # the first command starts from the posture the policy first sees
+            self._first = False
+            self.sent_q = np.array(q[:7], dtype=float)
+            self.controller.reset(self.sent_q)
+        tcp = self.tcp_of(q[:7])
+        visible = 1.0
+        if has_tracker:
+            if pose is not None and now_s - pose[0] <= POSE_FRESH_S:
+                self.last_pose = (pose[1], pose[2])
+            else:
+                visible = 0.0
+        if self.last_pose is not None:
+            obj_pos, obj_quat = self.last_pose
+        elif setup is not None:
+            obj_pos, obj_quat = setup.object_pos, setup.object_quat
+        else:
+            obj_pos, obj_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+        opening = float(q[7] + q[8]) if q.size >= 9 else 0.0
+        if setup is not None:
+            width = setup.part_width_m
+            if self.grasped and grasp_releases(self.finger_cmd, width):
+                self.grasped = False
+            elif not self.grasped and grasp_closes(self.finger_cmd, opening, width, obj_pos - tcp):
+                self.grasped = True
+        return {
+            "joint_pos": np.asarray(q[:9], dtype=float),
+            "joint_vel": np.asarray(qd[:9], dtype=float),
+            "gripper_width": np.array([min(1.0, max(0.0, opening))]),
+            "tcp_pos": tcp,
+            "tcp_target": self.controller.tcp_target.copy(),
+            "object_pos": np.asarray(obj_pos, dtype=float),
+            "object_quat": np.asarray(obj_quat, dtype=float),
+            "object_visible": np.array([visible]),
+            "goal_pos": setup.goal_pos.copy() if setup is not None else np.zeros(3),
+            "grasped": np.array([1.0 if self.grasped else 0.0]),
+            "obstacle": setup.obstacle.copy() if setup is not None else np.zeros(4),
+        }
+
+    def targets(self, action: Any, q: np.ndarray, joint_space: bool) -> tuple[np.ndarray, float]:
+        """Joint targets (k, 7) for an action or chunk, and the finger set-point (m)."""
+        from sim_suites.controller import capped_velocity, finger_setpoint
+
+        rows = np.atleast_2d(np.asarray(action, dtype=float))
+        if joint_space:
+            return rows, self.finger_cmd
+        if rows.shape[1] != 4:
+            raise EvalError(f"the policy returned actions of shape {rows.shape}, expected (4,)")
+        out = []
+        finger = self.finger_cmd
+        q_prev, v_prev = self.sent_q.copy(), self.sent_v.copy()
+        vmax = LIMIT_MARGIN * np.asarray(self.robot.velocity_max)
+        amax = LIMIT_MARGIN * np.asarray(self.robot.acceleration_max)
+        for i, act in enumerate(np.clip(rows, -1.0, 1.0)):
+            q_now = q[:7] if i == 0 else q_prev
+            rots, origins = self.kin.link_frames(q_now)
+            tcp, _ = self.kin.tcp_from_frames(rots[6], origins[6])
+            command = self.controller.command(
+                capped_velocity(act), float(act[3]), self.dt_s, q_now, tcp, rots, origins
+            )
+            goal = command.q_des
+            tcp_speed = float(np.linalg.norm(self.tcp_of(goal) - self.tcp_of(q_prev))) / self.dt_s
+            if tcp_speed > TCP_SPEED_MAX_MPS:  # a stale or lagging arm must not be chased fast
+                goal = q_prev + (goal - q_prev) * (TCP_SPEED_MAX_MPS / tcp_speed)
+            target, v_prev = limited_step(goal, q_prev, v_prev, self.dt_s, vmax, amax)
+            self.controller.q_des = target.copy()
+            out.append(target)
+            q_prev = target
+            finger = finger_setpoint(float(act[3]))
+        return np.array(out), finger
+
+    def sent(self, q_target: np.ndarray, finger: float) -> None:
+        """Book-keeping after a target was sent (the next check starts from it)."""
+        self.sent_v = (np.asarray(q_target) - self.sent_q) / self.dt_s
+        self.sent_q = np.array(q_target, dtype=float)
+        self.finger_cmd = finger

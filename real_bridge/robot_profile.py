@@ -1,0 +1,151 @@
+"""The robot part of a robot profile: kind, joints, limits, workspace, home (`[robot]`), and the
+harness's loop and judge (`[loop]`). No ROS imports; `real_bridge.bridge_config` loads them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from embodied_eval.errors import EvalError
+
+#: Robot kinds a profile may declare; only "twin" accepts the oracle judge.
+ROBOT_KINDS = ("twin", "franka", "ur", "other")
+#: Judges of real episodes (see `real_bridge.judges`).
+JUDGES = ("technician", "detector", "oracle")
+
+#: Franka Panda limits (Franka's datasheet; the same values as the Panda URDF the twin uses).
+PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
+PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
+PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
+PANDA_VELOCITY = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
+PANDA_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)
+
+
+@dataclass(frozen=True)
+class RobotSpec:
+    """What the harness knows about the robot: its kind, joints, limits and workspace.
+
+    Every command (and a policy's whole action chunk before any of it is sent) is checked
+    against these (`real_bridge.command_check`).
+
+    Attributes:
+        kind: "twin", "franka", "ur" or "other" (only "twin" accepts the oracle judge).
+        kinematics: "panda" when the harness may use the Panda model for the TCP and the
+            reference policies' Cartesian actions; "" for none (joint-space policies only).
+        arm_joints: the joint_trajectory_controller's joints, in command order.
+        gripper_joints: the gripper controller's joints ("" topic → unused).
+        position_lower / position_upper: joint position limits, rad.
+        velocity_max: joint speed limits, rad/s; acceleration_max: rad/s².
+        workspace_min / workspace_max: the box the TCP must stay in, m (base frame); empty
+            tuples disable the check (no kinematics).
+        home: the homing posture, rad (one per arm joint).
+        gripper_open: the gripper joints' open position (m per finger), sent before homing so
+            nothing held is dragged along.
+    """
+
+    kind: str = "twin"
+    kinematics: str = "panda"
+    arm_joints: tuple[str, ...] = PANDA_JOINTS
+    gripper_joints: tuple[str, ...] = ("panda_finger_joint1", "panda_finger_joint2")
+    position_lower: tuple[float, ...] = PANDA_LOWER
+    position_upper: tuple[float, ...] = PANDA_UPPER
+    velocity_max: tuple[float, ...] = PANDA_VELOCITY
+    acceleration_max: tuple[float, ...] = PANDA_ACCELERATION
+    workspace_min: tuple[float, ...] = (0.1, -0.6, -0.05)
+    workspace_max: tuple[float, ...] = (0.9, 0.6, 0.8)
+    home: tuple[float, ...] = (0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785398)
+    gripper_open: float = 0.04
+
+    def __post_init__(self) -> None:
+        if self.kind not in ROBOT_KINDS:
+            raise EvalError(
+                f"robot.kind: {self.kind!r} is not one of {', '.join(ROBOT_KINDS)}",
+                key="robot.kind",
+            )
+        if self.kinematics not in ("", "panda"):
+            raise EvalError(
+                f"robot.kinematics: {self.kinematics!r} is not 'panda' or ''",
+                key="robot.kinematics",
+            )
+        n = len(self.arm_joints)
+        if n == 0:
+            raise EvalError("robot.arm_joints: name at least one joint", key="robot.arm_joints")
+        for name in ("position_lower", "position_upper", "velocity_max", "acceleration_max"):
+            if len(getattr(self, name)) != n:
+                raise EvalError(
+                    f"robot.{name}: expected {n} values (one per arm joint)", key=f"robot.{name}"
+                )
+        if self.home and len(self.home) != n:
+            raise EvalError(f"robot.home: expected {n} values", key="robot.home")
+        if any(lo >= hi for lo, hi in zip(self.position_lower, self.position_upper, strict=True)):
+            raise EvalError(
+                "robot.position_lower: each lower limit must be below its upper limit",
+                key="robot.position_lower",
+            )
+        if any(not v > 0 for v in (*self.velocity_max, *self.acceleration_max)):
+            raise EvalError(
+                "robot.velocity_max/acceleration_max: limits must be positive",
+                key="robot.velocity_max",
+            )
+        if len(self.workspace_min) != len(self.workspace_max) or len(self.workspace_min) not in (
+            0,
+            3,
+        ):
+            raise EvalError(
+                "robot.workspace_min/max: give 3 values each (x, y, z in m) or none",
+                key="robot.workspace_min",
+            )
+        if any(lo >= hi for lo, hi in zip(self.workspace_min, self.workspace_max, strict=True)):
+            raise EvalError(
+                "robot.workspace_min: must be below workspace_max on every axis",
+                key="robot.workspace_min",
+            )
+        if self.workspace_min and self.kinematics == "":
+            raise EvalError(
+                "robot.workspace_min: a workspace box needs kinematics (set kinematics or "
+                "leave the box empty)",
+                key="robot.workspace_min",
+            )
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """The harness's policy loop and judge.
+
+    Attributes:
+        rate_hz: control rate of the policy loop, Hz (the sim's 50 Hz by default).
+        max_steps: policy steps per episode (0: the manifest's `max_steps`).
+        heartbeat_hz: rate of the deadman heartbeat the harness publishes.
+        judge: "technician", "detector" or "oracle" (the twin's ground truth; twin only).
+        detector: the detector name whose verdicts are accepted ("" any named detector).
+        technician_key: Ed25519 private key (PEM) the technician's verdicts are signed with.
+        technician: the technician's name recorded with the verdict.
+        camera_every: record every n-th camera image (1 = all).
+    """
+
+    rate_hz: float = 50.0
+    max_steps: int = 0
+    heartbeat_hz: float = 50.0
+    judge: str = "technician"
+    detector: str = ""
+    technician_key: str = ""
+    technician: str = ""
+    camera_every: int = 1
+
+    def __post_init__(self) -> None:
+        if not 1.0 <= self.rate_hz <= 1000.0:
+            raise EvalError(f"loop.rate_hz: {self.rate_hz!r} is not in 1..1000", key="loop.rate_hz")
+        if not 1.0 <= self.heartbeat_hz <= 1000.0:
+            raise EvalError(
+                f"loop.heartbeat_hz: {self.heartbeat_hz!r} is not in 1..1000",
+                key="loop.heartbeat_hz",
+            )
+        if self.max_steps < 0:
+            raise EvalError("loop.max_steps: must be 0 or more", key="loop.max_steps")
+        if self.judge not in JUDGES:
+            raise EvalError(
+                f"loop.judge: {self.judge!r} is not one of {', '.join(JUDGES)}", key="loop.judge"
+            )
+        if self.camera_every < 1:
+            raise EvalError("loop.camera_every: must be 1 or more", key="loop.camera_every")
+
+

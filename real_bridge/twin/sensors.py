@@ -1,0 +1,62 @@
+"""The twin's sensor messages: camera image (with the gap's exposure and noise), camera info,
+and the object tracker's pose (with the gap's tracker noise)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from real_bridge.ros_node import message_class, ns_to_stamp
+from real_bridge.twin.settings import RealityGap
+
+#: Vertical field of view of the twin's camera (MuJoCo's default free camera), degrees.
+CAMERA_FOVY_DEG = 45.0
+CAMERA_FRAME = "camera_optical_frame"
+
+
+def image_message(rgb: np.ndarray, gap: RealityGap, rng: np.random.Generator, stamp_ns: int) -> Any:
+    """sensor_msgs/Image rgb8 of a rendered frame after the camera's exposure gain and noise."""
+    pixels = rgb.astype(np.float32) * gap.camera_exposure
+    if gap.camera_noise_std > 0:
+        pixels += rng.normal(0.0, gap.camera_noise_std, pixels.shape).astype(np.float32)
+    image = message_class("sensor_msgs/msg/Image")()
+    ns_to_stamp(stamp_ns, image.header.stamp)
+    image.header.frame_id = CAMERA_FRAME
+    image.height, image.width = int(rgb.shape[0]), int(rgb.shape[1])
+    image.encoding = "rgb8"
+    image.step = 3 * image.width
+    image.data = np.clip(pixels, 0, 255).astype(np.uint8).tobytes()
+    return image
+
+
+def camera_info_message(size: int, stamp_ns: int) -> Any:
+    """sensor_msgs/CameraInfo of the square pinhole camera: f = (size / 2) / tan(fovy / 2)."""
+    info = message_class("sensor_msgs/msg/CameraInfo")()
+    ns_to_stamp(stamp_ns, info.header.stamp)
+    info.header.frame_id = CAMERA_FRAME
+    info.height = info.width = size
+    focal = (size / 2.0) / math.tan(math.radians(CAMERA_FOVY_DEG) / 2.0)
+    c = size / 2.0
+    info.distortion_model = "plumb_bob"
+    info.d = [0.0] * 5
+    info.k = [focal, 0.0, c, 0.0, focal, c, 0.0, 0.0, 1.0]
+    info.r = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    info.p = [focal, 0.0, c, 0.0, 0.0, focal, c, 0.0, 0.0, 0.0, 1.0, 0.0]
+    return info
+
+
+def pose_message(
+    pose: tuple[np.ndarray, np.ndarray], noise_m: float, rng: np.random.Generator, stamp_ns: int
+) -> Any:
+    """geometry_msgs/PoseStamped of the object in the world frame, position noise σ = noise_m."""
+    pos, quat = pose
+    pos = pos + rng.normal(0.0, noise_m, 3)
+    msg = message_class("geometry_msgs/msg/PoseStamped")()
+    ns_to_stamp(stamp_ns, msg.header.stamp)
+    msg.header.frame_id = "world"
+    p, o = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z = (float(v) for v in pos)
+    o.w, o.x, o.y, o.z = (float(v) for v in quat)
+    return msg
