@@ -158,12 +158,13 @@ def window_verdict(
 MEASURED_HERE = (
     "This harness measures E (AR, SS, S2R from paired trials and the incident log) and the "
     "robotics gates AAI-2..4 (incident rules and rates, RA, MTBSI, S2R per family, exposure "
-    "hours)."
+    "hours), and the maintenance and expansion closures when the protocol declares their "
+    "audits ([maintenance], [expansion])."
 )
 NEEDED_FROM_ELSEWHERE = (
     "The software axes A, G, P, M, T, R, S, W, $ (AAI-1 needs A, P and tool evidence), the "
-    "maintenance and expansion closures and the delivery attestation come from evidence "
-    "outside this harness (--evidence FILE)."
+    "delivery attestation, and closures the protocol does not audit come from evidence "
+    "outside this harness (--evidence FILE; an external closure must name its auditor)."
 )
 ROBOTICS_ONLY_CEILING = (
     "A robotics-only window (no evidence file) can at most reach AAI-0: every level from AAI-1 "
