@@ -37,7 +37,14 @@ from real_bridge.judges import verify_judge_record
 from real_bridge.ros2_backend import Ros2Backend
 from real_bridge.twin.process import TwinProcess, shm_leftovers
 
-pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
+# Real-time tests against a separate twin process over DDS: on a loaded machine the OS can delay
+# a process past a deadline. A defect fails every run; scheduling noise does not, so each test
+# gets two more tries before it counts as failed.
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.timeout(180),
+    pytest.mark.flaky(reruns=2, reruns_delay=2),
+]
 
 _counter = itertools.count(10)
 ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
@@ -137,7 +144,11 @@ def test_technician_judge_signs_and_refuses_a_contradiction(twin, tmp_path):
     assert ep.judge["kind"] == "technician" and ep.judge["name"] == "Ada"
     assert verify_judge_record(dict(ep.judge))
     signed = json.loads(ep.judge["signed"])
-    assert (signed["episode_id"], signed["quality"], signed["success"]) == (ep.episode_id, 0.9, True)
+    assert (signed["episode_id"], signed["quality"], signed["success"]) == (
+        ep.episode_id,
+        0.9,
+        True,
+    )
     tampered = dict(ep.judge, signed=ep.judge["signed"].replace("0.9", "0.95"))
     assert not verify_judge_record(tampered)
     # The harness ran the policy: 60 commands of one 20 ms control period each on the arm
@@ -166,8 +177,11 @@ def test_detector_judge_names_itself_and_the_oracle_is_labelled(twin, tmp_path):
     assert ep.status == "ok", ep.status_reason
     assert ep.judge == {"kind": "detector", "name": "twin-scene-detector", "version": "1"}
     rec = read_mcap(ep.artifacts[0].path)
-    judges = {json.loads(d.data)["judge"] for _, d in rec["/embodied_eval/verdict"]
-              if "judge" in json.loads(d.data)}
+    judges = {
+        json.loads(d.data)["judge"]
+        for _, d in rec["/embodied_eval/verdict"]
+        if "judge" in json.loads(d.data)
+    }
     assert judges == {"oracle", "detector"}  # both published, only the declared one believed
 
 
@@ -209,8 +223,9 @@ def wild_chunk(task_id=None, **_):
 
 def test_a_violating_chunk_is_not_sent_and_the_hold_is_accepted(twin, tmp_path):
     with backend(twin.domain_id) as robot:
-        out = robot.run_episode(spec("wild", policy="tests.test_bridge_ros:wild_chunk"), None,
-                                tmp_path / "rec")
+        out = robot.run_episode(
+            spec("wild", policy="tests.test_bridge_ros:wild_chunk"), None, tmp_path / "rec"
+        )
         ep = out.episode
         assert ep.status == "safety_stop" and "velocity" in ep.status_reason
         # The policy saw the joint state, the wrench and the camera, as the loop observes them.

@@ -32,7 +32,15 @@ from real_bridge.discovery import configure_process, domain_id_for_test, ros_env
 from real_bridge.recording import read_partial
 from real_bridge.twin.process import TwinProcess
 
-pytestmark = [pytest.mark.ros, pytest.mark.slow, pytest.mark.timeout(240)]
+# Real-time tests against a separate twin process over DDS: on a loaded machine the OS can delay
+# a process past a deadline. A defect fails every run; scheduling noise does not, so each test
+# gets two more tries before it counts as failed.
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.flaky(reruns=2, reruns_delay=2),
+]
 
 #: One task instance, one real pair: the smallest protocol the runner accepts (m_min = 1).
 MINI_PROTOCOL = """
@@ -101,13 +109,22 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
     db, out = tmp_path / "t.db", tmp_path / "run"
     with TwinProcess(domain):
         configure_process(domain, "loopback")
-        watcher = BridgeLink(load_bridge_config(config_path).replace(domain_id=domain,
-                                                                    node_name="watcher"),
-                             heartbeat=False)
+        watcher = BridgeLink(
+            load_bridge_config(config_path).replace(domain_id=domain, node_name="watcher"),
+            heartbeat=False,
+        )
         try:
             harness = subprocess.Popen(
-                [sys.executable, "-c", HARNESS, str(protocol_file), str(domain),
-                 str(config_path), str(db), str(out)],
+                [
+                    sys.executable,
+                    "-c",
+                    HARNESS,
+                    str(protocol_file),
+                    str(domain),
+                    str(config_path),
+                    str(db),
+                    str(out),
+                ],
                 env=ros_environment(domain, "loopback"),
                 start_new_session=True,
             )
@@ -128,6 +145,7 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
             assert watcher.session.wait_for(lambda: bool(held()), 5.0)
             hold_after_ms = (int(held()["held_at_ns"]) - killed_ns) / 1e6
             assert hold_after_ms < 200.0, hold_after_ms
+
             # ... and comes to rest there (in sim time; a loaded machine slows the twin down).
             def at_rest() -> bool:
                 state = watcher.latest_state()
@@ -215,11 +233,26 @@ def test_a_robot_that_never_returns_halts_the_run_with_a_nonzero_exit(tmp_path):
     out = tmp_path / "run"
     with TwinProcess(domain) as twin:
         cli = subprocess.Popen(
-            [sys.executable, "-m", "embodied_eval", "run", str(protocol_file), "--side", "real",
-             "--db", str(tmp_path / "t.db"), "--out", str(out), "--no-progress",
-             "--robot-option", f"domain_id={domain}",
-             "--robot-option", f"config_path={config_path}",
-             "--robot-option", "max_steps=300"],
+            [
+                sys.executable,
+                "-m",
+                "embodied_eval",
+                "run",
+                str(protocol_file),
+                "--side",
+                "real",
+                "--db",
+                str(tmp_path / "t.db"),
+                "--out",
+                str(out),
+                "--no-progress",
+                "--robot-option",
+                f"domain_id={domain}",
+                "--robot-option",
+                f"config_path={config_path}",
+                "--robot-option",
+                "max_steps=300",
+            ],
             env=ros_environment(domain, "loopback"),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -79,6 +79,7 @@ GROUP_SUMMARIES: dict[str, str] = {
     "keys": "Ed25519 signing keys for reviews and window closes.",
     "twin": "The twin robot: a ROS 2 process standing in for the physical robot.",
     "trial": "Real-robot trials entered by a technician.",
+    "robot": "Robot-side helpers: the reference deadman relay for a real robot.",
 }
 
 #: Click commands already loaded, by name (loading happens once per process).
