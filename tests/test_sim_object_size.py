@@ -131,8 +131,9 @@ def test_the_cameras_see_the_resized_part(engine: str) -> None:
         return int(np.sum((rgb[..., 0] > 120) & (rgb[..., 0] > 2 * rgb[..., 1])))
 
     small, large = red_pixels(1.0), red_pixels(1.3)
-    # The visible faces' area grows with s² = 1.69 (perspective shifts it a little).
-    assert small > 10 and 1.4 < large / small < 2.0
+    # The visible faces' area grows with s² = 1.69; at ~25-40 pixels the edges' quantization
+    # moves the ratio by ±0.3 (measured 1.67 in MuJoCo, 1.43 in PyBullet).
+    assert small > 10 and 1.25 < large / small < 2.1
 
 
 def test_sensitivity_sweep_finds_the_knob_not_inert() -> None:
