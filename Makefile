@@ -36,7 +36,7 @@ $(STAMP_ALL): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --no-deps "openpi-client==0.1.2"
 	touch $@ $(STAMP_BASE)
 
-demo: $(STAMP_BASE)
+demo: $(STAMP_BASE) system-deps
 	$(BIN)/python -m embodied_eval.demo
 
 test: $(STAMP_ALL) system-deps

@@ -108,6 +108,8 @@ DR_KNOB_BOUNDS: dict[str, tuple[float, float]] = {
     "grip_force_scale": (1e-6, 100.0),
     "object_yaw_rad": (-math.pi, math.pi),
     "colour_jitter": (0.0, 1.0),
+    # a part from a tenth to ten times its nominal size (beyond, no gripper or scene fits it)
+    "object_size_scale": (0.1, 10.0),
 }
 EMBODIMENT_KEYS: dict[str, Key] = {
     "L": Key(float, 0.0, low=0.0, high=1.0),

@@ -39,6 +39,7 @@ DR_KNOBS = (
     "grip_force_scale",
     "object_yaw_rad",
     "colour_jitter",
+    "object_size_scale",
 )
 
 #: Parameters a drift setting δ may change on top of DR (maintenance closure, seed §7).

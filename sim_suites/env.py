@@ -233,6 +233,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         info = {
             "randomization": dict(self.sampled),
             "invalid_draws": [dict(d) for d in self.invalid_draws],
+            "not_applied": dict(draw.not_applied),
             "drift": dict(cfg.drift),
             "control_dt": self.params.control_dt,
             "quality": self._quality,

@@ -175,6 +175,9 @@ def run_episode(
     if reset_info["invalid_draws"]:
         # Instances already done at reset: recorded, redrawn, never counted.
         randomization_record["invalid_draws"] = reset_info["invalid_draws"]
+    if reset_info.get("not_applied"):
+        # Knobs this family has nothing to act on (e.g. object size on a drawer), with why.
+        randomization_record["not_applied"] = reset_info["not_applied"]
     if reality_gap is not None:
         randomization_record["reality_gap"] = reality_gap.to_dict()
     # The record keeps the policy actually run, the protocol's q* for the instance and the

@@ -4,11 +4,16 @@ An instance whose task is already satisfied at reset (q ≥ q* before the robot 
 placement offset that drops the block on its goal) would be a free success. It is recorded as an
 invalid draw (its sampled values are kept) and drawn again from the same seed stream, so the
 episode stays reproducible and the invalid draw is never counted.
+
+Knobs that act on the free task part (`object_yaw_rad`, `object_size_scale`) have nothing to act
+on in a family whose object is articulated (drawer_open): they are recorded as not applied, with
+the reason (`Draw.not_applied`), rather than silently ignored. A resized part starts resting on
+the table: its origin (the box centre) is raised or lowered with its half-height.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +31,10 @@ from sim_suites.variations import (
     variations_from_ranges,
 )
 
+#: Knobs that move or reshape the free task part, and why they do nothing without one.
+PART_KNOBS = ("object_yaw_rad", "object_size_scale")
+_NO_FREE_PART = "the task object is articulated (on a joint), not a free part"
+
 #: Draws of an instance already done at reset tolerated before the ranges count as a user error.
 MAX_INVALID_DRAWS = 50
 
@@ -37,6 +46,7 @@ class Draw:
     sampled: dict[str, Any]
     params: EpisodeParams
     invalid: list[dict[str, Any]]
+    not_applied: dict[str, str] = field(default_factory=dict)
 
 
 def draw_instance(
@@ -55,6 +65,10 @@ def draw_instance(
     """
     variations = variations_from_ranges(config.randomization)
     invalid: list[dict[str, Any]] = []
+    free_part = scene.body(task.object_name).joint == "free"
+    not_applied = (
+        {} if free_part else {k: _NO_FREE_PART for k in PART_KNOBS if k in config.randomization}
+    )
     for _ in range(MAX_INVALID_DRAWS + 1):
         sampled = sample_randomization(variations, rng)
         params = episode_params(sampled, config.drift, config.reality_gap)
@@ -64,8 +78,10 @@ def draw_instance(
             for name in task.placement_bodies()
         }
         yaw = {}
-        if scene.body(task.object_name).joint == "free":
+        if free_part:
             yaw[task.object_name] = params.object_yaw_rad
+            # The part's origin is its centre: a resized part rests on the table.
+            positions[task.object_name][2] *= params.physics.object_size_scale
         backend.reset(
             InitialState(
                 arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions, body_yaw=yaw
@@ -76,7 +92,7 @@ def draw_instance(
         slide = backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
         at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
         if task.quality(at_rest, task.goal_pos(offset)) < config.target_quality:
-            return Draw(sampled, params, invalid)
+            return Draw(sampled, params, invalid, not_applied)
         invalid.append(dict(sampled))
     raise EvalError(
         f"randomization: {task.task_id} was already done at reset in {len(invalid)} draws in a "

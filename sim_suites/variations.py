@@ -48,6 +48,7 @@ NOMINAL: dict[str, Any] = {
     "grip_force_scale": 1.0,
     "object_yaw_rad": 0.0,
     "colour_jitter": 0.0,
+    "object_size_scale": 1.0,
 }
 
 #: DR ranges used when no protocol is given: mild, like the example protocol.
@@ -73,6 +74,7 @@ STRONG_RANDOMIZATION: dict[str, tuple[float, float]] = {
     "grip_force_scale": (0.3, 1.0),
     "object_yaw_rad": (-0.5, 0.5),
     "colour_jitter": (0.0, 0.15),
+    "object_size_scale": (0.8, 1.2),
 }
 
 #: Robot firmware profiles a drift's `firmware` label may name: what the controller update does
@@ -318,6 +320,7 @@ def episode_params(
         actuator_gain_scale=float(gain),
         payload_kg=float(d.get("payload_kg", 0.0) + gap.payload_kg),
         grip_force_scale=float(v["grip_force_scale"]),
+        object_size_scale=float(v["object_size_scale"]),
     )
     rate = v["control_rate_hz"]
     if firmware["control_rate_hz"] != NOMINAL_CONTROL_RATE_HZ:

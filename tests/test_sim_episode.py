@@ -72,7 +72,10 @@ def test_protocol_supplies_targets_ranges_steps_and_start_time() -> None:
     ep = run_episode(spec, protocol).episode
     # The protocol's q* (0.8) wins over the spec's; its four DR knobs are what was sampled.
     assert ep.target_quality == 0.8
-    assert sorted(ep.randomization) == sorted(protocol.randomization)
+    sampled = {k: v for k, v in ep.randomization.items() if k != "not_applied"}
+    assert sorted(sampled) == sorted(protocol.randomization)
+    # A drawer is no free part: the part's yaw and size are recorded as not applied, with why.
+    assert sorted(ep.randomization["not_applied"]) == ["object_size_scale", "object_yaw_rad"]
     low, high = protocol.randomization["friction_scale"]
     assert low <= ep.randomization["friction_scale"] <= high
     assert ep.started_at == "2026-11-01T00:00:00Z"

@@ -34,6 +34,14 @@ class PhysicsParams:
     Scales are multiplicative on the nominal values; `payload_kg` is lumped at the hand's centre
     of mass; `friction_scale` multiplies object friction and the drawer's slide friction;
     `grip_force_scale` multiplies the gripper's force limit (GRIP_FORCE_N per finger).
+
+    `object_size_scale` s scales the free task part (role "object", joint "free") uniformly:
+    every collision and visual geom's size and offset × s, so the cameras see the part as the
+    physics has it. Its mass is kept (only `object_mass_scale` changes mass), so the two knobs stay
+    separate and a sensitivity sweep attributes an effect to size alone; its rotational inertia
+    follows the geometry at that mass (× s², as I = m·(a² + b²)/12 for a box of sides a, b).
+    Fixtures and the drawer are never resized (`sim_suites.instances` records the knob as not
+    applied there); task goals and tolerances stay as declared.
     """
 
     friction_scale: float = 1.0
@@ -43,6 +51,7 @@ class PhysicsParams:
     actuator_gain_scale: float = 1.0
     payload_kg: float = 0.0
     grip_force_scale: float = 1.0
+    object_size_scale: float = 1.0
 
 
 @dataclass(frozen=True)

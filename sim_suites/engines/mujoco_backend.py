@@ -211,12 +211,25 @@ class MujocoBackend:
             "gainprm": m.actuator_gainprm.copy(),
             "biasprm": m.actuator_biasprm.copy(),
             "forcerange": m.actuator_forcerange.copy(),
+            "geom_size": m.geom_size.copy(),
+            "geom_pos": m.geom_pos.copy(),
+            "geom_rbound": m.geom_rbound.copy(),
+            "geom_aabb": m.geom_aabb.copy(),
         }
         self._fingers = (m.body("panda_leftfinger").id, m.body("panda_rightfinger").id)
         self._geom_body = [int(b) for b in m.geom_bodyid]
         self._robot_body_ids = np.array(sorted(robot_bodies))
         self._object_bodies = np.array(
             [self._body_id[b.name] for b in scene.bodies if b.role == "object"], dtype=int
+        )
+        # Free parts that `object_size_scale` resizes, and all their geoms (the collision boxes
+        # are also what the cameras draw).
+        free_parts = {
+            self._body_id[b.name] for b in scene.bodies if b.role == "object" and b.joint == "free"
+        }
+        self._part_bodies = np.array(sorted(free_parts), dtype=int)
+        self._part_geoms = np.array(
+            [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in free_parts], dtype=int
         )
         self._object_geoms = np.array(
             [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in set(self._object_bodies)],
@@ -297,6 +310,10 @@ class MujocoBackend:
         m.actuator_gainprm[:] = nom["gainprm"]
         m.actuator_biasprm[:] = nom["biasprm"]
         m.actuator_forcerange[:] = nom["forcerange"]
+        m.geom_size[:] = nom["geom_size"]
+        m.geom_pos[:] = nom["geom_pos"]
+        m.geom_rbound[:] = nom["geom_rbound"]
+        m.geom_aabb[:] = nom["geom_aabb"]
         m.actuator_forcerange[7:9] *= params.grip_force_scale
         rb = self._robot_body_ids
         m.body_mass[rb] *= params.link_mass_scale
@@ -311,6 +328,7 @@ class MujocoBackend:
         ob = self._object_bodies
         m.body_mass[ob] *= params.object_mass_scale
         m.body_inertia[ob] *= params.object_mass_scale
+        self._resize_parts(params.object_size_scale)
         m.geom_friction[self._object_geoms, 0] *= params.friction_scale
         for dof in self._slide_dof.values():
             m.dof_frictionloss[dof] *= params.friction_scale
@@ -345,6 +363,25 @@ class MujocoBackend:
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr] = init.slide_q.get(body.name, 0.0)
         mujoco.mj_forward(m, d)
+
+    def _resize_parts(self, s: float) -> None:
+        """Scale the free parts' geoms by `s` in the compiled model (see `PhysicsParams`).
+
+        Geom sizes, offsets, bounding spheres (`geom_rbound`, used by the broad phase) and
+        boxes (`geom_aabb`: centre and half-sizes in the geom frame) all scale by s; the part's
+        mass is kept and its inertia follows the geometry (× s²), its centre of mass moves with
+        the geoms. `reset` restores the nominal values first, so scales never compound.
+        """
+        if s == 1.0:
+            return
+        m = self.model
+        g, b = self._part_geoms, self._part_bodies
+        m.geom_size[g] *= s
+        m.geom_pos[g] *= s
+        m.geom_rbound[g] *= s
+        m.geom_aabb[g] *= s
+        m.body_inertia[b] *= s * s
+        m.body_ipos[b] *= s
 
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
         m, d = self.model, self.data

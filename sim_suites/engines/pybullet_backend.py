@@ -16,6 +16,11 @@ copy of the description folds the armature into the link inertias (see
 
 The initial world is saved once (`saveState`) and restored on every reset, which also restores
 the contact solver's warm-start cache: episodes are deterministic within one client.
+
+PyBullet cannot resize a collision shape in place, so `object_size_scale` swaps bodies: a reset
+with s ≠ 1 builds the resized part as a new body (collision and visual shapes) and parks the
+nominal one far away, out of every collision; the next reset removes the resized body before
+restoring the saved world (whose body count it must match) and brings the nominal one back.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from sim_suites.engines.base import (
     quat_to_matrix,
     yaw_quat,
 )
-from sim_suites.engines.pybullet_scene import add_body
+from sim_suites.engines.pybullet_scene import add_body, scaled_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
@@ -185,6 +190,8 @@ class PybulletBackend:
             self._ids[body.name] = add_body(client, body, image_size is not None)
         self._names = {bid: name for name, bid in self._ids.items()}
         self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role == "object"]
+        self._nominal_ids = dict(self._ids)
+        self._resized: dict[str, int] = {}
         self._names[self.robot] = ROBOT
         self._names[self.table] = TABLE
         self._nominal_link_mass = {
@@ -218,9 +225,11 @@ class PybulletBackend:
     def reset(self, init: InitialState, params: PhysicsParams) -> None:
         c = self.client
         self.detach()
+        self._restore_nominal_parts()
         self._flush_contact_cache()
         self._peak = {}
         c.restoreState(self._state_id)
+        self._resize_parts(params.object_size_scale)
         for link in self._robot_links:
             mass = self._nominal_link_mass[link]
             if mass <= 0.0:
@@ -234,11 +243,14 @@ class PybulletBackend:
             bid = self._ids[body.name]
             if body.joint == "free":
                 scale = params.object_mass_scale
+                # A resized part keeps its mass; its inertia follows the geometry (× s²).
+                s2 = params.object_size_scale**2 if body.name in self._resized else 1.0
+                inertia = self._nominal_body_inertia[body.name]
                 c.changeDynamics(
                     bid,
                     -1,
                     mass=body.mass * scale,
-                    localInertiaDiagonal=[v * scale for v in self._nominal_body_inertia[body.name]],
+                    localInertiaDiagonal=[v * scale * s2 for v in inertia],
                     lateralFriction=body.friction * params.friction_scale,
                 )
             elif body.joint == "slide":
@@ -269,6 +281,44 @@ class PybulletBackend:
                 quat = _xyzw(yaw_quat(init.body_yaw.get(body.name, 0.0)))
                 c.resetBasePositionAndOrientation(bid, list(pos), quat)
                 c.resetBaseVelocity(bid, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+
+    def _resize_parts(self, s: float) -> None:
+        """Swap each free part for a copy scaled by `s` (see the module docstring)."""
+        if s == 1.0:
+            return
+        c = self.client
+        for k, body in enumerate(self.scene.bodies):
+            if body.role != "object" or body.joint != "free":
+                continue
+            nominal = self._nominal_ids[body.name]
+            bid = add_body(c, scaled_body(body, s), self.image_size is not None)
+            # Parked far from everything and out of the table's collisions (it falls freely).
+            c.setCollisionFilterPair(nominal, self.table, -1, -1, enableCollision=0)
+            c.resetBasePositionAndOrientation(
+                nominal, [1000.0 * (k + 1), 1000.0, 1000.0], [0, 0, 0, 1]
+            )
+            self._swap_id(body.name, nominal, bid)
+            self._resized[body.name] = bid
+
+    def _restore_nominal_parts(self) -> None:
+        """Remove the resized parts of the last episode and bring the nominal ones back."""
+        c = self.client
+        for name, bid in self._resized.items():
+            nominal = self._nominal_ids[name]
+            c.removeBody(bid)
+            c.setCollisionFilterPair(nominal, self.table, -1, -1, enableCollision=1)
+            self._swap_id(name, bid, nominal)
+        self._resized = {}
+
+    def _swap_id(self, name: str, old: int, new: int) -> None:
+        """Point every lookup of body `name` (contacts, poses, cameras) from `old` to `new`."""
+        self._ids[name] = new
+        self._names.pop(old, None)
+        self._names[new] = name
+        self._object_ids = [new if i == old else i for i in self._object_ids]
+        if self._renderer is not None and name in self._renderer.bodies:
+            _, link, body = self._renderer.bodies[name]
+            self._renderer.bodies[name] = (new, link, body)
 
     def _flush_contact_cache(self) -> None:
         """Drop every cached contact manifold so no episode inherits the last one's contacts.

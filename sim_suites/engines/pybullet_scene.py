@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from sim_suites.arena import Body
+from sim_suites.arena import Body, Geom
 from sim_suites.engines.quiet import native_output_silenced
 
 with native_output_silenced():  # PyBullet prints its build banner on import
@@ -49,6 +50,20 @@ def visual_shapes(client: Any, body: Body) -> int:
     args = shape_arrays(body)
     positions = args.pop("positions")
     return int(client.createVisualShapeArray(**args, visualFramePositions=positions))
+
+
+def scaled_body(body: Body, s: float) -> Body:
+    """The body with every geom's size and offset × `s` (mass kept; see `PhysicsParams`)."""
+    geoms = tuple(
+        Geom(
+            g.shape,
+            tuple(v * s for v in g.size),
+            (g.pos[0] * s, g.pos[1] * s, g.pos[2] * s),
+            g.rgba,
+        )
+        for g in body.geoms
+    )
+    return dataclasses.replace(body, geoms=geoms)
 
 
 def add_body(client: Any, body: Body, visual: bool) -> int:
