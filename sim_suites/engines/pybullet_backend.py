@@ -52,7 +52,7 @@ from sim_suites.engines.base import (
     quat_to_matrix,
     yaw_quat,
 )
-from sim_suites.engines.pybullet_scene import add_body, scaled_body
+from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
@@ -96,24 +96,6 @@ def _close_live_backends() -> None:
     """
     for backend in list(_LIVE_BACKENDS):
         backend.close()
-
-
-def coupled_finger_force(
-    q: np.ndarray, qd: np.ndarray, cmd: float, kp: float, kv: float, limit: float
-) -> np.ndarray:
-    """Forces (2,) N on the two fingers of a single-drive gripper, force-limited to `limit`.
-
-    The drive servoes the mean opening q̄ to `cmd` (F = clip(kp·(cmd − q̄) − kv·q̄̇, ±limit)); a
-    stiff coupling term kp·(q̄ − q_i) − kv·(q̇_i − q̄̇) keeps the fingers together, as the
-    hand's mechanism does, and each finger's total stays within ±limit.
-
-    Args:
-        q, qd: (2,) finger positions (m) and velocities (m/s). cmd: set-point per finger, m.
-    """
-    mean, mean_v = 0.5 * float(q[0] + q[1]), 0.5 * float(qd[0] + qd[1])
-    drive = min(limit, max(-limit, kp * (cmd - mean) - kv * mean_v))
-    out = drive + kp * (mean - q) - kv * (qd - mean_v)
-    return np.clip(out, -limit, limit)
 
 
 class PybulletBackend:

@@ -1,9 +1,12 @@
-"""Scene bodies in PyBullet: collision (and, for cameras, visual) shapes from the arena's geoms."""
+"""Scene bodies in PyBullet: collision (and, for cameras, visual) shapes from the arena's geoms,
+and the hand's coupled, force-limited finger drive."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
+
+import numpy as np
 
 from sim_suites.arena import Body, Geom
 from sim_suites.engines.quiet import native_output_silenced
@@ -120,3 +123,21 @@ def add_body(client: Any, body: Body, visual: bool) -> int:
             lateralFriction=body.friction if body.role == "object" else 1.0,
         )
     return int(bid)
+
+
+def coupled_finger_force(
+    q: np.ndarray, qd: np.ndarray, cmd: float, kp: float, kv: float, limit: float
+) -> np.ndarray:
+    """Forces (2,) N on the two fingers of a single-drive gripper, force-limited to `limit`.
+
+    The drive servoes the mean opening q̄ to `cmd` (F = clip(kp·(cmd − q̄) − kv·q̄̇, ±limit)); a
+    stiff coupling term kp·(q̄ − q_i) − kv·(q̇_i − q̄̇) keeps the fingers together, as the
+    hand's mechanism does, and each finger's total stays within ±limit.
+
+    Args:
+        q, qd: (2,) finger positions (m) and velocities (m/s). cmd: set-point per finger, m.
+    """
+    mean, mean_v = 0.5 * float(q[0] + q[1]), 0.5 * float(qd[0] + qd[1])
+    drive = min(limit, max(-limit, kp * (cmd - mean) - kv * mean_v))
+    out = drive + kp * (mean - q) - kv * (qd - mean_v)
+    return np.clip(out, -limit, limit)
