@@ -4,7 +4,8 @@
 
 1. check the robot answers (fresh joint state) — otherwise the episode is aborted as
    `robot_lost` (the runner waits for the robot; that attempt does not use a policy retry);
-2. homing: a trajectory to the profile's home posture, waiting until the arm is there;
+2. homing (`real_bridge.homing`): open the gripper, lift the hand when it is low, a trajectory
+   to the profile's home posture, waiting until the arm has settled there;
 3. setup: the scene-reset service (publishing the manifest first) or, without one, a technician
    confirmation listing the manifest's object placement for the seed;
 4. the policy loop (`real_bridge.policy_loop`) at the protocol's rate, recording every command;
@@ -32,6 +33,7 @@ from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
 from real_bridge.bridge_config import BridgeConfig
 from real_bridge.entry import Prompter, parse_yes_no
+from real_bridge.homing import Homing, HomingReport
 from real_bridge.interface import (
     HOLD_TIME_FROM_START_S,
     episode_event,
@@ -42,11 +44,6 @@ from real_bridge.judges import Judgement, check_oracle, technician_judgement, to
 from real_bridge.policy_loop import CommandRefused, LoopIO, LoopStats, RobotLost, run_policy_loop
 from real_bridge.safety import SafetyTracker
 
-#: Homing ends when every arm joint is within this of home, rad.
-HOMING_TOLERANCE_RAD = 0.02
-#: Homing is sent again when the arm is not home this long after the trajectory should have
-#: ended, s.
-HOMING_RESEND_S = 0.5
 #: Pause between the setup and the first observation, s.
 SETTLE_S = 0.3
 #: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
@@ -90,6 +87,7 @@ class EpisodeRun:
         self.safe_stop_message: Any = None
         self.recorded: dict[str, int] = {}
         self.setup_lines: list[str] = []
+        self.homing: HomingReport | None = None
 
     # ------------------------------------------------------------------ safety
 
@@ -143,46 +141,13 @@ class EpisodeRun:
             )
 
     def home(self) -> None:
-        """Send the homing trajectory and wait until the arm is there (deadlines.homing_s)."""
-        robot = self.config.robot
-        if not robot.home:
+        """Staged homing (`real_bridge.homing`): gripper open, retreat upward when low, a
+        joint-space trajectory home, done when the arm has settled near home."""
+        if not self.config.robot.home:
             return
-        if self.config.topics.gripper_command and robot.gripper_joints:
-            opened = [robot.gripper_open] * len(robot.gripper_joints)
-            self.link.publish_command(robot.gripper_joints, opened, 0.3, stream="gripper_command")
-            time.sleep(0.4)  # let go of whatever is held before the arm moves
-        state = self.link.latest_state()
-        q = self._arm_positions(state)
-        home = np.asarray(robot.home)
-        # Duration from the slowest joint at half its speed limit (at least 0.5 s).
-        duration = max(
-            0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
-        )
-        self.link.publish_command(robot.arm_joints, home, duration)
-        started = time.monotonic()
-        deadline = started + min(self.config.deadlines.homing_s, duration + 5.0)
-        resend = started + duration + HOMING_RESEND_S
-        while time.monotonic() < deadline:
-            if time.monotonic() >= resend:  # a command dropped by the robot (e.g. a hold)
-                state = self.link.latest_state()
-                q = self._arm_positions(state)
-                again = max(
-                    0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
-                )
-                self.link.publish_command(robot.arm_joints, home, again)
-                resend = time.monotonic() + again + HOMING_RESEND_S
-            if self._robot_stop():
-                raise EvalError(f"protective stop during homing: {self._robot_stop()}")
-            state = self.link.latest_state()
-            if self.link.state_age_s() > self.config.deadlines.state_stale_s:
-                raise RobotLost("robot stopped answering during homing")
-            if np.all(np.abs(self._arm_positions(state) - home) <= HOMING_TOLERANCE_RAD):
-                return
-            time.sleep(0.01)
-        raise EvalError(
-            f"homing did not reach the home posture within {self.config.deadlines.homing_s:.0f} s",
-            key="homing",
-        )
+        homing = Homing(self.link, self.config, self._arm_positions)
+        self.homing = homing.report
+        homing.run()
 
     def latched_stop(self) -> str:
         """The robot's protective/emergency stop still latched from before, or ""."""
@@ -412,6 +377,8 @@ class EpisodeRun:
         control["bridge_state_messages"] = int(end - self.state_count_start)
         control["bridge_peak_force_n"] = round(float(self.link.peak_force_n), 6)
         control["bridge_images"] = int(self.link.image_count)
+        if self.homing is not None:
+            control.update(self.homing.summary())
         if self.abort_cause:
             control["abort_cause"] = self.abort_cause
         if self.recorded:
