@@ -12,7 +12,8 @@ exactly there:
    control period, checked as a whole against the profile's joint limits and workspace box
    (`real_bridge.command_check`) before any of it is sent; a path that would violate them is not
    sent (homing goes on without it);
-3. a joint-space trajectory to `robot.home`, timed from the joints' speed limits;
+3. a joint-space trajectory to `robot.home`, timed so no joint exceeds `HOMING_SPEED_SHARE` of
+   its speed limit and the TCP's mean speed along the path stays at `HOMING_TCP_SPEED_MPS`;
 4. done when the arm has come to rest (no joint moved more than `SETTLED_MOVE_RAD` over
    `SETTLED_FOR_S`) within `robot.home_tolerance_rad` of home on every joint. An arm at rest
    farther away is blocked (or its command was dropped): it does not get the same straight path
@@ -47,7 +48,12 @@ RETREAT_SPEED_MPS = 0.1
 #: The retreat keeps this far below the workspace box's ceiling, m.
 CEILING_MARGIN_M = 0.02
 #: Share of the joints' speed limit the homing trajectory is timed with.
-HOMING_SPEED_SHARE = 0.5
+HOMING_SPEED_SHARE = 0.3
+#: The homing trajectory is timed so the TCP's mean speed along it stays at or below this, m/s
+#: (the reduced speed of collaborative operation: homing may pass near people and fixtures).
+HOMING_TCP_SPEED_MPS = 0.25
+#: Points the joint-space homing path is sampled at to measure the TCP's path length.
+PATH_SAMPLES = 24
 #: Shortest homing trajectory, s.
 MIN_HOMING_S = 0.5
 #: Homing trajectories sent at most (the first and one after a retreat from a blocked posture).
@@ -119,6 +125,21 @@ def retreat_path(
     return path, ""
 
 
+def homing_duration(q: np.ndarray, home: np.ndarray, robot: Any, kin: Any = None) -> float:
+    """Seconds for the straight joint-space move q → home: the longest of MIN_HOMING_S, each
+    joint's |Δq| / (HOMING_SPEED_SHARE · its speed limit), and (with kinematics) the TCP's path
+    length along the move (PATH_SAMPLES segments) / HOMING_TCP_SPEED_MPS."""
+    q, home = np.asarray(q, dtype=float), np.asarray(home, dtype=float)
+    joints = np.abs(home - q) / (HOMING_SPEED_SHARE * np.asarray(robot.velocity_max))
+    duration = max(MIN_HOMING_S, float(np.max(joints)))
+    if kin is not None:
+        s = np.linspace(0.0, 1.0, PATH_SAMPLES + 1)
+        tcps = np.array([kin.forward(q + t * (home - q))[0] for t in s])
+        length = float(np.sum(np.linalg.norm(np.diff(tcps, axis=0), axis=1)))
+        duration = max(duration, length / HOMING_TCP_SPEED_MPS)
+    return duration
+
+
 def _ik_step(
     kin: Any, goal: np.ndarray, rot: np.ndarray, q: np.ndarray, iterations: int = 3
 ) -> np.ndarray:
@@ -161,7 +182,7 @@ class Homing:
         self._diag_index = link.diagnostics_total
         self.report = HomingReport()
         self.kin: Any = None
-        if self.robot.kinematics == "panda" and self.robot.retreat_m > 0:
+        if self.robot.kinematics == "panda":
             from sim_suites.robot import panda_kinematics
 
             self.kin = panda_kinematics()
@@ -208,8 +229,9 @@ class Homing:
     # ------------------------------------------------------------------ steps
 
     def _retreat_if_low(self, home: np.ndarray, *, always: bool = False) -> None:
-        if self.kin is None:
+        if self.kin is None or self.robot.retreat_m <= 0:
             return
+        self._settle()  # a path is planned from where the arm is now, not from a stale reading
         q = self._start_q()
         z, home_z = self.kin.forward(self._q())[0][2], self.kin.forward(home)[0][2]
         if z >= home_z and not always:
@@ -275,13 +297,15 @@ class Homing:
 
     def _settle(self) -> np.ndarray:
         """Wait until no arm joint has moved more than SETTLED_MOVE_RAD for SETTLED_FOR_S (from
-        positions: a joint_state's velocity field is optional); returns the posture."""
+        positions: a joint_state's velocity field is optional), judged on states that kept
+        arriving through the window; returns the posture."""
         ref_q, ref_t = self._q(), time.monotonic()
         while True:
             self._check()
             time.sleep(0.01)
-            q, now = self._q(), time.monotonic()
+            state, now = self.link.latest_state(), time.monotonic()
+            q = np.asarray(self.arm_positions(state), dtype=float)
             if np.any(np.abs(q - ref_q) > SETTLED_MOVE_RAD):
                 ref_q, ref_t = q, now
-            elif now - ref_t >= SETTLED_FOR_S:
+            elif now - ref_t >= SETTLED_FOR_S and state.received_s >= ref_t + SETTLED_FOR_S / 2:
                 return q

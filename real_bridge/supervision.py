@@ -44,6 +44,8 @@ from real_bridge.judges import Judgement, check_oracle, technician_judgement, to
 from real_bridge.policy_loop import CommandRefused, LoopIO, LoopStats, RobotLost, run_policy_loop
 from real_bridge.safety import SafetyTracker
 
+#: After a scene reset, the joint states must come from this long after it reported done, s.
+RESET_FRESH_S = 0.05
 #: Pause between the setup and the first observation, s.
 SETTLE_S = 0.3
 #: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
@@ -130,6 +132,27 @@ class EpisodeRun:
             )
         return np.array([state.position[index[j]] for j in self.config.robot.arm_joints])
 
+    def _await_fresh_state(self, after_s: float) -> None:
+        """After the reset station reported done: wait (deadlines.discovery_s) until joint states
+        received from `after_s` + RESET_FRESH_S on show the robot — a station (or a twin
+        rebuilding its scene) may hold the robot's stream up while it works, and states queued
+        before it finished describe the scene before the reset."""
+        fresh = after_s + RESET_FRESH_S
+        stale = self.config.deadlines.state_stale_s
+
+        def current() -> bool:
+            state = self.link.state
+            return state is not None and state.received_s >= fresh and (
+                self.link.state_age_s() <= stale
+            )
+
+        time.sleep(RESET_FRESH_S)
+        if not self.link.wait_until(current, self.config.deadlines.discovery_s):
+            raise RobotLost(
+                f"robot not answering after the scene reset: no joint state on "
+                f"{self.config.topics.joint_state} for {self.link.state_age_s():.1f} s"
+            )
+
     def _require_robot(self) -> None:
         stale = self.config.deadlines.state_stale_s
         if self.link.state_age_s() > stale and not self.link.wait_until(
@@ -184,6 +207,7 @@ class EpisodeRun:
                 remaining = max(0.05, deadline - time.monotonic())
                 ok, message = self.link.scene_reset(remaining)
                 if ok and _echoed_hash(message) == expected:
+                    self._await_fresh_state(time.monotonic())
                     break
                 last = message
                 if time.monotonic() >= deadline:

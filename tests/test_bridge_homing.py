@@ -1,4 +1,5 @@
-"""The homing retreat path, without ROS: a straight lift of the TCP, checked before it is sent."""
+"""Without ROS: the homing retreat path (a straight lift of the TCP, checked before it is sent)
+and the interpreter settings of the policy loop."""
 
 from __future__ import annotations
 
@@ -61,3 +62,36 @@ def test_homing_settings_are_checked_and_reported():
         "homing_s": 3.601,
         "homing_residual_rad": 0.1018,
     }
+
+
+def test_the_policy_loop_runs_without_garbage_collection_and_restores_it():
+    import gc
+    import sys
+
+    from real_bridge.policy_loop import LOOP_SWITCH_INTERVAL_S, quiet_interpreter
+
+    assert gc.isenabled()
+    switch = sys.getswitchinterval()
+    with quiet_interpreter():
+        assert not gc.isenabled() and sys.getswitchinterval() == pytest.approx(0.0005)
+        assert gc.get_freeze_count() > 0  # what existed before the loop is not scanned again
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert sys.getswitchinterval() == switch and LOOP_SWITCH_INTERVAL_S == 0.0005
+
+
+def test_homing_is_timed_by_the_joint_speed_share_and_the_tcp_speed():
+    from real_bridge.homing import homing_duration
+
+    robot, kin = RobotSpec(), panda_kinematics()
+    home = np.asarray(robot.home)
+    # Joint 2 0.57 rad away: 0.57 / (0.3 · 2.175 rad/s) = 0.8736 s; joint 6 0.485 rad away:
+    # 0.485 / (0.3 · 2.61) = 0.6194 s. Without kinematics the slower joint decides.
+    q = home + np.array([0.0, 0.57, 0.0, 0.0, 0.0, 0.485, 0.0])
+    assert homing_duration(q, home, robot) == pytest.approx(0.57 / (0.3 * 2.175))
+    # Near home the shortest trajectory, 0.5 s.
+    assert homing_duration(home + 0.01, home, robot) == 0.5
+    # With kinematics the TCP's mean speed is at most 0.25 m/s: the path is at least as long as
+    # the straight line between its ends.
+    chord = np.linalg.norm(kin.forward(q)[0] - kin.forward(home)[0])
+    timed = homing_duration(q, home, robot, kin)
+    assert timed >= chord / 0.25 > 0.57 / (0.3 * 2.175)
