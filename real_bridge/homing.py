@@ -245,13 +245,19 @@ class Homing:
             return
         if not len(path):
             return
-        period = RETREAT_DT_S
-        tick = time.monotonic()
-        for target in path:
+        # One target per period on an absolute schedule. A sender held up (a loaded machine) does
+        # not burst the targets it is late with: it sends the one due now, timed over the whole
+        # time since the last one it sent, so the arm never moves faster than planned.
+        start = time.monotonic()
+        sent = 0
+        while sent < len(path):
             self._check()
-            self.link.publish_command(self.robot.arm_joints, target, period)
-            tick += period
-            self._wait(max(0.0, tick - time.monotonic()), poll_s=period)
+            due = min(len(path), int((time.monotonic() - start) / RETREAT_DT_S) + 1)
+            if due > sent:
+                span = (due - sent) * RETREAT_DT_S
+                self.link.publish_command(self.robot.arm_joints, path[due - 1], span)
+                sent = due
+            self._wait(max(0.0, start + sent * RETREAT_DT_S - time.monotonic()), poll_s=0.005)
         self.report.retreats += 1
         self._settle()
 

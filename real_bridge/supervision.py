@@ -107,11 +107,17 @@ class EpisodeRun:
 
     def safe_stop(self) -> str:
         """Send the hold: stamp 0, the current posture of the arm controller's joints only,
-        time_from_start HOLD_TIME_FROM_START_S. Returns a note ("" when sent)."""
+        time_from_start HOLD_TIME_FROM_START_S. Returns a note ("" when sent); not sent from a
+        stale joint state (a lost robot)."""
         state = self.link.latest_state()
         joints = self.config.robot.arm_joints
         if state is None:
             return "no joint state: hold not sent"
+        age = self.link.state_age_s()
+        if age > self.config.deadlines.state_stale_s:
+            # A posture this old is not where the arm is: holding "there" would move it. The
+            # robot's own deadman holds it when the harness stops supervising.
+            return f"the last joint state is {age:.1f} s old: hold not sent"
         index = {n: i for i, n in enumerate(state.names)}
         if any(j not in index for j in joints):
             return "the joint states do not name the controller's joints: hold not sent"
