@@ -282,7 +282,8 @@ class BridgeLink:
         with self._lock:
             total = self.diagnostics_total
             new = min(total - index, len(self.diagnostics))
-            items = list(self.diagnostics)[len(self.diagnostics) - new :] if new > 0 else []
+            # From the right end only: the control loop asks every tick, the buffer holds 10 000.
+            items = [self.diagnostics[-k] for k in range(new, 0, -1)]
             return items, total
 
     def verdicts_for(self, episode_id: str) -> list[tuple[str, float]]:
