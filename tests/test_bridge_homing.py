@@ -75,6 +75,9 @@ def test_the_policy_loop_runs_without_garbage_collection_and_restores_it():
     with quiet_interpreter():
         assert not gc.isenabled() and sys.getswitchinterval() == pytest.approx(0.0005)
         assert gc.get_freeze_count() > 0  # what existed before the loop is not scanned again
+        garbage = [[] for _ in range(3000)]  # allocations far past gen 0's threshold of 700
+        assert gc.get_count()[0] > 700  # ... and still no collection ran
+        del garbage
     assert gc.isenabled() and gc.get_freeze_count() == 0
     assert sys.getswitchinterval() == switch and LOOP_SWITCH_INTERVAL_S == 0.0005
 
