@@ -149,8 +149,10 @@ class EpisodeRun:
 
         def current() -> bool:
             state = self.link.state
-            return state is not None and state.received_s >= fresh and (
-                self.link.state_age_s() <= stale
+            return (
+                state is not None
+                and state.received_s >= fresh
+                and (self.link.state_age_s() <= stale)
             )
 
         time.sleep(RESET_FRESH_S)
