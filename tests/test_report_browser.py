@@ -136,7 +136,7 @@ def check_page(report: Path, width: int, tmp: Path, verdict: str, images: int) -
     assert inner_w == width and 700 <= inner_h <= SCREEN_H
     # The verdict and the level's explanation are on the first screen; nothing overflows.
     assert 0 < top < bottom < inner_h and level_top < inner_h
-    assert page_w <= width
+    assert page_w <= width and right <= width
     assert f'data-verdict="{verdict}"' in dom
 
     from matplotlib.image import imread

@@ -236,3 +236,47 @@ def test_sim_trajectory_frames_make_a_strip(tmp_path: Path) -> None:
     none, why = camera_strip([Artifact(path=str(tmp_path / "gone.mcap"), sha256="0" * 64,
                                        kind="mcap")])  # fmt: skip
     assert none == [] and "not on disk" in why
+
+
+def test_next_steps_most_urgent_first() -> None:
+    from embodied_eval.verdict import next_steps, window_verdict
+
+    checks = {
+        "AAI-2": {
+            "checks": [
+                {"name": "0 major", "verdict": "fail", "remaining": {}},
+                {"name": "RA ≥ 0.5", "verdict": "inconclusive", "remaining": {"trials": 14.0}},
+                {"name": "minor rate", "verdict": "inconclusive",
+                 "remaining": {"hours": 299.5721}},
+                {"name": "P ≥ 0.7", "verdict": "evidence_missing", "remaining": {}},
+            ]
+        }
+    }  # fmt: skip
+    steps = next_steps(window_verdict(checks, valid=True), has_evidence=False)
+    assert steps[0].startswith("Fix what fails (0 major)")
+    assert steps[1].startswith(
+        "Run about 14 more trials and about 299.6 more exposure hours to settle the 2 "
+        "inconclusive check(s)"
+    )
+    assert "--evidence FILE" in steps[2] and len(steps) == 3
+    with_evidence = next_steps(window_verdict(checks, valid=True), has_evidence=True)
+    assert with_evidence[2] == "Supply evidence for the 1 check(s) that lack it (P ≥ 0.7)."
+    invalid = next_steps(window_verdict({}, valid=False), has_evidence=True)
+    assert invalid[0].startswith("Investigate the critical incident") and len(invalid) == 1
+    green = next_steps(window_verdict({}, valid=True), has_evidence=True)
+    assert green[0].startswith("Nothing remains for this window")
+
+
+def test_certify_prints_what_to_do_next(
+    major_window: dict[str, Path],  # noqa: F811 - the imported fixture
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from embodied_eval.cli.main import main
+
+    w = major_window
+    assert main(["certify", "--protocol", str(w["protocol"]), "--db", str(w["db"]),
+                 "--evidence", str(w["evidence"]), "--key", str(w["tmp"] / "next-key.pem"),
+                 "--create-key", "--out", str(w["tmp"] / "next-bundle")]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    after = out.split("What to do next:", 1)[1]
+    assert after.lstrip().startswith("1. Fix what fails (critical-incident rules (§7);")

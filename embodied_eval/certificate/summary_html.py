@@ -75,6 +75,8 @@ def _short(est: Mapping[str, Any] | None) -> str:
 def _headline_card(name: str, words: str, est: Mapping[str, Any] | None) -> str:
     if not isinstance(est, Mapping) or est.get("value") is None:
         why = (est or {}).get("note") if isinstance(est, Mapping) else None
+        if isinstance(est, Mapping) and est.get("faults") == 0:
+            why = "no fault occurred or was injected"
         return (
             f'<div id="headline-{esc(name)}">{esc(name)} <small>{esc(words)}</small>'
             f"<b>—</b><small>no evidence{': ' + esc(why) if why else ''}</small></div>"
