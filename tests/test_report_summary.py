@@ -6,7 +6,7 @@ Hand-computed values:
     two-sided 95 % Garwood upper bound with k = 0 in H = 0.0011 h: χ²(0.975; 2)/(2H)·100
         = −ln(0.025)/0.0011·100 = 3.688879/0.0011·100 = 335,353 per 100 h.
     timeline x of 2026-11-12T09:30Z on the window 2026-11-01..2026-11-30 (axis to 12-01 00:00,
-        30 days): 110 + 16 + 838·(11.395833/30) = 126 + 318.32 = 444.3; weekly ticks (30 days
+        30 days): 120 + 16 + 828·(11.395833/30) = 136 + 314.53 = 450.5; weekly ticks (30 days
         / 7 ≤ 8 ticks): 11-01, 11-08, 11-15, 11-22, 11-29. Lanes top-down critical, major, minor,
         near-miss: the major lane's centre is 16 + 34 + 17 = 67.
 """
@@ -116,7 +116,7 @@ def test_timeline_in_calendar_time_by_hand() -> None:
         "counts_toward_window": True,
     }
     svg = incident_timeline_svg([incident], "2026-11-01", "2026-11-30")
-    assert re.search(r'<circle cx="444.3" cy="67.0" r="7" fill="#DD8452"', svg)
+    assert re.search(r'<circle cx="450.5" cy="67.0" r="7" fill="#DD8452"', svg)
     ticks = re.findall(r">(2026-\d\d-\d\d)</text>", svg)
     assert ticks == ["2026-11-01", "2026-11-08", "2026-11-15", "2026-11-22", "2026-11-29"]
     # Two near-misses a minute apart share one marker with their count; not counted ⇒ hollow.

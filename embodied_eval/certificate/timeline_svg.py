@@ -22,7 +22,7 @@ SEVERITY_COLORS = {
     "critical": "#C44E52",
 }
 WIDTH = 1000
-LEFT, RIGHT = 110, 20
+LEFT, RIGHT = 120, 20
 #: Room between the lane labels and the first possible marker, SVG units.
 PAD = 16
 LANE_H = 34
@@ -102,7 +102,7 @@ def incident_timeline_svg(incidents: Sequence[Mapping[str, Any]], start: Any, en
 
     parts = [
         f'<svg id="incident-timeline" role="img" viewBox="0 0 {WIDTH} {height}" width="100%" '
-        f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="13">',
+        f'xmlns="http://www.w3.org/2000/svg" font-family="sans-serif" font-size="18">',
         "<title>Incidents over the window, by severity (calendar time, UTC)</title>",
     ]
     axis_y = TOP + LANE_H * len(SEVERITIES)
@@ -169,7 +169,7 @@ def incident_timeline_svg(incidents: Sequence[Mapping[str, Any]], start: Any, en
                 )
                 if len(group) > 1:
                     parts.append(
-                        f'<text x="{x + 10:.1f}" y="{y - 6:.1f}" font-size="11">'
+                        f'<text x="{x + 10:.1f}" y="{y - 6:.1f}" font-size="14">'
                         f"×{len(group)}</text>"
                     )
     parts.append("</svg>")
