@@ -280,3 +280,13 @@ def test_certify_prints_what_to_do_next(
     out = capsys.readouterr().out
     after = out.split("What to do next:", 1)[1]
     assert after.lstrip().startswith("1. Fix what fails (critical-incident rules (§7);")
+
+
+def test_many_incidents_on_one_episode_are_counted_not_listed() -> None:
+    from embodied_eval.certificate.episodes_html import _incident_text
+
+    rows = [{"incident_id": f"INC-{i}", "severity": "near_miss"} for i in range(5)]
+    assert _incident_text(rows) == (
+        "INC-0 (near-miss)<br>INC-1 (near-miss)<br>INC-2 (near-miss)<br>and 2 more"
+    )
+    assert _incident_text([]) == "—"

@@ -24,7 +24,7 @@ PAIRS_LIMIT = 300
 #: Thumbnail strips drawn at most (each decodes frames from a recording).
 STRIPS_LIMIT = 12
 #: Failed and incident episodes shown before the rest are folded.
-ATTENTION_SHOWN = 20
+ATTENTION_SHOWN = 10
 
 
 def _outcome(e: Episode) -> str:
@@ -73,14 +73,18 @@ def _incidents_by_episode(
     return out
 
 
+#: Incidents named per cell before the rest are counted.
+INCIDENTS_NAMED = 3
+
+
 def _incident_text(rows: Sequence[Mapping[str, Any]]) -> str:
-    return (
-        "<br>".join(
-            f"{esc(i.get('incident_id'))} ({esc(str(i.get('severity', '')).replace('_', '-'))})"
-            for i in rows
-        )
-        or "—"
-    )
+    named = [
+        f"{esc(i.get('incident_id'))} ({esc(str(i.get('severity', '')).replace('_', '-'))})"
+        for i in rows[:INCIDENTS_NAMED]
+    ]
+    if len(rows) > INCIDENTS_NAMED:
+        named.append(f"and {len(rows) - INCIDENTS_NAMED} more")
+    return "<br>".join(named) or "—"
 
 
 def _severity_rank(rows: Sequence[Mapping[str, Any]]) -> int:
@@ -150,7 +154,8 @@ def _attention(
         "carry a recording only when run with <code>--record</code>.</p>"
         + table(headers, shown)
         + (
-            f"<details><summary>{len(rest)} more</summary>{table(headers, rest)}</details>"
+            f"<details><summary>{len(rest)} more failed or incident episodes</summary>"
+            f"{table(headers, rest)}</details>"
             if rest
             else ""
         )
