@@ -49,7 +49,7 @@ REPRS = (r"\{'", r'\{"', r"\bNone\b", r"\bTrue\b", r"\bFalse\b", r"object at 0x"
 def page_text(html: str) -> str:
     """The text a reader sees (no style, script or tags)."""
     body = re.sub(r"(?s)<(style|script)\b.*?</\1>", " ", html)
-    return re.sub(r"<[^>]+>", " ", body)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body))
 
 
 def test_zero_event_hours_by_hand() -> None:
@@ -290,3 +290,38 @@ def test_many_incidents_on_one_episode_are_counted_not_listed() -> None:
         "INC-0 (near-miss)<br>INC-1 (near-miss)<br>INC-2 (near-miss)<br>and 2 more"
     )
     assert _incident_text([]) == "—"
+
+
+def test_why_not_the_next_level_names_what_blocks_it() -> None:
+    def gate(level: int, name: str, *checks: tuple[str, str]) -> dict[str, Any]:
+        return {"level": level, "name": name,
+                "checks": [{"id": n, "name": n, "verdict": v, "detail": ""} for n, v in checks]}  # fmt: skip
+
+    missing = [(f"X{i} ≥ 0.5", "evidence_missing") for i in range(6)]
+    cert = {
+        "window": {"valid": True},
+        "evidence": {"file": "evidence.json"},
+        "level": {"level": 1, "assigned": "AAI-1", "procedure_name": "AAI-1 Tool-using"},
+        "score": {
+            "gates": [
+                gate(1, "AAI-1 gates", ("A ≥ 0.5", "pass")),
+                gate(
+                    2,
+                    "AAI-2 (Robotics)",
+                    ("E ≥ 0.6", "fail"),
+                    ("RA ≥ 0.5", "inconclusive"),
+                    *missing,
+                ),
+            ]
+        },
+        "embodiment": {"gates": {}},
+    }
+    text = page_text(summary_html(cert))
+    assert "Certified level: AAI-1 (Tool-using): the highest level whose gates all pass." in text
+    assert (
+        "Why not AAI-2: 1 check(s) fail (E ≥ 0.6), 1 check(s) are inconclusive (RA ≥ 0.5), "
+        "6 check(s) lack evidence (X0 ≥ 0.5; X1 ≥ 0.5; X2 ≥ 0.5; X3 ≥ 0.5; and 2 more in the "
+        "table below)." in text
+    )
+    assert "can at most reach AAI-0" not in text  # an evidence file was given
+    assert "The checks of AAI-1 and AAI-2" in text

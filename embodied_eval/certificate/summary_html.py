@@ -28,6 +28,9 @@ from embodied_eval.verdict import (
     window_verdict,
 )
 
+#: Check names given per outcome in the "why not higher" sentence (the table lists them all).
+NAMES_SHOWN = 4
+
 #: The headline numbers (seed §3.1 and §7: E's parts and the auxiliary gates), in order.
 HEADLINE = (
     ("AR", "actuation reliability"),
@@ -134,7 +137,10 @@ def _why_not_higher(cert: Mapping[str, Any]) -> str:
         ):
             names = sorted({str(r["check"]) for r in nxt if r["verdict"] == verdict})
             if names:
-                blocked.append(f"{len(names)} check(s) {words} ({'; '.join(names)})")
+                shown = "; ".join(names[:NAMES_SHOWN])
+                if len(names) > NAMES_SHOWN:
+                    shown += f"; and {len(names) - NAMES_SHOWN} more in the table below"
+                blocked.append(f"{len(names)} check(s) {words} ({shown})")
         parts.append(
             f"Why not AAI-{n + 1}: "
             + (", ".join(esc(b) for b in blocked) if blocked else "its checks are not all met")
