@@ -97,7 +97,7 @@ def camera_strip(artifacts: Sequence[Artifact]) -> tuple[list[tuple[float, str]]
                 raw: list[tuple[float, np.ndarray | bytes]] = list(reader(path, FRAMES_PER_STRIP))
             else:
                 raw = list(_trajectory_frames(path, FRAMES_PER_STRIP))
-        except (EvalError, OSError, ValueError) as exc:
+        except (EvalError, ImportError, OSError, ValueError) as exc:
             tried.append(f"{path.name} could not be read ({exc})")
             continue
         if not raw:

@@ -101,7 +101,7 @@ def _headline(cert: Mapping[str, Any]) -> str:
         f"{float(phys['value']):.3g} {esc(phys.get('unit', ''))} {_interval(phys)} "
         f"({float(phys.get('tasks_per_hour') or 0.0):.3g} successful tasks per hour)"
         if phys.get("value") is not None
-        else "— (no price card or no successes)"
+        else f"— ({esc(phys.get('note') or 'not computed')})"
     )
     window = cert.get("window", {})
     return (
