@@ -16,11 +16,12 @@ after it. While the loop runs (`quiet_interpreter`), Python's cyclic garbage col
 a full collection over the harness's heap (simulator models, rclpy, the link's buffers) stalls
 every thread for tens of milliseconds (64–86 ms measured with the twin's benchmark), up to four
 20 ms control periods. Everything alive when the loop starts is frozen (`gc.freeze()`); the
-collector is switched back on and the frozen objects released when the loop ends. The caller
-collects once before anything moves (`real_bridge.supervision` does, at the start of each
-episode, when the arm is still). The interpreter's thread
-switch interval is shortened for the loop as well: the ROS executor thread that receives the
-robot's streams must not keep the control loop waiting for the GIL for the default 5 ms.
+collector is switched back on and the frozen objects released when the loop ends, so garbage is
+collected between episodes as before. (No explicit full collection is forced: it would hold the
+GIL — and the deadman heartbeat thread — for as long, and a robot holds after 100 ms without a
+heartbeat.) The interpreter's thread switch interval is shortened for the loop as well: the ROS
+executor thread that receives the robot's streams must not keep the control loop waiting for the
+GIL for the default 5 ms.
 """
 
 from __future__ import annotations

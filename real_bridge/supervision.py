@@ -20,7 +20,6 @@ time_from_start 0.1 s) — a trajectory a real joint_trajectory_controller accep
 
 from __future__ import annotations
 
-import gc
 import json
 import time
 from collections.abc import Callable
@@ -271,7 +270,6 @@ class EpisodeRun:
 
     def execute(self, policy_factory: Callable[[], Any], adapter: Any, setup: Any) -> None:
         spec, cfg = self.spec, self.config
-        gc.collect()  # now, while nothing moves: the policy loop runs without the collector
         try:
             self._require_robot()
             if cfg.loop.judge == "oracle":

@@ -330,9 +330,9 @@ def test_homing_after_an_episode_on_a_worn_arm_that_ended_low(twin, tmp_path):
         first = robot.run_episode(low, None, tmp_path / "rec").episode
         assert first.status == "ok", first.status_reason
         tcp_z = robot._adapter().tcp_of(robot.link.latest_state().position[:7])[2]
-        assert tcp_z < 0.2  # the hand ended low (sagging below LOW_Q's 0.131 m)
+        assert tcp_z < 0.2, tcp_z  # the hand ended low (sagging below LOW_Q's 0.131 m)
         second = robot.run_episode(spec("after", seed=5), None, tmp_path / "rec").episode
     assert second.status == "ok", second.status_reason
     control = second.control
-    assert control["homing_retreats"] >= 1 and control["homing_trajectories"] == 1
-    assert 0.02 < control["homing_residual_rad"] <= 0.15
+    assert control["homing_retreats"] >= 1 and control["homing_trajectories"] == 1, control
+    assert 0.02 < control["homing_residual_rad"] <= 0.15, control
