@@ -4,15 +4,22 @@ files against the hashes chained for them. Used by `embodied_eval.store_verify`.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import hashchain, ledger
+from embodied_eval import ledger
 from embodied_eval.canonical import file_sha256
 from embodied_eval.hashchain import Problem
 from embodied_eval.keys import verify_signature
 from embodied_eval.store_report import StoreReport
+
+#: The fixed pieces of a plain episode record's canonical text (`LedgerWalk.skim`).
+_PLAIN_DATA = '","data":{"artifacts":[],"episode_id":"'
+_PLAIN_RECORD = '","faults":[],"import":null,"record_sha256":"'
+_PLAIN_EVENTS = '","safety_events_sha256":'
+_PLAIN_KIND = '},"kind":"episode","record_id":'
 
 #: Roles that must sign each kind of ledger record.
 SIGNER_ROLES = {"audit": ("technician",), "seal": ("protocol_owner",)}
@@ -77,27 +84,45 @@ class LedgerWalk:
         )
 
     def skim(self, seq: int, body: str) -> bool:
-        """Read a plain episode record (no faults, artifacts or import) from its canonical text
-        without parsing it; False for anything else (then it is parsed)."""
-        if (
-            hashchain.tail_kind(body) != "episode"
-            or '"artifacts":[],' not in body
-            or '"faults":[],' not in body
-            or '"import":null,' not in body
-        ):
+        """Read a plain unsigned episode record (no faults, artifacts or import) from its
+        canonical text without parsing it; False for anything else (then it is parsed).
+
+        The text is matched piece by piece from the start — `{"at":"…","data":{"artifacts":[],
+        "episode_id":"…","faults":[],"import":null,"record_sha256":"…","safety_events_sha256":
+        …},"kind":"episode","record_id":` — with the id and time free of quotes and escapes and
+        the hashes alphanumeric, so each piece is what a JSON parser would read there; the
+        envelope's seq (checked by the walk) must be followed by `"signer":null`."""
+        if not body.startswith('{"at":"'):
             return False
-        i = body.find('"episode_id":"') + 14
-        eid = body[i : body.find('"', i)]
-        if "\\" in eid:
+        a = body.find('"', 7)
+        if not body.startswith(_PLAIN_DATA, a) or "\\" in body[7:a]:
             return False
-        k = body.find('"record_sha256":"') + 17
-        m = body.find('"safety_events_sha256":') + 23
-        events = None if body.startswith("null", m) else body[m + 1 : m + 65]
-        if eid in self.episodes:
-            return False  # parsed again, and named as a duplicate by `check`
+        e0 = a + len(_PLAIN_DATA)
+        e1 = body.find('"', e0)
+        eid = body[e0:e1]
+        if "\\" in eid or not body.startswith(_PLAIN_RECORD, e1):
+            return False
+        k = e1 + len(_PLAIN_RECORD)
+        record = body[k : k + 64]
+        m = k + 64 + len(_PLAIN_EVENTS)
+        if not (record.isalnum() and body.startswith(_PLAIN_EVENTS, k + 64)):
+            return False
+        events: str | None = None
+        if body.startswith("null", m):
+            m += 4
+        else:
+            events = body[m + 1 : m + 65]
+            if not (events.isalnum() and body.startswith('"', m) and body.startswith('"', m + 65)):
+                return False
+            m += 66
+        if not body.startswith(_PLAIN_KIND, m):
+            return False
+        i = body.find(",", body.rfind('"seq":'))
+        if not body.startswith(',"signer":null,', i) or eid in self.episodes:
+            return False  # a duplicate is parsed again, and named by `check`
         self.episodes[eid] = (
             seq,
-            {"record_sha256": body[k : k + 64], "faults": [], "safety_events_sha256": events},
+            {"record_sha256": record, "faults": [], "safety_events_sha256": events},
         )
         return True
 
@@ -156,6 +181,7 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
     """Record tables against what the ledger chained; False (report failed) at the first problem."""
     table = "episodes table"
     seen: set[str] = set()
+    sha256 = hashlib.sha256
     for eid, body in conn.execute("SELECT episode_id, record_json FROM episodes"):
         seen.add(eid)
         entry = walk.episodes.get(eid)
@@ -171,7 +197,7 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
                 ),
             )
             return False
-        if ledger.sha256_text(body) != entry[1]["record_sha256"]:
+        if sha256(body.encode("utf-8")).hexdigest() != entry[1]["record_sha256"]:
             report.fail(
                 table,
                 Problem(
@@ -183,7 +209,9 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
                 ),
             )
             return False
-    for eid in sorted(set(walk.episodes) - seen, key=lambda e: walk.episodes[e][0]):
+    # Every stored id was found chained above, so equal counts mean nothing chained is gone.
+    gone = () if len(seen) == len(walk.episodes) else set(walk.episodes) - seen
+    for eid in sorted(gone, key=lambda e: walk.episodes[e][0]):
         report.fail(
             table,
             Problem(
@@ -270,8 +298,8 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
         report.fail("manifests table", Problem(seq, mhash, "deleted", "chained manifest is gone"))
         return False
     artifacts = 0
-    for eid, (seq, data) in sorted(walk.episodes.items(), key=lambda kv: kv[1][0]):
-        for art in data.get("artifacts", []):
+    for eid, (seq, data) in walk.episodes.items():  # in chain order (the walk's)
+        for art in data.get("artifacts", ()):
             found = _artifact_path(art["path"], db)
             if found is None:
                 if data.get("import"):
