@@ -5,6 +5,7 @@ files against the hashes chained for them. Used by `embodied_eval.store_verify`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -177,6 +178,43 @@ def _artifact_path(path: str, db_path: Path) -> Path | None:
     return None
 
 
+def _check_events(
+    conn: sqlite3.Connection, episodes: dict[str, tuple[int, dict[str, Any]]]
+) -> tuple[int, list[tuple[int, str]], list[str]]:
+    """Each episode's stored safety events against the digest chained for it, read in one pass
+    grouped by episode: (events read, (seq, id) of episodes whose events differ — changed,
+    added or gone —, ids of episodes with events that were never chained)."""
+    n_events = seen_chained = 0
+    bad: list[tuple[int, str]] = []
+    outside: list[str] = []
+    current: str | None = None
+    bodies: list[str] = []
+    rows = conn.execute(
+        "SELECT episode_id, event_json FROM safety_events ORDER BY episode_id, ordinal"
+    )
+    for eid, body in itertools.chain(rows, ((None, ""),)):
+        if eid == current:
+            bodies.append(body)
+            n_events += 1
+            continue
+        if current is not None:
+            entry = episodes.get(current)
+            if entry is None:
+                outside.append(current)
+            else:
+                chained = entry[1].get("safety_events_sha256")
+                seen_chained += chained is not None
+                if ledger.events_digest(bodies) != chained:
+                    bad.append((entry[0], current))
+        current, bodies = eid, [body]
+        n_events += eid is not None
+    with_events = [e for e, (_, d) in episodes.items() if d.get("safety_events_sha256")]
+    if seen_chained < len(with_events):  # some episode's chained events are all gone
+        have = {r[0] for r in conn.execute("SELECT DISTINCT episode_id FROM safety_events")}
+        bad += [(episodes[e][0], e) for e in with_events if e not in have]
+    return n_events, bad, outside
+
+
 def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport, db: Path) -> bool:
     """Record tables against what the ledger chained; False (report failed) at the first problem."""
     table = "episodes table"
@@ -254,23 +292,18 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
             ),
         )
         return False
-    events: dict[str, list[str]] = {}
-    for eid, body in conn.execute(
-        "SELECT episode_id, event_json FROM safety_events ORDER BY episode_id, ordinal"
-    ):
-        events.setdefault(eid, []).append(body)
-    n_events = sum(len(v) for v in events.values())
-    for eid, (seq, data) in walk.episodes.items():
-        if ledger.events_digest(events.pop(eid, [])) != data.get("safety_events_sha256"):
-            report.fail(
-                "safety_events table",
-                Problem(
-                    seq, eid, "edited", f"safety events of {eid} no longer match their chained hash"
-                ),
-            )
-            return False
-    if events:
-        eid = sorted(events)[0]
+    n_events, bad, outside = _check_events(conn, walk.episodes)
+    if bad:
+        seq, eid = min(bad)
+        report.fail(
+            "safety_events table",
+            Problem(
+                seq, eid, "edited", f"safety events of {eid} no longer match their chained hash"
+            ),
+        )
+        return False
+    if outside:
+        eid = min(outside)
         report.fail(
             "safety_events table",
             Problem(

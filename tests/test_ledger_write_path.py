@@ -125,3 +125,37 @@ def test_read_only_commands_add_no_tables_to_a_store(
     assert main(["keys", "create", "--role", "technician", "--holder", "tom",
                  "--out", str(tmp_path / "tom.pem"), "--db", str(db)]) == 0  # fmt: skip
     assert any(name == "incident_chain" for _, name in _schema(db))
+
+
+@pytest.mark.parametrize(
+    ("statements", "named"),
+    [
+        (["UPDATE safety_events SET event_json = '{\"kind\":\"contact\",\"n\":9}' "
+          "WHERE episode_id = 'e3'"], (3, "e3", "edited")),
+        (["DELETE FROM safety_events WHERE episode_id = 'e1'"], (1, "e1", "edited")),
+        (["INSERT INTO safety_events VALUES ('e2', 0, '{}')"], (2, "e2", "edited")),
+        (["INSERT INTO safety_events VALUES ('ghost', 0, '{}')"], (None, "ghost", "unchained")),
+        # Two episodes changed: the first in chain order is named.
+        (["UPDATE safety_events SET event_json = '{}' WHERE episode_id = 'e3'",
+          "DELETE FROM safety_events WHERE episode_id = 'e1'"], (1, "e1", "edited")),
+    ],
+)  # fmt: skip
+def test_safety_event_rows_are_checked_against_the_chain(
+    tmp_path: Path, statements: list[str], named: tuple[int | None, str, str]
+) -> None:
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        for eid, events in (("e1", [{"kind": "contact", "n": 1}]), ("e2", []),
+                            ("e3", [{"kind": "contact", "n": 3}, {"kind": "stop"}])):  # fmt: skip
+            store.write_episode(make_episode(episode_id=eid, pair_id=eid), events)
+    report = verify_store(db)
+    assert report.ok and report.counts["safety_events"] == 3
+    conn = sqlite3.connect(db, isolation_level=None)
+    for name in ("safety_events_no_update", "safety_events_no_delete"):
+        conn.execute(f"DROP TRIGGER {name}")
+    for statement in statements:
+        conn.execute(statement)
+    conn.close()
+    report = verify_store(db)
+    assert report.section == "safety_events table" and report.problem is not None
+    assert (report.problem.seq, report.problem.record_id, report.problem.kind) == named
