@@ -10,17 +10,38 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import ledger
+from embodied_eval import hashchain, ledger
 from embodied_eval.canonical import file_sha256
 from embodied_eval.hashchain import Problem
 from embodied_eval.keys import verify_signature
 from embodied_eval.store_report import StoreReport
 
-#: The fixed pieces of a plain episode record's canonical text (`LedgerWalk.skim`).
-_PLAIN_DATA = '","data":{"artifacts":[],"episode_id":"'
-_PLAIN_RECORD = '","faults":[],"import":null,"record_sha256":"'
-_PLAIN_EVENTS = '","safety_events_sha256":'
-_PLAIN_KIND = '},"kind":"episode","record_id":'
+#: A plain episode record's text split at its quotes: (the pieces with the values blanked, where
+#: the values are, where the episode id, the record hash and the events hash are — 0: none).
+_Layout = tuple[list[str], tuple[int, ...], int, int, int]
+
+
+def _plain_layout(events: bool) -> _Layout:
+    """The layout of a plain episode record, taken from one built as the ledger builds them."""
+    data: dict[str, Any] = {
+        "artifacts": [],
+        "episode_id": "<id>",
+        "faults": [],
+        "import": None,
+        "record_sha256": "<record>",
+        "safety_events_sha256": "<events>" if events else None,
+    }
+    x = hashchain.build_body(7, "episode", "<id>", data, window="<window>", at="<at>").split('"')
+    values = tuple(i for i, t in enumerate(x) if t.startswith("<") or t == ":7,")
+    where = (x.index("<id>"), x.index("<record>"), x.index("<events>") if events else 0)
+    for i in values:
+        x[i] = ""
+    return (x, values, *where)
+
+
+#: The layouts of a plain episode record (with and without safety events), by the number of
+#: pieces its text splits into at its quotes (`LedgerWalk.skim`).
+_PLAIN: dict[int, _Layout] = {len(lay[0]): lay for lay in map(_plain_layout, (True, False))}
 
 #: Roles that must sign each kind of ledger record.
 SIGNER_ROLES = {"audit": ("technician",), "seal": ("protocol_owner",)}
@@ -88,38 +109,23 @@ class LedgerWalk:
         """Read a plain unsigned episode record (no faults, artifacts or import) from its
         canonical text without parsing it; False for anything else (then it is parsed).
 
-        The text is matched piece by piece from the start — `{"at":"…","data":{"artifacts":[],
-        "episode_id":"…","faults":[],"import":null,"record_sha256":"…","safety_events_sha256":
-        …},"kind":"episode","record_id":` — with the id and time free of quotes and escapes and
-        the hashes alphanumeric, so each piece is what a JSON parser would read there; the
-        envelope's seq (checked by the walk) must be followed by `"signer":null`."""
-        if not body.startswith('{"at":"'):
+        Without a backslash in the text every `"` delimits a JSON string, so splitting at the
+        quotes gives the text between strings and the strings themselves, alternately. With
+        the values (time, episode id, hashes, record id, seq, window) set aside, the pieces must
+        be exactly those of a plain episode record (`_PLAIN`) — so what is read is what a JSON
+        parser would read (the walk has checked the seq)."""
+        if "\\" in body:
             return False
-        a = body.find('"', 7)
-        if not body.startswith(_PLAIN_DATA, a) or "\\" in body[7:a]:
+        x = body.split('"')
+        plain = _PLAIN.get(len(x))
+        if plain is None:
             return False
-        e0 = a + len(_PLAIN_DATA)
-        e1 = body.find('"', e0)
-        eid = body[e0:e1]
-        if "\\" in eid or not body.startswith(_PLAIN_RECORD, e1):
-            return False
-        k = e1 + len(_PLAIN_RECORD)
-        record = body[k : k + 64]
-        m = k + 64 + len(_PLAIN_EVENTS)
-        if not (record.isalnum() and body.startswith(_PLAIN_EVENTS, k + 64)):
-            return False
-        events: str | None = None
-        if body.startswith("null", m):
-            m += 4
-        else:
-            events = body[m + 1 : m + 65]
-            if not (events.isalnum() and body.startswith('"', m) and body.startswith('"', m + 65)):
-                return False
-            m += 66
-        if not body.startswith(_PLAIN_KIND, m):
-            return False
-        i = body.find(",", body.rfind('"seq":'))
-        if not body.startswith(',"signer":null,', i) or eid in self.episodes:
+        skeleton, values, eid_at, record_at, events_at = plain
+        eid, record = x[eid_at], x[record_at]
+        events = x[events_at] if events_at else None
+        for i in values:
+            x[i] = ""
+        if x != skeleton or eid in self.episodes:
             return False  # a duplicate is parsed again, and named by `check`
         self.episodes[eid] = (
             seq,

@@ -159,3 +159,37 @@ def test_safety_event_rows_are_checked_against_the_chain(
     report = verify_store(db)
     assert report.section == "safety_events table" and report.problem is not None
     assert (report.problem.seq, report.problem.record_id, report.problem.kind) == named
+
+
+def test_plain_episode_records_read_from_text_equal_the_parsed_ones(tmp_path: Path) -> None:
+    from embodied_eval import hashchain
+    from embodied_eval.ledger_checks import LedgerWalk
+
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        store.write_episode(make_episode(episode_id="e1", pair_id="e1"), [{"kind": "contact"}])
+        store.write_episode(make_episode(episode_id="e2", pair_id="e2", window="fenêtre ü"))
+        store.write_episode(make_episode(episode_id='e"3', pair_id="e3"), [{"n": 1}, {"n": 2}])
+        walks = []
+        for skim in (True, False):
+            walk = LedgerWalk({})
+            result = hashchain.walk_chain(
+                store.conn,
+                ledger.TABLE,
+                frozenset(ledger.KINDS),
+                walk.check,
+                walk.skim if skim else None,
+            )
+            assert result.problem is None and result.count == 3
+            walks.append(
+                {
+                    eid: (seq, data["record_sha256"], data["safety_events_sha256"], data["faults"])
+                    for eid, (seq, data) in walk.episodes.items()
+                }
+            )
+        bodies = store.conn.execute(f"SELECT seq, body FROM {ledger.TABLE} ORDER BY seq")
+        read = LedgerWalk({})
+        assert [read.skim(seq, body) for seq, body in bodies] == [True, True, False]
+    assert walks[0] == walks[1]
+    assert list(walks[0]) == ["e1", "e2", 'e"3']
+    assert walks[0]["e2"][2] is None and walks[0]["e1"][2] is not None
