@@ -2,15 +2,18 @@
 
 Run standalone:  .venv/bin/python benchmarks/ledger_bench.py [--n 100000] [--single 5000]
 
-* single chained writes: `Store.write_episode` (one transaction each, what the runner does per
-  episode), target >= 5 000 / s; measured in the same run with the ledger append switched off
-  (the write path as it was before the ledger) and with it on, alternating chunks, so the ratio
-  is the ledger's cost on the runner's write path;
+* single chained writes: `Store.write_episode` with one safety event (one transaction each, what
+  the runner does per episode; the episodes are built before the clock starts), target >= 5 000/s;
+  measured in the same run with the ledger append switched off (the write path without the
+  ledger) and with it on, alternating chunks, so the ratio is the ledger's cost on the runner's
+  write path (target: within 5 %);
 * whole-store verify (`embodied_eval.store_verify.verify_store`) of a store holding N chained
   episodes (each with a safety event) and N chained incidents, target >= 100 000 rows / s.
 
-Rates are medians over chunks (writes) or repeats (verify) measured in this one run; the load
-average is printed beside them because it moves the figures.
+Each rate is printed per wall-clock second and per CPU-second of this process (user + system):
+on a shared machine the wall rate falls with the load, the CPU rate much less. Rates are medians
+over chunks (writes) or repeats (verify) measured in this one run; the load average is printed
+before and after because it moves the figures.
 """
 
 from __future__ import annotations
