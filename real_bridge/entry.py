@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, get_type_hints
 
 from embodied_eval.errors import EvalError
@@ -100,10 +101,43 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def parse_time(text: str) -> str:
-    """An ISO-8601 UTC time; returns it normalized with a `Z` suffix (seconds resolution)."""
-    moment = parse_utc(text.strip(), key="started_at")
-    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
+#: Hand-entered start times before this are refused as typos (a wrong year, a zero date).
+EARLIEST_START = datetime(2000, 1, 1, tzinfo=UTC)
+#: Clock difference tolerated between the technician's watch and this machine, seconds.
+FUTURE_SLACK_S = 60.0
+
+
+def iso_utc(moment: datetime) -> str:
+    """A time as ISO-8601 UTC with a `Z` suffix, seconds resolution (how records store it)."""
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def parse_start_time(text: str, *, now: datetime | None = None) -> str:
+    """The episode's start time: ISO-8601 with a timezone (`Z` or an offset such as `+01:00`).
+
+    Returns it in UTC with a `Z` suffix (seconds resolution). Refuses a time without a timezone
+    (ambiguous), one more than `FUTURE_SLACK_S` after `now` (default: the current time), and one
+    before `EARLIEST_START`.
+    """
+    raw = text.strip()
+    moment = parse_utc(raw, key="started_at")
+    if datetime.fromisoformat(raw.replace("Z", "+00:00")).tzinfo is None:
+        raise EvalError(
+            f"start time: {raw!r} has no timezone; add Z for UTC or an offset like +01:00 "
+            "(e.g. 2026-11-03T09:00:00Z)",
+            key="started_at",
+        )
+    current = now or datetime.now(UTC)
+    if moment > current + timedelta(seconds=FUTURE_SLACK_S):
+        raise EvalError(
+            f"start time: {raw!r} is in the future (now is {iso_utc(current)})", key="started_at"
+        )
+    if moment < EARLIEST_START:
+        raise EvalError(
+            f"start time: {raw!r} is before {EARLIEST_START.year}; check the date",
+            key="started_at",
+        )
+    return iso_utc(moment)
 
 
 def parse_kind(text: str) -> str:
@@ -206,7 +240,7 @@ class Prompter:
                 answer = self.read(f"{question}{suffix}: ")
             except EOFError:
                 raise AnswersEnded(
-                    f"input ended at {question!r}; nothing was stored (answer every question)"
+                    f"input ended at {question!r}; nothing was stored"
                 ) from None
             if not answer.strip() and default is not None:
                 answer = default
@@ -217,6 +251,23 @@ class Prompter:
 
     def say(self, line: str) -> None:
         self.write(line)
+
+
+class NoQuestions(Prompter):
+    """A session that never reads input: every question takes its default answer, and a
+    question without one is an error (used when every required answer came from flags)."""
+
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+        super().__init__(read=self._refuse, write=write)
+
+    @staticmethod
+    def _refuse(prompt: str) -> str:
+        raise EOFError
+
+    def ask(self, question: str, parse: Callable[[str], T], default: str | None = None) -> T:
+        if default is None:
+            raise AnswersEnded(f"{question!r} needs an answer and no input is read")
+        return parse(default)
 
 
 def scripted_reader(answers: list[str]) -> Callable[[str], str]:
@@ -261,11 +312,7 @@ class ManualAnswers:
         return data
 
 
-def _repeated(
-    prompter: Prompter, noun: str, ask_one: Callable[[], T], given: tuple[T, ...] | None
-) -> tuple[T, ...]:
-    if given is not None:
-        return given
+def _repeated(prompter: Prompter, noun: str, ask_one: Callable[[], T]) -> tuple[T, ...]:
     count = prompter.ask(f"How many {noun}?", parse_count, "0")
     return tuple(ask_one() for _ in range(count))
 
@@ -337,6 +384,21 @@ def _ask_incident(prompter: Prompter, duration_s: float | None) -> SafetyEvent:
         return _ask_incident(prompter, duration_s)
 
 
+#: The `trial record` flag that answers each question (named when input ends before it).
+ANSWER_FLAGS = {
+    "technician": "--technician",
+    "started_at": "--started-at",
+    "status": "--status",
+    "quality": "--quality",
+    "audited_success": "--succeeded",
+    "duration_s": "--duration",
+    "interventions": "--interventions",
+    "faults": "--fault or --no-faults",
+    "incidents": "--incident or --no-incidents",
+    "notes": "--notes",
+}
+
+
 def collect_answers(
     prompter: Prompter,
     given: Mapping[str, Any],
@@ -357,9 +419,25 @@ def collect_answers(
 
     def pick(name: str, ask: Callable[[], T]) -> T:
         value = given.get(name)
-        return ask() if value is None else value  # type: ignore[no-any-return]
+        if value is not None:
+            return value  # type: ignore[no-any-return]
+        try:
+            return ask()
+        except AnswersEnded as exc:
+            flag = ANSWER_FLAGS.get(name, "")
+            raise AnswersEnded(
+                f"{exc} (answer every question"
+                + (f", or give {flag} to answer this one without a prompt)" if flag else ")")
+            ) from None
 
     technician = pick("technician", lambda: prompter.ask("Technician", _non_empty))
+    now = iso_utc(datetime.now(UTC))
+    started_at = pick(
+        "started_at",
+        lambda: prompter.ask(
+            "Start time, ISO 8601 with timezone (Enter = now)", parse_start_time, now
+        ),
+    )
     status = pick(
         "status",
         lambda: prompter.ask(f"Outcome ({', '.join(MANUAL_STATUSES)})", parse_status, "ok"),
@@ -378,7 +456,11 @@ def collect_answers(
                 "Did the task succeed, in your judgment? (y/n)", parse_yes_no, default
             ),
         )
-        problem = contradiction(quality, audited, target_quality) if status == "ok" else ""
+        # Success means q ≥ q*: a success below q* contradicts whatever the outcome; a "did not
+        # succeed" at or above q* only when the episode ended normally (a stop explains it).
+        problem = (
+            contradiction(quality, audited, target_quality) if status == "ok" or audited else ""
+        )
         if not problem:
             break
         if given.get("quality") is not None or given.get("audited_success") is not None:
@@ -393,12 +475,12 @@ def collect_answers(
         "interventions",
         lambda: prompter.ask("Human interventions during the episode", parse_count, "0"),
     )
-    faults = _repeated(prompter, "faults", lambda: _ask_fault(prompter), given.get("faults"))
-    incidents = _repeated(
-        prompter,
-        "safety incidents",
-        lambda: _ask_incident(prompter, duration),
-        given.get("incidents"),
+    faults: tuple[Fault, ...] = pick(
+        "faults", lambda: _repeated(prompter, "faults", lambda: _ask_fault(prompter))
+    )
+    incidents: tuple[SafetyEvent, ...] = pick(
+        "incidents",
+        lambda: _repeated(prompter, "safety incidents", lambda: _ask_incident(prompter, duration)),
     )
     notes = pick("notes", lambda: prompter.ask("Notes (optional)", str, ""))
     # A hand-entered incident names who reported it, so the incident log can tell it apart from
@@ -423,7 +505,7 @@ def collect_answers(
         duration_s=duration,
         technician=technician,
         notes=notes,
-        started_at=given.get("started_at") or "",
+        started_at=started_at,
         actions=int(given.get("actions") or 0),
     )
 
