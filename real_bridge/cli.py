@@ -322,7 +322,16 @@ def trial_record(
     prompter = entry.Prompter(read=input, write=say) if interactive else entry.NoQuestions(say)
     for line in describe_spec(spec):
         prompter.say(line)
-    answers = entry.collect_answers(prompter, given, target_quality=spec.target_quality)
+    try:
+        answers = entry.collect_answers(prompter, given, target_quality=spec.target_quality)
+    except entry.AnswersEnded as exc:
+        if not missing:
+            raise
+        raise EvalError(
+            f"input ended before every question was answered; nothing was stored (give "
+            f"{', '.join(missing)} as flags, or answer at a terminal)",
+            key=missing[0].split()[0].lstrip("-"),
+        ) from exc
     if interactive and not yes:
         for line in summary_lines(spec, answers):
             prompter.say(line)
