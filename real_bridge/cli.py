@@ -168,17 +168,13 @@ def twin_profile() -> None:
 
 
 def twin_main(argv: list[str]) -> int:
-    """Entry of `python -m real_bridge.twin`: the `twin run` command on its own."""
+    """Entry of `python -m real_bridge.twin`: the `twin run` command on its own (errors in one
+    line, exit 2, as in `embodied-eval`)."""
+    from embodied_eval.cli.main import run_app
+
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command()(twin_run)
-    try:
-        app(args=argv, prog_name="python -m real_bridge.twin", standalone_mode=True)
-    except SystemExit as exc:  # standalone mode exits with the command's status
-        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    except EvalError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        return 2
-    return 0
+    return run_app(app, argv, prog_name="python -m real_bridge.twin")
 
 
 # --------------------------------------------------------------------------- trial record
