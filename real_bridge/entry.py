@@ -120,22 +120,22 @@ def parse_start_time(text: str, *, now: datetime | None = None) -> str:
     before `EARLIEST_START`.
     """
     raw = text.strip()
-    moment = parse_utc(raw, key="started_at")
+    try:
+        moment = parse_utc(raw, key="started_at")
+    except EvalError as exc:
+        raise EvalError(str(exc).removeprefix("started_at: "), key="started_at") from None
     if datetime.fromisoformat(raw.replace("Z", "+00:00")).tzinfo is None:
         raise EvalError(
-            f"start time: {raw!r} has no timezone; add Z for UTC or an offset like +01:00 "
+            f"{raw!r} has no timezone; add Z for UTC or an offset like +01:00 "
             "(e.g. 2026-11-03T09:00:00Z)",
             key="started_at",
         )
     current = now or datetime.now(UTC)
     if moment > current + timedelta(seconds=FUTURE_SLACK_S):
-        raise EvalError(
-            f"start time: {raw!r} is in the future (now is {iso_utc(current)})", key="started_at"
-        )
+        raise EvalError(f"{raw!r} is in the future (now is {iso_utc(current)})", key="started_at")
     if moment < EARLIEST_START:
         raise EvalError(
-            f"start time: {raw!r} is before {EARLIEST_START.year}; check the date",
-            key="started_at",
+            f"{raw!r} is before {EARLIEST_START.year}; check the date", key="started_at"
         )
     return iso_utc(moment)
 
@@ -239,9 +239,7 @@ class Prompter:
             try:
                 answer = self.read(f"{question}{suffix}: ")
             except EOFError:
-                raise AnswersEnded(
-                    f"input ended at {question!r}; nothing was stored"
-                ) from None
+                raise AnswersEnded(f"input ended at {question!r}; nothing was stored") from None
             if not answer.strip() and default is not None:
                 answer = default
             try:
