@@ -108,6 +108,12 @@ def _struct_column(rows: Sequence[dict[str, Any]]) -> tuple[pa.Array | None, lis
     return pa.StructArray.from_arrays(children, names=keys), mixed
 
 
+def _utc(moment: Any) -> pd.Timestamp:
+    """A time (ISO text or datetime) as a UTC timestamp (a time without an offset is UTC)."""
+    stamp = pd.Timestamp(moment)
+    return stamp.tz_localize(UTC) if stamp.tzinfo is None else stamp.tz_convert(UTC)
+
+
 def _number(value: Any) -> float | None:
     return None if value is None else float(value)
 
@@ -122,7 +128,7 @@ def episodes_table(episodes: Iterable[Episode]) -> pa.Table:
         arrays[c] = pa.array([getattr(e, c) for e in eps], type=pa.int64())
     for c in _FLOAT:
         arrays[c] = pa.array([_number(getattr(e, c)) for e in eps], type=pa.float64())
-    moments = [pd.Timestamp(e.started_at).tz_convert(UTC) for e in eps]
+    moments = [_utc(e.started_at) for e in eps]
     arrays["started_at"] = pa.array([m.to_pydatetime() for m in moments], type=TIMESTAMP)
     # A time stored with an offset or another spelling keeps its text for an exact re-import.
     spelled = {
@@ -193,10 +199,7 @@ def _put_null(target: Any, path: KeyPath) -> None:
 def _iso(value: Any) -> Any:
     if value is None or value is pd.NaT:
         return None
-    stamp = pd.Timestamp(value)
-    if stamp.tzinfo is None:
-        stamp = stamp.tz_localize(UTC)
-    return stamp.tz_convert(UTC).isoformat().replace("+00:00", "Z")
+    return _utc(value).isoformat().replace("+00:00", "Z")
 
 
 def parquet_frame(data: bytes, where: str) -> pd.DataFrame:

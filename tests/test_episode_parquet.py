@@ -51,7 +51,7 @@ def _episodes():
             pair_id="p0002",
             status="aborted",
             quality=0.0,
-            started_at="2026-11-03T08:00:00Z",
+            started_at="2026-11-03T08:00:00",
         ),
     ]
 
@@ -111,6 +111,7 @@ def test_exported_parquet_schema_is_typed(tmp_path: Path):
     rows = {r["episode_id"]: r for r in table.to_pylist()}
     # 10:00 at +01:00 is 09:00 UTC.
     assert rows["e1"]["started_at"].isoformat() == "2026-11-02T09:00:00+00:00"
+    assert rows["e3"]["started_at"].isoformat() == "2026-11-03T08:00:00+00:00"  # no offset: UTC
     assert [rows[e]["success"] for e in ("e1", "e2", "e3")] == [True, False, False]
     assert [rows[e]["audited_success"] for e in ("e1", "e2", "e3")] == [True, None, None]
     assert rows["e2"]["drift"]["friction_scale"] == 0.85
