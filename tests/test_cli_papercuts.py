@@ -54,3 +54,21 @@ def test_demo_names_the_command_and_how_to_put_it_on_path(monkeypatch, tmp_path)
     assert f"run `. {venv_bin}/activate` once per shell" in reach
     monkeypatch.setenv("PATH", str(script.parent))  # on PATH: the bare name, nothing to add
     assert cli_command() == ("embodied-eval", "")
+
+
+def test_every_level_gate_check_has_its_own_prefixed_id():
+    from embodied_eval.gates import slug
+    from embodied_eval.scoring.levels import LevelEvidence, LevelPolicy, assign_level
+
+    assert slug("κ ≥ κ*") == "kappa_kappa"  # Greek spelled out, not the fallback "check"
+    gates = assign_level(LevelEvidence(), LevelPolicy(), embodied=True).to_json()["gates"]
+    ids = [(g["level"], c["id"]) for g in gates for c in g["checks"]]
+    assert len(ids) > 20
+    assert all(i.startswith(f"aai{level}.") for level, i in ids), ids
+    by_name = {(g["level"], c["name"]): c["id"] for g in gates for c in g["checks"]}
+    # One id per check: the same condition in two gates of a level (R > 0 at AAI-2) shares it,
+    # different checks never do, across every level and gate.
+    assert len(set(by_name.values())) == len(by_name)
+    assert len(ids) == len(by_name) + 1 and by_name[(2, "R > 0")] == "aai2.r_0"
+    assert by_name[(1, "A ≥ 0.5")] == "aai1.a_0_5"
+    assert by_name[(3, "κ ≥ κ*")] == "aai3.kappa_kappa"
