@@ -301,11 +301,6 @@ def trial_record(
             else (() if no_incidents else None)
         ),
     }
-    protocol = load_protocol(protocol_path) if protocol_path is not None else None
-    db_path = db if db is not None else default_db_path()
-    with Store(db_path) as store:
-        header, specs = load_manifest_specs(store, manifest, manifest_hash)
-        spec = choose_spec(store, header, specs, episode_id)
     missing = [entry.ANSWER_FLAGS[name] for name in REQUIRED_ANSWERS if given[name] is None]
     if no_input and missing:
         raise EvalError(
@@ -313,6 +308,11 @@ def trial_record(
             "flags; nothing was stored)",
             key=missing[0].split()[0].lstrip("-"),
         )
+    protocol = load_protocol(protocol_path) if protocol_path is not None else None
+    db_path = db if db is not None else default_db_path()
+    with Store(db_path) as store:
+        header, specs = load_manifest_specs(store, manifest, manifest_hash)
+        spec = choose_spec(store, header, specs, episode_id)
     interactive = not no_input and (bool(missing) or sys.stdin.isatty())
     say = typer.echo if interactive or not as_json else _quiet
     prompter = entry.Prompter(read=input, write=say) if interactive else entry.NoQuestions(say)
