@@ -42,6 +42,12 @@ INCIDENT_LOG: dict[str, str] = {
     "threshold_table": "incident_logging.thresholds:threshold_table",
 }
 
+#: Readers of camera frames in episode recordings, by artifact kind: `read(path, count) ->
+#: [(seconds, encoded image bytes)]` (the report's thumbnail strips).
+RECORDING_FRAMES: dict[str, str] = {
+    "mcap": "real_bridge.recording_frames:camera_frames",
+}
+
 #: Extra CLI command groups, by name: a `typer.Typer` each.
 CLI_GROUPS: dict[str, str] = {
     "incidents": "incident_logging.cli:incidents_app",
