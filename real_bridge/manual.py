@@ -30,7 +30,8 @@ from embodied_eval.records import (
     utc_now_iso,
 )
 from embodied_eval.store import Store
-from real_bridge.entry import ManualAnswers, Prompter, collect_answers, iso_utc
+from real_bridge.entry import ManualAnswers, Prompter, collect_answers
+from real_bridge.start_time import iso_utc
 
 ENGINE = "manual"
 
