@@ -102,6 +102,12 @@ def export_file(
         console.print(f"exported {count} incident(s) to {out}")
         return
     with open_store(db, create=False) as store:
+        if kind is Kind.episodes and out.suffix.lower() in (".parquet", ".pq"):
+            from embodied_eval.episode_parquet import write_episodes_parquet
+
+            rows, digest = write_episodes_parquet(store.episodes(window=window), out)
+            console.print(f"exported {rows} episodes to {out} (sha256 {digest[:12]}…)")
+            return
         if kind is Kind.episodes:
             frame = episodes_to_frame(store.episodes(window=window)).drop(columns=["success"])
         else:

@@ -188,7 +188,11 @@ class LevelGate:
     gate: GateResult
 
     def to_json(self) -> dict[str, Any]:
-        return {"level": self.level, **self.gate.to_json()}
+        """The gate with its level; a check without its own id gets "aai<level>.<slug>"."""
+        data = self.gate.to_json()
+        for shown, check in zip(data["checks"], self.gate.checks, strict=True):
+            shown["id"] = check.id or f"aai{self.level}.{shown['id']}"
+        return {"level": self.level, **data}
 
 
 @dataclass(frozen=True)
