@@ -5,11 +5,14 @@ then each `infer` is one binary frame out (the observation map) and one back (a 
 `"actions"` and, from openpi servers, `"server_timing"`). A text frame back is the server's error.
 
 - **Action chunks.** `"actions"` of shape (H, D) is a chunk: its H rows are executed in order, one
-  per `act`, before the server is asked again; shape (D,) is a single action.
+  per `act`, before the server is asked again; shape (D,) is a single action. `act_chunk` gives
+  the whole chunk at once instead (the real side checks a chunk against the robot's limits
+  before sending any of it, as it does for in-process policies that return chunks).
 - **Episodes.** openpi's `reset()` sends nothing. When the server's metadata says it understands
   episode control (`"episode_start": true`, as `embodied-eval policy serve` does), `reset(seed)`
   sends `{"__ctrl__": "episode_start", "__task__": <task id>, "__seed__": <seed>}` so the served
-  policy starts the episode exactly as an in-process one would.
+  policy starts the episode exactly as an in-process one would. The answer may name the served
+  policy's `command_space` (e.g. `"joint_position"`), which the real side needs to know.
 - **Latency.** Every round trip is timed; `latency_summary()` gives the episode's figures, which the
   sim runner records on the episode (`control.policy_latency_ms`).
 - **Failures.** No answer within the timeout, a closed connection, a refused key or an error frame
@@ -189,6 +192,8 @@ class RemotePolicy:
         self.target, self.timeout_s = parse_policy_url(url)
         self.api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
         self._chunk: deque[np.ndarray] = deque()
+        #: What the actions are ("cartesian" unless the served policy declares otherwise).
+        self.command_space = "cartesian"
         self.latencies_ms: list[float] = []
         self.server_ms: list[float] = []
         self.steps = 0
@@ -221,7 +226,9 @@ class RemotePolicy:
             message: dict[str, Any] = {"__ctrl__": "episode_start", "__task__": self.task_id or ""}
             if seed is not None:
                 message["__seed__"] = int(seed)
-            self._round_trip(conn, message)
+            answer = self._round_trip(conn, message)
+            space = answer.get("command_space") if isinstance(answer, Mapping) else None
+            self.command_space = str(space) if space else "cartesian"
 
     def _round_trip(self, conn: _Connection, message: Any) -> Any:
         try:
@@ -236,9 +243,28 @@ class RemotePolicy:
         self.steps += 1
         if self._chunk:
             return self._chunk.popleft()
+        actions = self._infer(obs)
+        self._chunk.extend(actions[1:])
+        return actions[0]
+
+    def act_chunk(self, obs: Mapping[str, Any]) -> np.ndarray:
+        """The rest of the current chunk, else a new inference's whole chunk, shape (H, D).
+
+        `steps` grows by H: the caller executes every row before asking again.
+        """
+        if self._chunk:
+            rows = np.stack(list(self._chunk))
+            self._chunk.clear()
+        else:
+            rows = self._infer(obs)
+        self.steps += len(rows)
+        return rows
+
+    def _infer(self, obs: Mapping[str, Any]) -> np.ndarray:
+        """One inference: the server's actions as a chunk (H, D), H ≥ 1 (timed)."""
         conn = self._connection()
         t0 = time.perf_counter()
-        answer = self._round_trip(conn, dict(obs))
+        answer = self._round_trip(conn, obs if isinstance(obs, dict) else dict(obs))
         self.latencies_ms.append((time.perf_counter() - t0) * 1e3)
         if not isinstance(answer, Mapping) or "actions" not in answer:
             raise RemotePolicyError(f"policy server {self.target} answered without 'actions'")
@@ -247,14 +273,13 @@ class RemotePolicy:
             self.server_ms.append(float(timing["infer_ms"]))
         actions = np.asarray(answer["actions"], dtype=np.float32)
         if actions.ndim == 1:
-            return actions
+            return actions[None, :]
         if actions.ndim != 2 or actions.shape[0] == 0:
             raise RemotePolicyError(
                 f"policy server {self.target} sent actions of shape {actions.shape}; "
                 "expected (D,) or a chunk (H, D)"
             )
-        self._chunk.extend(actions[1:])
-        return actions[0]
+        return actions
 
     def latency_summary(self) -> dict[str, Any]:
         """This episode's inference round trips: count, steps, p50/p99/max ms (and server ms)."""

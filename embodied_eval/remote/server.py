@@ -9,7 +9,8 @@ What a client sees (the protocol openpi's `WebsocketClientPolicy` speaks):
    for harness policies that return one action).
 3. `{"__ctrl__": "episode_start", "__task__": T, "__seed__": S}` starts an episode: the policy for
    task T (default: the server's task) is built once per connection and `reset(S)`; the answer
-   is `{"episode_start": true, "task": T}`. `"episode_end"` is acknowledged.
+   is `{"episode_start": true, "task": T}` (plus `"command_space"` when the policy declares one,
+   e.g. `"joint_position"`). `"episode_end"` is acknowledged.
 4. `GET /healthz` answers 200 on the same port (no key needed).
 
 Safer than the reference server: it binds 127.0.0.1 unless told otherwise, can require an API key
@@ -174,7 +175,11 @@ class PolicyServer:
                             str(message.get("__task__") or "") or None,
                             None if seed is None else int(seed),
                         )
-                        await ws.send(pack({"episode_start": True, "task": task or ""}))
+                        started: dict[str, Any] = {"episode_start": True, "task": task or ""}
+                        space = getattr(session.policy, "command_space", None)
+                        if space:
+                            started["command_space"] = str(space)
+                        await ws.send(pack(started))
                         continue
                     if ctrl == "episode_end":
                         await ws.send(pack({"episode_end": True}))
