@@ -136,12 +136,13 @@ def tee(task_id=None, url="", **_):
 
 def _episodes(db: Path):
     with Store(db) as store:
-        return sorted(store.episodes(side="real"), key=lambda e: (e.task_id, e.seed, str(sorted(e.drift.items()))))
+        return sorted(
+            store.episodes(side="real"),
+            key=lambda e: (e.task_id, e.seed, str(sorted(e.drift.items()))),
+        )
 
 
-def test_a_real_run_over_the_websocket_matches_the_in_process_run(
-    twin, scripted_url, tmp_path
-):
+def test_a_real_run_over_the_websocket_matches_the_in_process_run(twin, scripted_url, tmp_path):
     protocol_file = tmp_path / "p.toml"
     protocol_file.write_text(PROTOCOL, encoding="utf-8")
     config = profile(tmp_path)
@@ -157,9 +158,22 @@ def test_a_real_run_over_the_websocket_matches_the_in_process_run(
     # The command a user types, in its own process.
     cli = subprocess.run(
         [
-            sys.executable, "-m", "embodied_eval", "run", str(protocol_file), "--side", "real",
-            "--policy", scripted_url, "--db", str(tmp_path / "remote.db"),
-            "--out", str(tmp_path / "remote"), "--no-progress", "--max-retries", "0",
+            sys.executable,
+            "-m",
+            "embodied_eval",
+            "run",
+            str(protocol_file),
+            "--side",
+            "real",
+            "--policy",
+            scripted_url,
+            "--db",
+            str(tmp_path / "remote.db"),
+            "--out",
+            str(tmp_path / "remote"),
+            "--no-progress",
+            "--max-retries",
+            "0",
             *(x for k, v in robot.items() for x in ("--robot-option", f"{k}={v}")),
         ],
         env=ros_environment(twin.domain_id, "loopback"),
@@ -172,7 +186,10 @@ def test_a_real_run_over_the_websocket_matches_the_in_process_run(
     local, remote = _episodes(tmp_path / "local.db"), _episodes(tmp_path / "remote.db")
     # The same rows (pair ids differ: they name the run, whose policy differs).
     key = [(e.task_id, e.seed, str(sorted(e.drift.items())), e.attempt) for e in local]
-    assert key == [(e.task_id, e.seed, str(sorted(e.drift.items())), e.attempt) for e in remote] and key
+    assert (
+        key == [(e.task_id, e.seed, str(sorted(e.drift.items())), e.attempt) for e in remote]
+        and key
+    )
     for a, b in zip(local, remote, strict=True):
         assert b.policy == scripted_url and a.policy == "sim_suites.policies:scripted"
         assert (a.task_id, a.seed) == (b.task_id, b.seed)
@@ -268,7 +285,9 @@ def test_server_death_or_silence_aborts_the_real_episode_and_holds_the_robot(twi
         stop_server(silent)
     assert dead.returncode == 3  # the served policy killed its server at the 6th act
     assert died.status == "aborted" and not died.scored
-    assert died.status_reason.startswith(f"policy server ws://127.0.0.1:{port} closed the connection")
+    assert died.status_reason.startswith(
+        f"policy server ws://127.0.0.1:{port} closed the connection"
+    )
     assert "safe stop" not in died.status_reason  # the hold was sent (else a note says why)
     assert died.control["abort_cause"] == "policy_server"
     assert died.control["loop_steps"] == 5 and died.control["policy_latency_ms"]["inferences"] == 5
@@ -295,9 +314,7 @@ def test_a_served_joint_chunk_is_executed_whole_one_inference_per_chunk(twin, tm
     )
     try:
         with backend(twin.domain_id, steps=10) as robot:
-            ep = robot.run_episode(
-                spec("chunk", f"ws://127.0.0.1:{port}"), None, tmp_path
-            ).episode
+            ep = robot.run_episode(spec("chunk", f"ws://127.0.0.1:{port}"), None, tmp_path).episode
     finally:
         stop_server(server)
     assert ep.status == "ok", ep.status_reason
