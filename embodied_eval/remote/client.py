@@ -25,7 +25,6 @@ URL: `ws://HOST:PORT[/PATH][?timeout=SECONDS]` or `wss://…` (TLS, system trust
 
 from __future__ import annotations
 
-import contextlib
 import os
 import statistics
 import threading
@@ -39,6 +38,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.remote import API_KEY_ENV, is_remote_policy
+from embodied_eval.remote.transport import BlockingWebsocket, ClosedError, HandshakeRefused
 from embodied_eval.remote.wire import pack, unpack
 
 #: Seconds to wait for one answer (or for the connection to open) unless the URL says otherwise.
@@ -80,26 +80,16 @@ class _Connection:
     """One open websocket to a policy server and the metadata it sent."""
 
     def __init__(self, url: str, timeout_s: float, api_key: str | None) -> None:
-        from websockets.exceptions import InvalidStatus, WebSocketException
-        from websockets.sync.client import connect
+        from websockets.exceptions import WebSocketException
 
         self.url = url
         headers = {"Authorization": f"Api-Key {api_key}"} if api_key else None
         try:
-            # Entered as a context manager (closed by `close`), the form websockets asks for.
-            self.ws = connect(
-                url,
-                compression=None,
-                max_size=None,
-                open_timeout=timeout_s,
-                close_timeout=min(timeout_s, 1.0),
-                additional_headers=headers,
-            ).__enter__()
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            hint = " (wrong or missing API key)" if status in (401, 403) else ""
+            self.ws = BlockingWebsocket(url, timeout_s, headers)
+        except HandshakeRefused as exc:
+            hint = " (wrong or missing API key)" if exc.status in (401, 403) else ""
             raise RemotePolicyError(
-                f"policy server {url} refused the connection: HTTP {status}{hint}"
+                f"policy server {url} refused the connection: HTTP {exc.status}{hint}"
             ) from None
         except (OSError, TimeoutError, WebSocketException) as exc:
             raise RemotePolicyError(f"cannot reach policy server {url}: {_one_line(exc)}") from None
@@ -108,19 +98,21 @@ class _Connection:
         self.metadata = dict(first) if isinstance(first, Mapping) else {}
 
     def receive(self, timeout_s: float) -> Any:
-        from websockets.exceptions import ConnectionClosed
-
         try:
-            frame = self.ws.recv(timeout=timeout_s)
+            frame = self.ws.recv(timeout_s)
         except TimeoutError:
             self.close()
             raise RemotePolicyError(
                 f"policy server {self.url} did not answer within {timeout_s:g} s"
             ) from None
-        except ConnectionClosed as exc:
+        except ClosedError as exc:
+            self.close()
             raise RemotePolicyError(
-                f"policy server {self.url} closed the connection ({_close_text(exc)})"
+                f"policy server {self.url} closed the connection ({exc.detail})"
             ) from None
+        except OSError as exc:
+            self.close()
+            raise RemotePolicyError(f"policy server {self.url} is gone: {_one_line(exc)}") from None
         if isinstance(frame, str):
             self.close()
             raise RemotePolicyError(
@@ -135,39 +127,28 @@ class _Connection:
             ) from None
 
     def send(self, message: Any) -> None:
-        from websockets.exceptions import ConnectionClosed
-
         try:
             self.ws.send(pack(message))
-        except ConnectionClosed as exc:
+        except ClosedError as exc:
+            self.close()
             raise RemotePolicyError(
-                f"policy server {self.url} closed the connection ({_close_text(exc)})"
+                f"policy server {self.url} closed the connection ({exc.detail})"
             ) from None
         except OSError as exc:
+            self.close()
             raise RemotePolicyError(f"policy server {self.url} is gone: {_one_line(exc)}") from None
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.ws.close()
+        self.ws.close()
 
     @property
     def open(self) -> bool:
-        from websockets.protocol import State
-
-        return bool(self.ws.protocol.state is State.OPEN)
+        return self.ws.open
 
 
 def _one_line(value: object) -> str:
     text = " ".join(str(value).split())
     return text[:300] or type(value).__name__
-
-
-def _close_text(exc: Exception) -> str:
-    rcvd = getattr(exc, "rcvd", None)
-    if rcvd is None:
-        return "no close frame: the server process died or the network dropped"
-    reason = f": {rcvd.reason}" if rcvd.reason else ""
-    return f"code {rcvd.code}{reason}"
 
 
 #: Open connections by (URL, API key, thread): consecutive episodes of one thread reuse theirs;
