@@ -43,6 +43,12 @@ def _engines_problem(value: list[Any]) -> str | None:
     return None
 
 
+def _names_problem(value: list[Any]) -> str | None:
+    if not all(isinstance(v, str) and v.strip() for v in value):
+        return "expected a list of names (text)"
+    return None
+
+
 def _backend_problem(value: str) -> str | None:
     if value in ROBOT_BACKENDS or _IMPORT_PATH.fullmatch(value):
         return None
@@ -90,7 +96,7 @@ DRIFT_TABLE_KEYS: dict[str, Key] = {
 }
 SAMPLING_KEYS: dict[str, Key] = {
     "seeds_per_instance": Key(int, 1, low=1, high=100_000),
-    "drifts": Key(list, None, nonempty=True),
+    "drifts": Key(list, None, nonempty=True, check=_names_problem),
     "real_fraction": Key(float, 1.0, low=0.0, high=1.0),
 }
 #: Smallest and largest value of each DR knob's [low, high] range (scales and rates are > 0).

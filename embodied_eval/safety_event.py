@@ -24,6 +24,21 @@ SAFETY_EVENT_KINDS = (
 CONTACT_TYPES = ("transient", "quasi_static")
 
 
+#: Largest value each measurement can physically take in a robot workcell; a larger one is a typo
+#: or a unit slip (e.g. N entered as mN) and is refused rather than classified. Separation: 1 km;
+#: speeds: 100 m/s (an order of magnitude above any industrial arm); force: 1 MN; pressure:
+#: 10⁶ N/cm²; damage cost: 10¹² in the protocol's currency.
+PHYSICAL_CEILINGS: dict[str, float] = {
+    "separation_m": 1_000.0,
+    "protective_separation_m": 1_000.0,
+    "tcp_speed_mps": 100.0,
+    "speed_limit_mps": 100.0,
+    "contact_force_n": 1e6,
+    "contact_pressure_ncm2": 1e6,
+    "damage_cost": 1e12,
+}
+
+
 @dataclass(frozen=True)
 class SafetyEvent(Record):
     """A safety measurement from a monitor (sim) or the robot's safety system (real).
@@ -73,17 +88,9 @@ class SafetyEvent(Record):
             _check_number("step", self.step, low=0, integer=True)
         if self.stop_category is not None and self.stop_category not in (0, 1, 2):
             raise EvalError("stop_category: expected 0, 1 or 2", key="stop_category")
-        for name in (
-            "separation_m",
-            "protective_separation_m",
-            "tcp_speed_mps",
-            "speed_limit_mps",
-            "contact_force_n",
-            "contact_pressure_ncm2",
-            "damage_cost",
-        ):
+        for name, ceiling in PHYSICAL_CEILINGS.items():
             value = getattr(self, name)
             if value is not None:
-                _check_number(name, value, low=0.0)
+                _check_number(name, value, low=0.0, high=ceiling)
         if self.contact_type is not None:
             _check_enum("contact_type", self.contact_type, CONTACT_TYPES)

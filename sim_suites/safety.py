@@ -40,6 +40,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import SafetyEvent
+from embodied_eval.safety_event import PHYSICAL_CEILINGS
 from sim_suites.arena import Workspace
 from sim_suites.engines.base import ROBOT, TABLE
 from sim_suites.human import HumanProxy
@@ -136,6 +137,19 @@ class _Window:
     extra: dict[str, Any]
 
 
+def _clip_blow_up(kind: str, win: _Window) -> str:
+    """Clip a speed or force no workcell has (a solver blow-up) to the record's physical ceiling.
+
+    The event is kept at the ceiling (`embodied_eval.safety_event.PHYSICAL_CEILINGS`); the
+    returned text, appended to the event's detail, says what was measured.
+    """
+    name = {"tcp_speed": "tcp_speed_mps", "contact": "contact_force_n"}.get(kind)
+    if name is None or win.worst <= PHYSICAL_CEILINGS[name]:
+        return ""
+    measured, win.worst = win.worst, PHYSICAL_CEILINGS[name]
+    return f" (simulation blow-up: {measured:.3g} clipped)"
+
+
 class SafetyMonitor:
     """Runs the monitors for one episode; see the module docstring for the rules."""
 
@@ -200,13 +214,14 @@ class SafetyMonitor:
             "source_rule": f"sim.{key}",
         }
         duration = win.last_t - win.onset_t
+        suffix = _clip_blow_up(kind, win)
         if kind == "tcp_speed":
             return SafetyEvent(
                 kind="tcp_speed",
                 tcp_speed_mps=win.worst,
                 speed_limit_mps=win.extra["limit"],
                 reduced_speed_required=win.extra["reduced"],
-                detail=f"TCP speed above {win.extra['limit']:.3f} m/s for {duration:.2f} s",
+                detail=f"TCP speed above {win.extra['limit']:.3f} m/s for {duration:.2f} s{suffix}",
                 **common,
             )
         if kind == "contact":
@@ -220,7 +235,7 @@ class SafetyMonitor:
                 body_region=region,
                 contact_type="transient" if duration < self.limits.transient_s else "quasi_static",
                 permitted=not human,
-                detail=f"peak contact {win.worst:.1f} N over {duration:.2f} s",
+                detail=f"peak contact {win.worst:.1f} N over {duration:.2f} s{suffix}",
                 **common,
             )
         if kind == "separation":

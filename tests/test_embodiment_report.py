@@ -371,3 +371,23 @@ def test_saturated_family_success_is_noted():
     )  # fmt: skip
     (note,) = [n for n in r.notes if n.startswith("saturated")]
     assert "the evaluated policy succeeds 20/20 = 1.00 on push (real), at the ceiling" in note
+
+
+def test_all_real_successes_do_not_give_e_a_bound_of_one():
+    # Three task instances, one paired sim/real episode each, every episode a success, no
+    # incidents: cluster resampling alone would give every resample AR = S2R = SS = 1 and an E
+    # bound of 1. With AR ~ Beta(3, 1) per resample the bound of Ê is the cube root of the
+    # Clopper–Pearson bound 0.05^(1/3) for 3/3: 0.05^(1/9) = exp(−2.995732/9) = 0.716871, and
+    # E = φ_E(Ê) = (0.716871 − 0.5)/0.5 = 0.433742 with the fixture's anchors (0.5, 1).
+    keep = {"pick_place/cube_0", "pick_place/cube_1", "push/block_0"}
+    chosen: dict[tuple[str, str], object] = {}
+    for e in load_episodes("ss_pos"):
+        if e.task_id in keep and (e.side, e.task_id) not in chosen:
+            chosen[(e.side, e.task_id)] = e.replace(quality=1.0)
+    r = compute_embodiment(
+        list(chosen.values()), [], [], load_exposure("ss_pos"), load_protocol_fixture(),
+        rng=np.random.default_rng(7), resamples=20000,
+    )  # fmt: skip
+    assert r.embodiment.score.value == 1.0
+    assert r.embodiment.bound.low == pytest.approx(0.433742, abs=0.01)
+    assert "Beta(n, 1)" in r.embodiment.bound.method

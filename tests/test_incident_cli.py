@@ -234,3 +234,18 @@ def test_keys_create_defaults_holder_to_login_name(tmp_path, capsys, monkeypatch
     (key,) = json.loads(ok(capsys, "keys", "list", "--json", "--db", db))
     assert (key["holder"], key["role"]) == ("lab-tech-7", "technician")
     assert (tmp_path / "t.pem").stat().st_mode & 0o777 == 0o600
+
+
+def test_physically_impossible_measurements_are_refused(env, capsys):
+    _, db = env
+    before = sqlite3.connect(db).execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()
+    line = fails(
+        capsys, "incidents", "report", "--window", "w1", "--event-type", "contact",
+        "--reporter", "amy", "--force", "1e23", "--body-region", "hands", "--db", db,
+    )  # fmt: skip
+    assert "contact_force_n" in line and "above the maximum 1000000.0" in line
+    assert "tcp_speed_mps" in fails(
+        capsys, "incidents", "report", "--window", "w1", "--event-type", "tcp_speed",
+        "--reporter", "amy", "--tcp-speed", "340", "--speed-limit", "0.25", "--db", db,
+    )  # fmt: skip
+    assert sqlite3.connect(db).execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone() == before

@@ -90,7 +90,8 @@ STRANGE = [
     None, [], {}, [1, 2], {"k": math.nan}, [[[[[[[[1]]]]]]]],
 ]  # fmt: skip
 strange_values = st.one_of(
-    st.sampled_from(STRANGE),
+    # a fresh copy each draw: mutating a shared [] or {} would change later draws
+    st.sampled_from(STRANGE).map(copy.deepcopy),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=20),

@@ -78,6 +78,7 @@ def store(fixture_store: Path, tmp_path: Path) -> Path:
         (-0.5, "evidence.P: -0.5"),
         (float("nan"), "evidence.P"),
         ({"value": 0.9, "low": 0.8, "high": 1.2}, "evidence.P.high"),
+        (True, "evidence.P: expected a value"),
     ],
 )
 def test_gate_refuses_an_out_of_range_p(item, needle):
@@ -158,6 +159,10 @@ def protocol_text(**replace: str) -> str:
         ({'"pick_place/cube_0"': '""'}, "task_id: must not be empty"),
         ({"[battery.push]": '[battery.""]'}, "battery"),
         ({"[embodiment]": "[sampling]\ndrifts = []\n\n[embodiment]"}, "sampling.drifts"),
+        (
+            {"[embodiment]": "[sampling]\ndrifts = [[1]]\n\n[embodiment]"},
+            "sampling.drifts: expected a list of names",
+        ),
         (
             {"[embodiment]": "[randomization]\nfriction_scale = [-5, -1]\n\n[embodiment]"},
             "randomization.friction_scale: low -5 is below the minimum",

@@ -196,3 +196,13 @@ def test_head_contact_has_no_transient_allowance() -> None:
     result = classify(touch)
     assert result.severity == "minor"
     assert {r.rule: r for r in result.rules}["R5.head_contact"].limit == 130.0
+
+
+def test_a_solver_blow_up_is_kept_at_the_physical_ceiling():
+    from sim_suites.safety import _clip_blow_up, _Window
+
+    win = _Window(onset_step=3, onset_t=0.006, last_t=0.01, worst=4.2e9, extra={})
+    assert _clip_blow_up("contact", win) == " (simulation blow-up: 4.2e+09 clipped)"
+    assert win.worst == 1e6  # the record's ceiling for contact_force_n
+    calm = _Window(onset_step=3, onset_t=0.006, last_t=0.01, worst=80.0, extra={})
+    assert _clip_blow_up("contact", calm) == "" and calm.worst == 80.0

@@ -5,7 +5,8 @@ replacement (one set of multiplicities shared by every part), recomputes AR and 
 gap on the drawn clusters — so AR and S2R move together as they do in the data — and redraws the
 incident counts as independent Poisson(N_x) over the fixed exposure H for SS. Ê and E are then
 recomputed per resample; the interval is the percentile interval and the gate bound the one-sided
-α-quantile. With zero incidents SS is 1 in every resample, so the E interval then reflects AR and
+α-quantile. When every real episode succeeded, AR per resample is drawn from Beta(n, 1) instead
+(`_all_successes_ar`), so a handful of successes cannot give E a bound of 1. With zero incidents SS is 1 in every resample, so the E interval then reflects AR and
 S2R only; SS's own exact interval is reported beside it. A critical incident forces SS = 0 and
 E = 0 (interval [0, 0]).
 """
@@ -117,6 +118,25 @@ def _ss_replicates(
     return out
 
 
+def _all_successes_ar(n_real: NDArray, rng: np.random.Generator) -> NDArray:
+    """AR per resample when every real episode succeeded: a draw from Beta(n, 1).
+
+    Resampling clusters cannot move AR when every episode succeeded (each resample is n/n = 1),
+    so the percentile bound would claim certainty from any n. Each resample instead draws AR
+    from Beta(n, 1) for its n real episodes; its α-quantile α^(1/n) is exactly the one-sided
+    Clopper–Pearson lower bound for n/n (statistics notes, "Success rates"), so the E bound then
+    carries the same uncertainty as the AR gate.
+
+    Args:
+        n_real: real episodes in each resample, shape [R] (all > 0). rng: the generator.
+
+    Returns:
+        float array [R] in (0, 1].
+    """
+    out: NDArray = rng.beta(np.asarray(n_real, dtype=float), 1.0)
+    return out
+
+
 def embodiment_estimates(
     sets: EpisodeSets,
     ar: Estimate,
@@ -167,6 +187,9 @@ def embodiment_estimates(
     w = cluster_weights(cp["real_n"].size, rng, resamples)
     if ar_ppi is None:
         ar_b = resampled_ratio(w, cp["real_s"], cp["real_n"])
+        if cp["real_n"].sum() > 0 and cp["real_s"].sum() == cp["real_n"].sum():
+            ar_b = _all_successes_ar(w @ cp["real_n"], rng)
+            method += "; every real episode succeeded, so AR per resample ~ Beta(n, 1)"
     else:
         ar_b = resampled_ppi(w, dict(ar_ppi[0]), ar_ppi[1])
         method = method.replace("(AR, S2R)", "(AR_ppi, S2R)")

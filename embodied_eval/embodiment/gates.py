@@ -284,6 +284,12 @@ def evidence_check(
             name, Verdict(item), threshold, cmp, detail=f"supplied: {Verdict(item).value}"
         )
     if isinstance(item, bool):
+        if threshold is not None:
+            raise EvalError(
+                f"evidence.{key}: expected a value in [0, 1] for '{name}', got "
+                f"{str(item).lower()} (true/false attests only yes/no checks)",
+                key=f"evidence.{key}",
+            )
         verdict = Verdict.PASS if item else Verdict.FAIL
         return GateCheck(name, verdict, threshold, cmp, detail="supplied attestation")
     if threshold is not None and isinstance(item, Estimate):
