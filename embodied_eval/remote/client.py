@@ -143,6 +143,8 @@ class _Connection:
 
     @property
     def open(self) -> bool:
+        """Still open (what arrived since the last answer is taken in first)."""
+        self.ws.poll()
         return self.ws.open
 
 

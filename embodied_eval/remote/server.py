@@ -39,6 +39,10 @@ from embodied_eval.remote.wire import pack, unpack
 
 log = logging.getLogger("embodied_eval.policy_server")
 
+#: On shutdown, how long each client gets to answer the closing handshake, s (a client that is
+#: busy elsewhere — e.g. between episodes — does not hold the server up longer).
+CLOSE_TIMEOUT_S = 2.0
+
 
 def load_factory(target: str) -> Callable[[str | None], Any]:
     """`factory(task_id) -> policy` for "module:factory[?key=value&...]"; EvalError when unusable.
@@ -225,6 +229,7 @@ class PolicyServer:
             max_size=None,
             process_request=self._process_request,
             ssl=self.ssl_context,
+            close_timeout=CLOSE_TIMEOUT_S,
         ) as server:
             sockets = list(server.sockets)
             if sockets:

@@ -5,7 +5,9 @@ message over to the caller, which costs a thread wake-up per message on top of t
 trip; on a busy machine that wake-up waits for a CPU. A policy client does strict request/answer
 round trips, so this one drives the websockets library's sans-I/O `ClientProtocol` (framing,
 masking, the opening handshake, ping/pong and the closing handshake, all from the library) over a
-plain blocking socket, reading only while the caller waits for an answer. TCP_NODELAY is set (a
+plain blocking socket, reading only while the caller waits for an answer (and, through `poll`,
+before each use, so what arrived in between — a ping, the server closing — is handled before a
+request goes out). TCP_NODELAY is set (a
 frame goes out at once), messages are written with one `sendall`, compression is off and there
 is no size limit (the openpi protocol's settings).
 
@@ -154,6 +156,30 @@ class BlockingWebsocket:
             if not self.open:
                 raise ClosedError(self._close_detail())
             self._read(deadline)
+
+    def poll(self) -> None:
+        """Take in whatever arrived while the caller was not reading, without waiting: pings
+        are answered, and a close (or a dropped connection) shows in `open`."""
+        if not self.open:
+            return
+        self.sock.setblocking(False)
+        try:
+            while self.open:
+                try:
+                    data = self.sock.recv(READ_SIZE)
+                except (BlockingIOError, ssl.SSLWantReadError):
+                    break
+                except OSError:
+                    self.protocol.receive_eof()
+                    break
+                if data:
+                    self.protocol.receive_data(data)
+                else:
+                    self.protocol.receive_eof()
+                self._flush()
+        finally:
+            with contextlib.suppress(OSError):
+                self.sock.setblocking(True)
 
     def _close_detail(self) -> str:
         rcvd = self.protocol.close_rcvd
