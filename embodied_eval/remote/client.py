@@ -14,9 +14,10 @@ then each `infer` is one binary frame out (the observation map) and one back (a 
   policy starts the episode exactly as an in-process one would. The answer may name the served
   policy's `command_space` (e.g. `"joint_position"`), which the real side needs to know.
 - **Latency.** Every round trip is timed; `latency_summary()` gives the episode's figures, which the
-  sim runner records on the episode (`control.policy_latency_ms`).
+  sim and real sides record on the episode (`control.policy_latency_ms`).
 - **Failures.** No answer within the timeout, a closed connection, a refused key or an error frame
-  raise `RemotePolicyError` with one line saying which; the runner records the episode `aborted`.
+  raise `RemotePolicyError` with one line saying which; the runner records the episode `aborted`
+  (on the real side after the safe-stop hold was sent).
 
 URL: `ws://HOST:PORT[/PATH][?timeout=SECONDS]` or `wss://…` (TLS, system trust store or
 `SSL_CERT_FILE`). The API key comes from the environment variable `EMBODIED_EVAL_POLICY_API_KEY`
