@@ -111,7 +111,7 @@ def load_trajectory(episode: Episode, path: Path) -> Trajectory | None:
                 "install the 'ros' extra"
             ) from None
         arrays = reader(episode, path)
-    if "time" not in arrays or "action" not in arrays:
+    if "time" not in arrays or "action" not in arrays or len(arrays["time"]) == 0:
         return None
     return trajectory_from_arrays(episode, arrays)
 

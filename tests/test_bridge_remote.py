@@ -32,6 +32,7 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
+from embodied_eval.lerobot_export import export_lerobot
 from embodied_eval.protocol import protocol_from_mapping
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.remote.client import RemotePolicy
@@ -324,6 +325,9 @@ def test_server_death_or_silence_aborts_the_real_episode_and_holds_the_robot(twi
         assert (hold.header.stamp.sec, hold.header.stamp.nanosec) == (0, 0)
         assert _tfs(hold) == pytest.approx(0.1) and tuple(hold.joint_names) == ARM
         assert len(hold.points) == 1
+    # Exported as LeRobot frames: the 5 steps of the first; the second never made a step.
+    result = export_lerobot([died, slow], tmp_path / "dataset")
+    assert (result.episodes, result.frames, result.skipped) == (1, 5, 1)
 
 
 def test_a_served_joint_chunk_is_executed_whole_one_inference_per_chunk(twin, tmp_path):
