@@ -157,7 +157,11 @@ def run_demo(
 ) -> Path:
     """Run the demo (see the module docstring); returns the certificate bundle's folder."""
     from embodied_eval.certificate import issue_certificate, recompute_check, verify_bundle
-    from embodied_eval.cli.summaries import print_level_explanation, print_verdict
+    from embodied_eval.cli.summaries import (
+        print_level_explanation,
+        print_next_steps,
+        print_verdict,
+    )
     from embodied_eval.keys import create_private_key
     from embodied_eval.plugins import resolve
     from embodied_eval.runner.progress import summary_table
@@ -252,13 +256,12 @@ def run_demo(
         f"{validity}; level {cert['level']['assigned']} ({cert['level']['reason']})",
         markup=False,
     )
-    print_verdict(
-        window_verdict(
-            emb["gates"], valid=window["valid"], invalid_reason=window["invalid_reason"]
-        ),
-        out=console,
+    verdict = window_verdict(
+        emb["gates"], valid=window["valid"], invalid_reason=window["invalid_reason"]
     )
+    print_verdict(verdict, out=console)
     print_level_explanation(cert, out=console)
+    print_next_steps(verdict, has_evidence=False, out=console)
 
     _step(console, 5, "verifying the signed bundle and recomputing it from the store", started)
     verified = verify_bundle(issued.path, expected_fingerprint=issued.key_fingerprint)
@@ -271,6 +274,11 @@ def run_demo(
     report = (issued.path / "report.html").resolve()
     _step(console, 6, "done", started)
     console.print(f"report: {report}", markup=False, soft_wrap=True)
+    console.print(
+        "      (its first screen: the verdict, the level and why not higher, the headline "
+        "numbers, what remains and what to do next; open it in any browser)",
+        markup=False,
+    )
     console.print(
         f"check it again with: embodied-eval verify {issued.path} --db {db}",
         markup=False,

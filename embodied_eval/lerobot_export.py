@@ -5,7 +5,7 @@ Every exported episode needs its per-step frames:
 - a sim episode: the `.npz` artifact (kind "trajectory") a sim run writes with `--record`: `time`
   and each observation array `obs.<key>` as the policy saw it before each action, and `action`;
 - a real episode: its MCAP recording (kind "mcap"), read by the robot side's frame reader
-  (`embodied_eval.plugins.FRAME_READERS`; for ROS 2 recordings `real_bridge.recording_frames`):
+  (`embodied_eval.plugins.STEP_READERS`; for ROS 2 recordings `real_bridge.recording_steps`):
   one frame per control-loop step, `obs.joint_pos` / `obs.joint_vel` (arm then gripper joints)
   and `obs.wrench` from the latest samples received when the step's command went out,
   `obs.image` from the latest recorded camera frame, `action` = the joint targets sent (arm,
@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.plugins import FRAME_READERS, resolve
+from embodied_eval.plugins import STEP_READERS, resolve
 from embodied_eval.records import Episode
 
 CODEBASE_VERSION = "v3.0"
@@ -86,12 +86,12 @@ class ExportResult:
 
 def trajectory_path(episode: Episode) -> Path | None:
     """The episode's per-step artifact on disk: its `.npz` trajectory, else a recording that
-    a frame reader understands (`plugins.FRAME_READERS`)."""
+    a frame reader understands (`plugins.STEP_READERS`)."""
     for art in episode.artifacts:
         if art.kind == "trajectory" and art.path.endswith(".npz") and Path(art.path).is_file():
             return Path(art.path)
     for art in episode.artifacts:
-        if art.kind in FRAME_READERS and Path(art.path).is_file():
+        if art.kind in STEP_READERS and Path(art.path).is_file():
             return Path(art.path)
     return None
 
@@ -104,7 +104,7 @@ def load_trajectory(episode: Episode, path: Path) -> Trajectory | None:
     else:
         kind = next(a.kind for a in episode.artifacts if Path(a.path) == path)
         try:
-            reader = resolve(FRAME_READERS[kind])
+            reader = resolve(STEP_READERS[kind])
         except EvalError as exc:
             raise EvalError(
                 f"episode {episode.episode_id}: cannot read its {kind} recording ({exc}); "

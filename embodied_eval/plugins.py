@@ -23,10 +23,10 @@ SIM_ENGINES: dict[str, str] = {
 #: `?key=value` options, policy server URLs); used by `embodied-eval policy serve`.
 POLICY_LOADER = "sim_suites.policies:load_policy"
 
-#: Readers of per-step frames from an episode artifact, by artifact kind:
+#: Readers of per-step frames (LeRobot export) from an episode artifact, by artifact kind:
 #: `read(episode, path) -> {"time", "action", "obs.<key>": arrays}` (as a sim trajectory `.npz`).
-FRAME_READERS: dict[str, str] = {
-    "mcap": "real_bridge.recording_frames:recorded_frames",
+STEP_READERS: dict[str, str] = {
+    "mcap": "real_bridge.recording_steps:recorded_steps",
 }
 
 #: Robot backends for the real side, by name.
@@ -46,6 +46,12 @@ INCIDENT_LOG: dict[str, str] = {
     "chain_rows": "incident_logging.chain:rows",
     "integrity_state": "incident_logging.store:integrity_state",
     "threshold_table": "incident_logging.thresholds:threshold_table",
+}
+
+#: Readers of camera frames in episode recordings, by artifact kind: `read(path, count) ->
+#: [(seconds, encoded image bytes)]` (the report's thumbnail strips).
+RECORDING_FRAMES: dict[str, str] = {
+    "mcap": "real_bridge.recording_frames:camera_frames",
 }
 
 #: Extra CLI command groups, by name: a `typer.Typer` each.

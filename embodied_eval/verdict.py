@@ -201,3 +201,61 @@ def level_rows(level_gates: Iterable[Mapping[str, Any]], level: int) -> list[dic
                 }
             )
     return rows
+
+
+def next_steps(verdict: WindowVerdict, *, has_evidence: bool) -> list[str]:
+    """What to do next, most urgent first, decided from the verdict alone.
+
+    Args:
+        verdict: the window's verdict.
+        has_evidence: whether an evidence file (software axes, attestations) was supplied.
+
+    Returns:
+        One sentence per step: the invalid window or failing checks first (fixed by changing
+        the robot, the policy or the set-up, then a new window), then the trials or exposure
+        hours that settle the inconclusive checks, then the evidence this harness cannot
+        produce itself.
+    """
+    steps = []
+    if verdict.colour == RED and not verdict.failing:
+        steps.append(
+            "Investigate the critical incident and take corrective action; this window cannot "
+            "be certified, so evaluate again in a new window."
+        )
+    elif verdict.failing:
+        steps.append(
+            f"Fix what fails ({'; '.join(c.name for c in verdict.failing)}): change the policy, "
+            "the robot or the set-up, then evaluate a new window. Running more trials of this "
+            "policy does not turn a failed check into a pass."
+        )
+    trials = [c.remaining["trials"] for c in verdict.inconclusive if "trials" in c.remaining]
+    hours = [c.remaining["hours"] for c in verdict.inconclusive if "hours" in c.remaining]
+    if trials or hours:
+        amounts = []
+        if trials:
+            amounts.append(f"about {max(trials):g} more trials")
+        if hours:
+            amounts.append(f"about {max(hours):.4g} more exposure hours")
+        steps.append(
+            f"Run {' and '.join(amounts)} to settle the {len(verdict.inconclusive)} inconclusive "
+            "check(s) (`embodied-eval plan` recomputes the amounts)."
+        )
+    elif verdict.inconclusive:
+        steps.append(
+            f"Collect more data for the {len(verdict.inconclusive)} inconclusive check(s)."
+        )
+    if verdict.missing and not has_evidence:
+        steps.append(
+            "To be certified above AAI-0, supply the software-axis evidence (A, G, P, M, T, R, "
+            "S, W, $) and any external audits with `embodied-eval certify --evidence FILE`."
+        )
+    elif verdict.missing:
+        steps.append(
+            f"Supply evidence for the {len(verdict.missing)} check(s) that lack it "
+            f"({'; '.join(c.name for c in verdict.missing)})."
+        )
+    if not steps:
+        steps.append(
+            "Nothing remains for this window: share the bundle; `embodied-eval verify` checks it."
+        )
+    return steps

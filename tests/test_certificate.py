@@ -27,6 +27,7 @@ import json
 import math
 import re
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +97,13 @@ def record_incident(db: Path, window: str, **fields: Any) -> None:
         log.report(IncidentRecord(**base))
 
 
-def build_window(tmp_path: Path, *, near_miss: bool = True) -> tuple[Path, Path]:
+def build_window(
+    tmp_path: Path, *, near_miss: bool = True, recordings: bool = False
+) -> tuple[Path, Path]:
     """A store holding the fixed window described in the module docstring.
+
+    With `recordings`, each failed real episode carries a camera recording (MCAP, see
+    `tests.camera_recording`) under `tmp_path/run/`.
 
     Returns:
         (protocol file, store file).
@@ -112,9 +118,16 @@ def build_window(tmp_path: Path, *, near_miss: bool = True) -> tuple[Path, Path]
     for i, spec in enumerate(manifest.specs):
         quality = 0.5 if spec.pair_id in fails[spec.side] else 0.9
         # The manifest's rows are first attempts carrying the protocol's window and hash.
-        episodes.append(
-            spec.to_episode(quality, duration_s=30.0, started_at=f"2026-11-02T10:{i % 60:02d}:00Z")
+        episode = spec.to_episode(
+            quality, duration_s=30.0, started_at=f"2026-11-02T10:{i % 60:02d}:00Z"
         )
+        if recordings and spec.side == "real" and spec.pair_id in fails["real"]:
+            from tests.camera_recording import RECORDED_COLOURS, write_camera_mcap
+
+            safe = "".join(c if c.isalnum() else "_" for c in spec.episode_id)
+            artifact = write_camera_mcap(tmp_path / "run" / f"{safe}.mcap", RECORDED_COLOURS)
+            episode = replace(episode, artifacts=(artifact,))
+        episodes.append(episode)
     with Store(db) as store:
         store.write_manifest(
             manifest.manifest_hash, protocol.protocol_hash, protocol.window_id, manifest.to_dict()

@@ -68,6 +68,22 @@ def test_scaled_down_demo_certifies_and_verifies(tmp_path: Path) -> None:
     # The level is explained: the verdict, what blocks the next level, what this harness measures.
     assert "verdict: " in done.stdout and "what blocks AAI-1" in done.stdout
     assert "can at most reach AAI-0" in done.stdout
+    assert "What to do next:" in done.stdout
+    # The report leads with the same verdict and explanation, and links every real recording
+    # (relative to the report, so the links resolve where it was written), with a camera strip
+    # for each failed or incident real episode.
+    import re
+    from urllib.parse import unquote
+
+    html = report.read_text(encoding="utf-8")
+    assert re.search(r'id="verdict" class="verdict-banner verdict-(red|amber|green)"', html)
+    assert "Why not AAI-1" in html and 'id="next"' in html
+    links = re.findall(r'<a href="([^"#][^"]*)">mcap: ', html)
+    assert len(set(links)) >= 3
+    for href in links:
+        assert (report.parent / unquote(href)).is_file(), href
+    for strip in re.findall(r'<div class="thumbs">(.*?)</div>', html):
+        assert strip.count('<img src="data:image/jpeg;base64,') == 4
     verified = verify_bundle(out / "certificate")
     recompute_check(verified, out / "store.db")
     cert = verified.certificate

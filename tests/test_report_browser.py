@@ -1,4 +1,7 @@
-"""The HTML report renders in a real browser (headless Chromium), opened from disk.
+"""The HTML report renders in a real browser (headless Chromium), opened from disk, at 1400 and
+700 px: every section is there, the verdict banner is on the first screen in the verdict's colour
+(read from the screenshot's pixels), no Python repr is in the page text, every image (plots and
+camera thumbnails) decodes, and nothing is wider than the window.
 
 Skipped when no Chromium binary is installed (CI installs Debian's `chromium`).
 """
@@ -14,8 +17,10 @@ import numpy as np
 import pytest
 
 from embodied_eval.certificate.issue import issue_certificate
+from embodied_eval.certificate.report_html import render_report
 from embodied_eval.keys import create_private_key
 from tests.test_certificate import build_window, write_evidence
+from tests.test_report_summary import REPRS, page_text
 
 CHROMIUM = next(
     (
@@ -44,7 +49,27 @@ FLAGS = (
     "--disable-component-update",
     "--disable-sync",
     "--disable-extensions",
+    "--hide-scrollbars",
+    "--force-device-scale-factor=1",
 )
+#: The window's height; the first screen is what of it the page sees.
+SCREEN_H = 900
+#: The banner colours (the report's stylesheet), as the screenshot must show them.
+BANNER_RGB = {"red": (198, 40, 40), "amber": (240, 163, 10), "green": (46, 125, 50)}
+SECTIONS = ("summary", "timeline", "episodes", "technicians", "safety", "certification",
+            "integrity")  # fmt: skip
+
+#: Added to a copy of the report: writes the banner's box, the level paragraph's top, the
+#: viewport and the page width into the body's attributes once the page has loaded, so
+#: `--dump-dom` carries the layout.
+PROBE = """<script>
+window.addEventListener('load', function () {
+  var r = document.getElementById('verdict').getBoundingClientRect();
+  var l = document.getElementById('level').getBoundingClientRect();
+  document.body.setAttribute('data-probe', [r.left, r.top, r.right, r.bottom, l.top,
+    window.innerWidth, window.innerHeight, document.documentElement.scrollWidth].join(','));
+});
+</script>"""
 
 
 def chromium(args: list[str], profile: Path) -> str:
@@ -63,8 +88,9 @@ def chromium(args: list[str], profile: Path) -> str:
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A certified window whose 4 failed real episodes carry camera recordings."""
     tmp = tmp_path_factory.mktemp("browser")
-    protocol, db = build_window(tmp)
+    protocol, db = build_window(tmp, recordings=True)
     key = tmp / "k.pem"
     create_private_key(key)
     out = tmp / "bundle"
@@ -74,40 +100,93 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def test_sections_render_and_every_image_decodes(bundle: Path, tmp_path: Path) -> None:
-    report = bundle / "report.html"
-    dom = chromium(
-        ["--virtual-time-budget=10000", "--dump-dom", report.as_uri()], tmp_path / "profile"
+def with_probe(report: Path) -> Path:
+    """A copy of the report beside it (so its relative links still resolve) with PROBE."""
+    probe = report.with_name("probe-" + report.name)
+    probe.write_text(
+        report.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"),
+        encoding="utf-8",
     )
-    for section in ("technicians", "safety", "certification", "integrity"):
-        assert f'id="{section}"' in dom
-    images = len(re.findall(r"<img\b", dom))
-    assert images == 5
-    # Set by the report's own script once every image has a non-zero natural width.
-    match = re.search(r'<body[^>]*data-images-loaded="(\d+)"', dom)
-    assert match is not None, "images did not all load"
-    assert int(match.group(1)) == images
-    # Text from the incident narrative arrives as text, not as markup.
-    assert "<script>alert(1)</script>" not in dom
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom
+    return probe
 
 
-def test_screenshot_is_not_blank(bundle: Path, tmp_path: Path) -> None:
+def check_page(report: Path, width: int, tmp: Path, verdict: str, images: int) -> None:
+    """Open `report` at `width` px: DOM checks, then the screenshot's banner pixels."""
+    probe = with_probe(report)
+    dom = chromium(
+        [f"--window-size={width},{SCREEN_H}", "--virtual-time-budget=10000", "--dump-dom",
+         probe.as_uri()],
+        tmp / f"profile-{width}",
+    )  # fmt: skip
+    for section in SECTIONS:
+        assert f'id="{section}"' in dom, section
+    # Every image decoded with a non-zero natural width (the report's own marker).
+    assert len(re.findall(r"<img\b", dom)) == images
+    loaded = re.search(r'<body[^>]*data-images-loaded="(\d+)"', dom)
+    assert loaded is not None and int(loaded.group(1)) == images, "an image did not load"
+    text = page_text(dom)
+    for pattern in REPRS:
+        assert not re.search(pattern, text), pattern
+    box = re.search(r'data-probe="([^"]+)"', dom)
+    assert box is not None, "the page did not finish loading"
+    left, top, right, bottom, level_top, inner_w, inner_h, page_w = map(
+        float, box.group(1).split(",")
+    )
+    # Headless Chromium's viewport is the window less its (invisible) frame: 757 of 900 px.
+    assert inner_w == width and 700 <= inner_h <= SCREEN_H
+    # The verdict and the level's explanation are on the first screen; nothing overflows.
+    assert 0 < top < bottom < inner_h and level_top < inner_h
+    assert page_w <= width and right <= width
+    assert f'data-verdict="{verdict}"' in dom
+
     from matplotlib.image import imread
 
-    shot = tmp_path / "shot.png"
+    shot = tmp / f"shot-{width}.png"
     chromium(
-        [
-            "--window-size=1200,3000",
-            "--virtual-time-budget=10000",
-            "--hide-scrollbars",
-            f"--screenshot={shot}",
-            (bundle / "report.html").as_uri(),
-        ],
-        tmp_path / "profile",
-    )
-    pixels = np.asarray(imread(shot))
-    assert pixels.shape[:2] == (3000, 1200)
-    # A blank page is one colour; the report has text, tables, banners and plots.
-    distinct = np.unique(pixels.reshape(-1, pixels.shape[-1])[::97], axis=0)
-    assert distinct.shape[0] > 50
+        [f"--window-size={width},{SCREEN_H}", "--virtual-time-budget=10000",
+         f"--screenshot={shot}", report.as_uri()],
+        tmp / f"profile-{width}",
+    )  # fmt: skip
+    pixels = np.asarray(imread(shot))[..., :3]
+    assert pixels.shape[:2] == (SCREEN_H, width)
+    pixels = np.rint(pixels * 255).astype(int)
+    # The banner's left padding (no text there): all of it in the verdict's colour.
+    pad = pixels[int(top) + 3 : int(bottom) - 3, int(left) + 3 : int(left) + 10]
+    assert pad.size > 0
+    assert np.abs(pad - np.array(BANNER_RGB[verdict])).max() <= 3
+    # The rest of the first screen is a page, not a blank: text, cards and the banner.
+    assert np.unique(pixels.reshape(-1, 3)[::97], axis=0).shape[0] > 30
+
+
+@pytest.mark.parametrize("width", [1400, 700])
+def test_certified_report_at_two_widths(bundle: Path, tmp_path: Path, width: int) -> None:
+    # 5 plots (500 h of exposure reach the rate-plot floor) + 4 failed real episodes × 4 frames.
+    check_page(bundle / "report.html", width, tmp_path, "red", images=5 + 16)
+    # Text from the incident narrative arrives as text, not as markup.
+    html = (bundle / "report.html").read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_amber_banner_on_screen(tmp_path: Path) -> None:
+    """A window with nothing failing and one inconclusive check is amber, on screen too."""
+    cert = {
+        "protocol": {"name": "p", "version": "1", "window": {"id": "w", "start": "2026-11-01",
+                                                             "end": "2026-11-30"}},
+        "window": {"valid": True, "exposure_hours": 320.0},
+        "level": {"level": 0, "assigned": "AAI-0", "procedure_name": "AAI-0 Fixed Automation"},
+        "embodiment": {
+            "gates": {
+                "AAI-2": {
+                    "name": "AAI-2 (Robotics)",
+                    "checks": [
+                        {"id": "aai2.e_min", "name": "E ≥ 0.6", "verdict": "pass"},
+                        {"id": "aai2.ra_min", "name": "RA ≥ 0.5", "verdict": "inconclusive",
+                         "remaining": {"trials": 14.0}},
+                    ],
+                }
+            }
+        },
+    }  # fmt: skip
+    report = tmp_path / "report.html"
+    report.write_text(render_report(cert, {}), encoding="utf-8")
+    check_page(report, 1400, tmp_path, "amber", images=0)

@@ -39,8 +39,21 @@ border:1px solid #c44e52}
 .verdict-inconclusive{color:#b26a00;font-weight:600}.verdict-evidence_missing{color:#666;
 font-weight:600}
 figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
-figcaption{font-size:.9em;color:#555}code{font-size:.88em;word-break:break-all}
+figcaption{font-size:.9em;color:#555}code{font-size:.88em;overflow-wrap:anywhere}
 nav a{margin-right:1em}.muted{color:#666}
+.scroll{overflow-x:auto;max-width:100%}
+.verdict-banner{padding:.8em 1em;border-radius:4px;margin:.8em 0;font-weight:600;
+font-size:1.05em}
+.verdict-red{background:#c62828;color:#fff}.verdict-amber{background:#f0a30a;color:#1a1a1a}
+.verdict-green{background:#2e7d32;color:#fff}
+.headline{display:flex;flex-wrap:wrap;gap:.5em;margin:.6em 0}
+.headline div{border:1px solid #ccc;border-radius:4px;padding:.4em .7em;min-width:9.5em;
+flex:1 1 9.5em}
+.headline b{display:block;font-size:1.35em}.headline small{color:#555;display:block}
+li.fail{color:#c62828}li.inconclusive{color:#8a5200}
+details{margin:.6em 0}details>summary{cursor:pointer}
+details>summary h2,details>summary h3{display:inline}
+.thumbs img{height:90px;margin:0 2px 2px 0;border:1px solid #ddd}
 """
 
 IMAGES_LOADED_SCRIPT = """
@@ -59,11 +72,33 @@ IMAGES_LOADED_SCRIPT = """
 """
 
 
-def esc(value: Any) -> str:
-    """Text for HTML: `None` as an em dash, everything else through `html.escape`."""
+def plain_text(value: Any) -> str:
+    """A value as a reader would write it, never as a Python repr: None → "—", booleans →
+    yes/no, mappings → "key: value; …", lists → "a, b", numbers as themselves."""
     if value is None:
         return "—"
-    return html.escape(str(value), quote=True)
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "—"
+        if math.isinf(value):
+            return "∞" if value > 0 else "−∞"
+        return str(value)
+    if isinstance(value, Mapping):
+        if not value:
+            return "none"
+        return "; ".join(f"{k}: {plain_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return ", ".join(plain_text(v) for v in items) if items else "none"
+    return str(value)
+
+
+def esc(value: Any) -> str:
+    """Text for HTML: `plain_text` of the value (so no Python repr reaches the page), through
+    `html.escape`."""
+    return html.escape(plain_text(value), quote=True)
 
 
 def fmt_number(value: Any, digits: int = 3) -> str:
@@ -134,7 +169,10 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[str]], *, raw: bool = 
         body.append(f"<tr>{cells}</tr>")
     if not body:
         body.append(f'<tr><td colspan="{len(headers)}" class="muted">none</td></tr>')
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return (
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def figure(name: str, png: bytes | None) -> str:

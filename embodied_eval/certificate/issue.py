@@ -147,7 +147,9 @@ def issue_certificate(
     )
     plots = certificate_plots(cert)
     files: dict[str, bytes] = {
-        REPORT_FILE: render_report(cert, plots).encode("utf-8"),
+        REPORT_FILE: render_report(
+            cert, plots, episodes=inputs.episodes, report_dir=Path(out)
+        ).encode("utf-8"),
         PROTOCOL_FILE: protocol_bytes,
     }
     for name, png in plots.items():

@@ -9,24 +9,65 @@ fixed, so the same inputs give the same bytes.
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
+from embodied_eval.certificate.timeline_svg import SEVERITY_COLORS
 from embodied_eval.records import SEVERITIES
 
 #: Figure size in inches and resolution: small enough to embed, large enough to read.
 FIGSIZE = (6.4, 3.6)
 DPI = 100
 SIDE_COLORS = {"sim": "#4C72B0", "real": "#DD8452"}
-SEVERITY_COLORS = {
-    "near_miss": "#8C8C8C",
-    "minor": "#CCB974",
-    "major": "#DD8452",
-    "critical": "#C44E52",
-}
+
+
+#: The loosest rate gate of the robotics gates (AAI-2: ≤ 1 minor per 100 h, seed §7), used when
+#: a certificate does not carry the gate's own threshold.
+DEFAULT_RATE_THRESHOLD_PER_100H = 1.0
+RATE_GATE_ID = "aai2.minor_rate_max"
+
+
+def zero_event_hours(threshold_per_100h: float, confidence: float) -> float:
+    """Exposure hours at which zero events bound a rate at `threshold_per_100h` (one-sided
+    exact Poisson bound χ²(c; 2)/(2H) = −ln(1 − c)/H per hour): H = −100·ln(1 − c)/threshold.
+    At 95 % and 1 per 100 h this is 299.57 h (the statistics notes' 299.6 h)."""
+    return -100.0 * math.log(1.0 - confidence) / threshold_per_100h
+
+
+def rate_plot_floor(cert: Mapping[str, Any]) -> dict[str, Any]:
+    """Below which exposure the report does not draw rates per 100 h, and why.
+
+    The floor is the exposure at which zero events would demonstrate the loosest rate gate at
+    the protocol's confidence (`zero_event_hours`): below it every severity's upper bound is
+    above every rate threshold, so a bar chart only shows how thin the data are (bounds of
+    10⁵ per 100 h on a 0.001 h window). The report then states the bounds as text.
+
+    Returns:
+        {"threshold": per 100 h, "confidence", "min_hours", "exposure_hours", "draw": bool,
+        "more_hours": the planner's remaining hours for the gate (or min_hours − H)}.
+    """
+    confidence = float((cert.get("protocol") or {}).get("confidence") or 0.95)
+    gate = ((cert.get("embodiment") or {}).get("gates") or {}).get("AAI-2") or {}
+    check: Mapping[str, Any] = next(
+        (c for c in gate.get("checks", []) if c.get("id") == RATE_GATE_ID), {}
+    )
+    threshold = float(check.get("threshold") or DEFAULT_RATE_THRESHOLD_PER_100H)
+    exposure = float((cert.get("window") or {}).get("exposure_hours") or 0.0)
+    min_hours = zero_event_hours(threshold, confidence)
+    planned = (check.get("remaining") or {}).get("hours")
+    return {
+        "threshold": threshold,
+        "confidence": confidence,
+        "min_hours": min_hours,
+        "exposure_hours": exposure,
+        "draw": exposure >= min_hours,
+        "more_hours": float(planned) if planned is not None else max(0.0, min_hours - exposure),
+    }
 
 
 def _new_figure() -> Figure:
@@ -240,6 +281,11 @@ def reliability_plot(points: Sequence[Mapping[str, Any]], exposure_h: float) -> 
     """
     if exposure_h <= 0.0:
         return _message_figure("Reliability", "no exposure hours recorded")
+    return _png(reliability_figure(points, exposure_h))
+
+
+def reliability_figure(points: Sequence[Mapping[str, Any]], exposure_h: float) -> Figure:
+    """The figure of `reliability_plot` (exposure_h > 0): counts start at 0, never below."""
     fig = _new_figure()
     ax = fig.add_subplot()
     ordered = sorted(points, key=lambda p: float(p["exposure_h"]))
@@ -257,12 +303,15 @@ def reliability_plot(points: Sequence[Mapping[str, Any]], exposure_h: float) -> 
                 label=severity.replace("_", "-"),
             )
     ax.set_xlim(0.0, exposure_h)
+    # Counts: never below zero, whole numbers, at least 0..1 so an empty window is not ±0.04.
+    ax.set_ylim(0.0, max(1.0, len(ordered)) * 1.05)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("cumulative exposure (h)")
     ax.set_ylabel("cumulative incidents")
     ax.set_title("Reliability: incidents vs exposure")
     ax.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 def maintenance_plot(section: Mapping[str, Any]) -> bytes:
@@ -317,8 +366,9 @@ def certificate_plots(cert: Mapping[str, Any]) -> dict[str, bytes]:
         cert: the certificate (as written to certificate.json).
 
     Returns:
-        plot name → PNG bytes: success_by_family, incident_rates, reliability, embodiment,
-        frontier, and maintenance when the certificate has a computed maintenance audit.
+        plot name → PNG bytes: success_by_family, reliability, embodiment, frontier;
+        incident_rates when the exposure reaches `rate_plot_floor` (below it the report gives
+        the bounds as text); maintenance when the certificate has a computed maintenance audit.
     """
     emb = cert.get("embodiment", {})
     trials = cert.get("trials", {})
@@ -326,10 +376,11 @@ def certificate_plots(cert: Mapping[str, Any]) -> dict[str, bytes]:
     exposure_h = cert.get("window", {}).get("exposure_hours") or 0.0
     maintenance = (cert.get("closures") or {}).get("maintenance") or {}
     extra = {"maintenance": maintenance_plot(maintenance)} if "days" in maintenance else {}
+    if rate_plot_floor(cert)["draw"]:
+        extra["incident_rates"] = incident_rates_plot(emb.get("rates_per_100h", {}))
     return {
         **extra,
         "success_by_family": success_by_family_plot(trials.get("by_family", [])),
-        "incident_rates": incident_rates_plot(emb.get("rates_per_100h", {})),
         "reliability": reliability_plot(incidents.get("reliability", []), float(exposure_h)),
         "embodiment": embodiment_parts_plot(
             {

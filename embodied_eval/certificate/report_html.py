@@ -1,22 +1,33 @@
-"""The HTML report: one self-contained file rendered from a certificate and its plots.
+"""The HTML report: one self-contained file rendered from a certificate, its plots and the
+window's episodes.
 
-The report opens from disk with no network: the CSS is inline and every plot is embedded as a
-base64 `data:` URI (the same PNGs are also written beside it). It has one section per reader:
-`#technicians` (trials run vs planned, per-family success, what remains to run), `#safety`
-(incidents with margins, rates per 100 h with exact intervals, window validity, amendments,
-integrity of the incident log) and `#certification` (axis table, index, gates, level), plus
-`#integrity` (hashes, seeds, signer). Every piece of text goes through `html.escape`.
+The report opens from disk with no network: the CSS is inline and every plot and thumbnail is
+embedded as a base64 `data:` URI (the plots are also written beside it). It reads top-down:
 
-A small inline script marks `<body data-images-loaded="N">` once all N images have decoded with a
-non-zero natural width, so a headless browser can confirm the report renders.
+- `#summary` (the first screen): the window verdict (red / amber / green, as `certify` decides
+  it), the certified level and why not higher, the headline numbers AR, SS, S2R, RA, QC with
+  intervals (and E, throughput, exposure), what remains (failing first) and what to do next,
+  then the table of the checks of the certified and the next level;
+- `#timeline`: incidents in calendar time; `#episodes`: failed and incident episodes with their
+  recordings and camera thumbnails, and every pair (folded);
+- folded details per reader: `#technicians` (trials run vs planned, per-family success, what
+  remains to run), `#safety` (incidents with margins, rates per 100 h with exact intervals, window
+  validity, amendments, integrity of the incident log), `#certification` (axis table, index,
+  gates, level) and `#integrity` (hashes, seeds, signer).
+
+Every piece of text goes through `html.escape` after `plain_text`, so no Python repr reaches the
+page. A small inline script marks `<body data-images-loaded="N">` once all N images have decoded
+with a non-zero natural width, so a headless browser can confirm the report renders.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from embodied_eval.certificate.closures_html import closures_html
+from embodied_eval.certificate.episodes_html import episodes_html
 from embodied_eval.certificate.html_parts import (
     CSS,
     IMAGES_LOADED_SCRIPT,
@@ -28,6 +39,9 @@ from embodied_eval.certificate.html_parts import (
     verdict_html,
 )
 from embodied_eval.certificate.safety_html import safety_html
+from embodied_eval.certificate.summary_html import summary_html
+from embodied_eval.certificate.timeline_svg import incident_timeline_svg
+from embodied_eval.records import Episode
 
 
 def _gate_rows(gate: Mapping[str, Any]) -> list[list[str]]:
@@ -46,31 +60,6 @@ def _gate_rows(gate: Mapping[str, Any]) -> list[list[str]]:
             ]
         )
     return rows
-
-
-def _header(cert: Mapping[str, Any]) -> str:
-    protocol = cert.get("protocol", {})
-    window = cert.get("window", {})
-    level = cert.get("level", {})
-    valid = bool(window.get("valid"))
-    banner_class = "valid" if valid else "invalid"
-    banner = (
-        f"Window {esc(protocol.get('window', {}).get('id'))} is valid."
-        if valid
-        else f"Window {esc(protocol.get('window', {}).get('id'))} is INVALID: "
-        f"{esc(window.get('invalid_reason'))}"
-    )
-    return (
-        f"<h1>AAI certificate — {esc(protocol.get('name'))} v{esc(protocol.get('version'))}</h1>"
-        f'<p class="muted">robot {esc(protocol.get("robot_id"))}; window '
-        f"{esc(protocol.get('window', {}).get('start'))} to "
-        f"{esc(protocol.get('window', {}).get('end'))}; issued {esc(cert.get('issued_at'))}; "
-        f"embodied-eval {esc(cert.get('software', {}).get('version'))}</p>"
-        f'<div id="level" class="banner {banner_class}">Certified level: '
-        f"{esc(level.get('assigned'))}. {banner}</div>"
-        '<nav><a href="#technicians">Technicians</a><a href="#safety">Safety officers</a>'
-        '<a href="#certification">Certification</a><a href="#integrity">Integrity</a></nav>'
-    )
 
 
 def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
@@ -135,7 +124,7 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         else "No manifest is escrowed for this window: planned counts are unknown."
     )
     return (
-        '<section id="technicians"><h2>For technicians</h2>'
+        '<section id="technicians"><details><summary><h2>For technicians</h2></summary>'
         f"<p>Evaluated policy: <code>{esc(trials.get('evaluated_policy'))}</code>. Success "
         f"intervals: {esc(trials.get('success_method'))}.</p>"
         f"<h3>Trials run vs planned</h3><p>{manifest_note}.</p>"
@@ -160,7 +149,7 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
             if rem_rows
             else '<p class="muted">No gate check is waiting on more trials or hours.</p>'
         )
-        + "</section>"
+        + "</details></section>"
     )
 
 
@@ -219,7 +208,7 @@ def _certification(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
     training_rows = [[esc(k), fmt_number(v)] for k, v in sorted(training.items())]
     notes = "".join(f"<li>{esc(n)}</li>" for n in score.get("notes", []))
     return (
-        '<section id="certification"><h2>For certification</h2>'
+        '<section id="certification"><details><summary><h2>For certification</h2></summary>'
         f"<p>Level certified: <strong>{esc(level.get('assigned'))}</strong> — "
         f"{esc(level.get('reason'))}.</p>"
         f"<p>AAI-Index ({esc(score.get('profile'))} weights, eq. 12) = {index_text}; "
@@ -237,7 +226,7 @@ def _certification(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         + f'<p class="muted">source: {esc(card.get("source"))}</p>'
         + table(["declared prior"], prior_rows)
         + table(["experience", "amount"], training_rows)
-        + "</section>"
+        + "</details></section>"
     )
 
 
@@ -302,19 +291,47 @@ def _integrity(cert: Mapping[str, Any]) -> str:
         ],
     ]
     return (
-        '<section id="integrity"><h2>Integrity</h2>'
+        '<section id="integrity"><details><summary><h2>Integrity</h2></summary>'
         + table(["item", "value"], rows)
         + "<p>Check this bundle with <code>embodied-eval verify &lt;folder&gt;</code>.</p>"
-        "</section>"
+        "</details></section>"
     )
 
 
-def render_report(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
-    """Render the self-contained HTML report.
+NAV = (
+    '<nav><a href="#summary">Summary</a><a href="#timeline">Incident timeline</a>'
+    '<a href="#episodes">Episodes</a><a href="#technicians">Technicians</a>'
+    '<a href="#safety">Safety officers</a><a href="#certification">Certification</a>'
+    '<a href="#integrity">Integrity</a></nav>'
+)
+
+
+def _timeline(cert: Mapping[str, Any]) -> str:
+    window = (cert.get("protocol") or {}).get("window") or {}
+    incidents = (cert.get("incidents") or {}).get("list") or []
+    return (
+        '<section id="timeline"><h2>Incidents over the window</h2>'
+        + incident_timeline_svg(incidents, window.get("start"), window.get("end"))
+        + "</section>"
+    )
+
+
+def render_report(
+    cert: Mapping[str, Any],
+    plots: Mapping[str, bytes],
+    *,
+    episodes: Sequence[Episode] = (),
+    report_dir: Path | None = None,
+) -> str:
+    """Render the self-contained HTML report: the summary first (verdict, level and why not
+    higher, headline numbers, what remains, what to do next), the incident timeline, the
+    episodes, then each reader's details folded.
 
     Args:
         cert: the certificate (as written to certificate.json).
         plots: plot name (see PLOT_CAPTIONS) → PNG bytes.
+        episodes: the window's episodes (the episode table; empty: the section says so).
+        report_dir: the folder the report is written to (recording links are relative to it).
 
     Returns:
         The HTML document as text.
@@ -328,7 +345,10 @@ def render_report(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<style>{CSS}</style></head><body>"
-        + _header(cert)
+        + summary_html(cert)
+        + NAV
+        + _timeline(cert)
+        + episodes_html(episodes, (cert.get("incidents") or {}).get("list") or [], report_dir)
         + _technicians(cert, plots)
         + safety_html(cert, plots)
         + _certification(cert, plots)

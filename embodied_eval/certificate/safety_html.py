@@ -4,11 +4,12 @@ per 100 h with exact intervals, window validity, amendments and the incident log
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from embodied_eval.certificate.html_parts import esc, figure, fmt_estimate, fmt_number, table
+from embodied_eval.certificate.plots import rate_plot_floor
+from embodied_eval.certificate.summary_html import certificate_verdict
 from embodied_eval.records import SEVERITIES
 
 
@@ -18,13 +19,13 @@ def _measurements(measurements: Mapping[str, Any] | None) -> str:
     items = []
     for key in sorted(measurements):
         value = measurements[key]
-        if isinstance(value, (dict, list)):
-            shown = esc(json.dumps(value, sort_keys=True))
-        else:
-            shown = fmt_number(value)
+        shown = esc(value) if isinstance(value, (dict, list)) else fmt_number(value)
         items.append(f"{esc(key)} = {shown}")
     return "<br>".join(items)
 
+
+#: Gate checks (by the last part of their id) decided by the incident log.
+SAFETY_CHECKS = ("incident_rules", "zero_major", "zero_critical", "minor_rate_max", "mtbsi_min")
 
 # --------------------------------------------------------------------------- sections
 
@@ -43,6 +44,36 @@ def _margins(rules: Sequence[Mapping[str, Any]]) -> str:
             )
         lines.append(text)
     return "<br>".join(lines) if lines else '<span class="muted">—</span>'
+
+
+def _rates_as_text(cert: Mapping[str, Any]) -> str:
+    """In place of the rate plot on thin exposure: the upper bounds in words and the hours
+    needed (see `plots.rate_plot_floor`)."""
+    floor = rate_plot_floor(cert)
+    rates = (cert.get("embodiment") or {}).get("rates_per_100h") or {}
+    pct = f"{floor['confidence'] * 100:g} %"
+    bounds = "; ".join(
+        f"{sev.replace('_', '-')}: {fmt_number((rates.get(sev) or {}).get('n', 0))} observed, "
+        f"rate ≤ {_big((rates.get(sev) or {}).get('high'))} per 100 h"
+        for sev in SEVERITIES
+        if isinstance(rates.get(sev), Mapping)
+    )
+    return (
+        f'<p id="rates-not-plotted" class="muted">Rates are not plotted: exposure H = '
+        f"{fmt_number(floor['exposure_hours'], 4)} h is below the "
+        f"{fmt_number(floor['min_hours'], 1)} h at which zero incidents would show a rate ≤ "
+        f"{fmt_number(floor['threshold'])} per 100 h ({esc(pct)} one-sided), so every bound is "
+        f"above every rate gate. Upper bounds ({esc(pct)} two-sided exact): {esc(bounds) or '—'}."
+        f" About {fmt_number(floor['more_hours'], 1)} more exposure hours are needed to "
+        f"demonstrate ≤ {fmt_number(floor['threshold'])} minor per 100 h.</p>"
+    )
+
+
+def _big(value: Any) -> str:
+    """A large bound with thousands separators; "—" when absent."""
+    if not isinstance(value, (int, float)):
+        return "—"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
@@ -105,12 +136,24 @@ def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
     chain = inc.get("chain", {})
     close = window.get("close")
     valid = bool(window.get("valid"))
-    validity = (
-        '<div class="banner valid">Window valid: no counted critical incident.</div>'
-        if valid
-        else f'<div class="banner invalid">Window invalid: {esc(window.get("invalid_reason"))}'
-        "</div>"
-    )
+    failing_rules = [
+        c.name
+        for c in certificate_verdict(cert).failing
+        if any(i.rsplit(".", 1)[-1] in SAFETY_CHECKS for i in c.ids)
+    ]
+    if not valid:
+        validity = (
+            f'<div class="banner invalid">Window invalid: {esc(window.get("invalid_reason"))}'
+            "</div>"
+        )
+    elif failing_rules:
+        validity = (
+            '<div class="banner invalid">Window valid (no counted critical incident), but '
+            f"the incident rules fail: {esc(failing_rules)}. More trials do not fix this.</div>"
+        )
+    else:
+        validity = '<div class="banner valid">Window valid: no counted critical incident.</div>'
+
     how = ", ".join(str(h) for h in window.get("exposure_how_measured", [])) or esc(
         window.get("exposure_source")
     )
@@ -125,7 +168,7 @@ def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         else "open (not yet signed by the protocol owner)"
     )
     return (
-        '<section id="safety"><h2>For safety officers</h2>'
+        '<section id="safety"><details><summary><h2>For safety officers</h2></summary>'
         + validity
         + (
             f'<div class="banner invalid">Unreviewed major/critical incidents: '
@@ -150,7 +193,11 @@ def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
             ],
             rate_rows,
         )
-        + figure("incident_rates", plots.get("incident_rates"))
+        + (
+            figure("incident_rates", plots.get("incident_rates"))
+            if "incident_rates" in plots
+            else _rates_as_text(cert)
+        )
         + figure("reliability", plots.get("reliability"))
         + "<h3>Incidents</h3>"
         + table(
@@ -193,5 +240,5 @@ def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
                 ]
             ],
         )
-        + "</section>"
+        + "</details></section>"
     )

@@ -43,7 +43,11 @@ def certify(
     hash chain does not verify. Prints the verdict (red / amber / green), what remains, and
     why this level and not the next."""
     from embodied_eval.certificate.issue import issue_certificate
-    from embodied_eval.cli.summaries import print_level_explanation, print_verdict
+    from embodied_eval.cli.summaries import (
+        print_level_explanation,
+        print_next_steps,
+        print_verdict,
+    )
     from embodied_eval.keys import create_private_key, passphrase_from_env
     from embodied_eval.verdict import RED, level_rows, window_verdict
 
@@ -84,6 +88,7 @@ def certify(
         typer.echo(f"level {cert['level']['assigned']}; window {validity}")
         print_verdict(verdict)
         print_level_explanation(cert)
+        print_next_steps(verdict, has_evidence=evidence is not None)
         typer.echo(f"bundle {result.path} signed by key {result.key_fingerprint}")
         typer.echo(f"report {result.path / 'report.html'}")
     if fail_on_gate and verdict.colour == RED:

@@ -22,6 +22,7 @@ from embodied_eval.verdict import (
     ROBOTICS_ONLY_CEILING,
     WindowVerdict,
     level_rows,
+    next_steps,
 )
 
 STYLES = {RED: "bold red", AMBER: "bold dark_orange", GREEN: "bold green"}
@@ -82,3 +83,13 @@ def print_level_explanation(certificate: Mapping[str, Any], *, out: Console | No
         console.print(table)
     for sentence in (MEASURED_HERE, NEEDED_FROM_ELSEWHERE, ROBOTICS_ONLY_CEILING):
         console.print(sentence, markup=False, highlight=False)
+
+
+def print_next_steps(
+    verdict: WindowVerdict, *, has_evidence: bool, out: Console | None = None
+) -> None:
+    """What to do next, most urgent first (see `verdict.next_steps`)."""
+    console = out or default_console
+    console.print("What to do next:", markup=False, highlight=False)
+    for n, step in enumerate(next_steps(verdict, has_evidence=has_evidence), start=1):
+        console.print(f"  {n}. {step}", markup=False, highlight=False)
