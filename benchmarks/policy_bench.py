@@ -1,10 +1,17 @@
 """Remote policy and Ray benchmark, in one run.
 
-1. **Policy over the websocket.** The scripted push policy in process against the same policy
-   served by `embodied-eval policy serve` (a separate process) on loopback, over the same episode
-   observations (a MuJoCo push episode, replayed): per-step policy latency p50/p99, and the
-   per-step episode time (env step + policy) ratio remote / in-process. Two observation sets:
-   `state` (the env's arrays) and `image` (the same plus a 128×128×3 uint8 camera frame).
+1. **Policy over the websocket.** Each policy in process against the same policy served by
+   `embodied-eval policy serve` (a separate process) on loopback, over the same MuJoCo push
+   episode (both policies are deterministic, so both runs are the same episode): per-step policy
+   latency p50/p99 (observation in → action out, including the wire), and the per-step
+   episode time — environment step + policy, what an evaluation waits for — as the ratio
+   remote / in-process. Three observation sets:
+   - `state`: the scripted policy on the env's state arrays;
+   - `state+image`: the same plus a fixed 128×128×3 uint8 frame attached to every observation
+     (the env renders nothing: the image's wire cost against a state env's cheap step — the
+     worst case for the ratio);
+   - `camera rgbd`: the vision policy on the env's own camera observations (scene and wrist
+     cameras, 128×128 RGB + depth each, ~230 kB per step; the env renders them at 10 Hz).
    Target: the episode time ratio ≤ 1.5 for image observations.
 2. **Ray vs local pool.** `run_trials` on 200 real MuJoCo episodes (5 push instances × 40 seeds,
    60 control steps) with 2 workers each: wall time of the local pool and of Ray (Ray starting
@@ -32,48 +39,34 @@ STEPS = 200
 PUSH = [f"push/block_{n}" for n in ("forward", "left", "right", "long", "diagonal")]
 
 
-def episode_observations() -> list[dict[str, np.ndarray]]:
-    """The observations of one scripted MuJoCo push episode (replayed below)."""
-    from sim_suites.episode import cached_env
-    from sim_suites.policies import scripted
+def make_env(mode: str):
+    from sim_suites.env import PandaTaskEnv
 
-    env = cached_env(TASK, "mujoco")
-    env.configure(max_steps=STEPS)
+    return PandaTaskEnv(TASK, "mujoco", observation_mode=mode, max_steps=STEPS)
+
+
+def time_episode(policy, env, image: np.ndarray | None) -> tuple[list[float], float, int]:
+    """One episode: per-step policy latencies (ms), the loop's seconds (env step + policy act)
+    and the number of steps."""
     obs, _ = env.reset(seed=3)
-    policy = scripted(TASK)
-    policy.reset(0)
-    out = []
-    for _ in range(STEPS):
-        out.append({k: np.array(v) for k, v in obs.items()})
-        obs, _, terminated, truncated, _ = env.step(policy.act(obs))
-        if terminated or truncated:
-            break
-    return out
-
-
-def time_episode(policy, observations, image: np.ndarray | None) -> tuple[list[float], float]:
-    """Per-step policy latencies (ms) and the whole loop's seconds (env step + policy act)."""
-    from sim_suites.episode import cached_env
-
-    env = cached_env(TASK, "mujoco")
-    env.configure(max_steps=len(observations))
-    env.reset(seed=3)
     policy.reset(0)
     latencies = []
     t_start = time.perf_counter()
-    for obs in observations:
+    while True:
         if image is not None:
             obs = {**obs, "image": image}
         t0 = time.perf_counter()
         action = policy.act(obs)
         latencies.append((time.perf_counter() - t0) * 1e3)
-        env.step(action)
-    return latencies, time.perf_counter() - t_start
+        obs, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            break
+    return latencies, time.perf_counter() - t_start, len(latencies)
 
 
-def start_server() -> tuple[subprocess.Popen, int]:
+def start_server(target: str) -> tuple[subprocess.Popen, int]:
     command = [sys.executable, "-m", "embodied_eval", "policy", "serve"]
-    command += ["sim_suites.policies:scripted", "--port", "0", "--task", TASK]
+    command += [target, "--port", "0", "--task", TASK]
     proc = subprocess.Popen(
         [*command, "--log-file", os.devnull],
         stdout=subprocess.PIPE,
@@ -86,38 +79,50 @@ def start_server() -> tuple[subprocess.Popen, int]:
     return proc, int(match.group(1))
 
 
+REPEATS = 5
+
+
 def policy_part() -> None:
     from embodied_eval.remote.client import RemotePolicy
-    from sim_suites.policies import scripted
+    from sim_suites.policies import load_policy
 
-    observations = episode_observations()
     image = np.random.default_rng(0).integers(0, 256, (128, 128, 3), dtype=np.uint8)
-    proc, port = start_server()
-    try:
-        remote = RemotePolicy(f"ws://127.0.0.1:{port}", TASK)
-        local = scripted(TASK)
-        print(f"policy: scripted push policy, {len(observations)} steps per episode, 5 repeats")
-        for label, img in (("state", None), ("image 128x128", image)):
-            lat: dict[str, list[float]] = {"in-process": [], "websocket": []}
-            loop: dict[str, list[float]] = {"in-process": [], "websocket": []}
-            time_episode(remote, observations, img)  # warm-up
-            for _ in range(5):
-                for name, policy in (("in-process", local), ("websocket", remote)):
-                    steps, seconds = time_episode(policy, observations, img)
-                    lat[name] += steps
-                    loop[name].append(seconds / len(observations) * 1e3)
-            for name in lat:
+    cases = (
+        ("state", "sim_suites.policies:scripted", "state", None),
+        ("state+image", "sim_suites.policies:scripted", "state", image),
+        ("camera rgbd", "sim_suites.policies:vision", "rgbd", None),
+    )
+    print(f"policy: {TASK}, MuJoCo, {REPEATS} episodes each (interleaved), medians")
+    for label, target, mode, img in cases:
+        proc, port = start_server(target)
+        try:
+            env = make_env(mode)
+            policies = {
+                "in-process": load_policy(target, TASK),
+                "websocket": RemotePolicy(f"ws://127.0.0.1:{port}", TASK),
+            }
+            time_episode(policies["websocket"], env, img)  # warm-up (connects)
+            lat: dict[str, list[float]] = {name: [] for name in policies}
+            loop: dict[str, list[float]] = {name: [] for name in policies}
+            steps = 0
+            for _ in range(REPEATS):
+                for name, policy in policies.items():
+                    step_ms, seconds, steps = time_episode(policy, env, img)
+                    lat[name] += step_ms
+                    loop[name].append(seconds / steps * 1e3)
+            print(f"  {label} ({steps} steps per episode)")
+            for name in policies:
                 p50, p99 = np.percentile(lat[name], [50, 99])
                 print(
-                    f"  {label:14s} {name:10s} policy latency p50 {p50:7.3f} ms  p99 {p99:7.3f} ms"
+                    f"    {name:10s} policy latency p50 {p50:7.3f} ms  p99 {p99:7.3f} ms"
                     f"  | episode time per step {statistics.median(loop[name]):7.3f} ms"
                 )
             ratio = statistics.median(loop["websocket"]) / statistics.median(loop["in-process"])
-            print(f"  {label:14s} episode time ratio websocket / in-process: {ratio:.2f}")
-        remote.close()
-    finally:
-        proc.terminate()
-        proc.wait(10)
+            print(f"    episode time ratio websocket / in-process: {ratio:.2f}")
+            policies["websocket"].close()
+        finally:
+            proc.terminate()
+            proc.wait(10)
 
 
 def ray_part() -> None:

@@ -114,7 +114,7 @@ class NotebookStore:
             log_class = resolve(INCIDENT_LOG["open"])
         except EvalError:
             return pd.DataFrame(columns=columns)
-        with log_class(self.path) as log:
+        with log_class(self.path, read_only=True) as log:
             log.require_verified()
             records = log.incidents(window)
         rows = [{c: getattr(r, c) for c in columns} for r in records]

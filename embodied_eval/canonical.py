@@ -25,8 +25,37 @@ def _reject_non_finite(value: Any) -> Any:
     return value
 
 
+#: The C JSON encoder set up as `canonical_json` (sorted keys, no spaces, UTF-8, NaN/inf refused).
+CANONICAL_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+def _text_keys(value: Any) -> bool:
+    """True when every dict key inside `value` is a `str` (then the C encoder alone gives the
+    canonical text: it sorts keys as they are, and only text keys sort like their JSON)."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            if isinstance(v, (dict, list, tuple)) and not _text_keys(v):
+                return False
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            if isinstance(v, (dict, list, tuple)) and not _text_keys(v):
+                return False
+    return True
+
+
 def canonical_json(value: Any) -> str:
-    """Serialize `value` as canonical JSON: sorted keys, no spaces, UTF-8, no NaN/inf."""
+    """Serialize `value` as canonical JSON: sorted keys, no spaces, UTF-8, no NaN/inf.
+
+    Non-text keys are written as their `str()` and sorted as text."""
+    if _text_keys(value):
+        try:
+            return CANONICAL_ENCODER.encode(value)
+        except ValueError:
+            pass  # NaN/inf: the walk below names it
     return json.dumps(
         _reject_non_finite(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )

@@ -173,7 +173,11 @@ def run_demo(
     domain_id_for_test = resolve("real_bridge.discovery:domain_id_for_test")
     twin_process = resolve("real_bridge.twin.process:TwinProcess")
 
-    console = console or Console(soft_wrap=True)
+    if console is None:  # tables at full width when piped, like the CLI's
+        from embodied_eval.cli.common import make_console
+
+        console = make_console()
+        console.soft_wrap = True
     started = time.monotonic()
     prepare_out(out)
     protocol_path = out / "protocol.toml"
@@ -279,12 +283,33 @@ def run_demo(
         "numbers, what remains and what to do next; open it in any browser)",
         markup=False,
     )
+    command, reach = cli_command()
     console.print(
-        f"check it again with: embodied-eval verify {issued.path} --db {db}",
+        f"check it again with: {command} verify {issued.path} --db {db}",
         markup=False,
         soft_wrap=True,
     )
+    if reach:
+        console.print(reach, markup=False, soft_wrap=True)
     return issued.path
+
+
+def cli_command() -> tuple[str, str]:
+    """How to call the `embodied-eval` command from this shell, and a line saying how to put it
+    on PATH ("" when it already is)."""
+    script = Path(sys.executable).with_name("embodied-eval")
+    found = shutil.which("embodied-eval")
+    if not script.exists() or (found is not None and Path(found) == script):
+        return "embodied-eval", ""
+    try:
+        shown = str(script.relative_to(Path.cwd()))
+    except ValueError:
+        shown = str(script)
+    folder = str(Path(shown).parent)
+    return shown, (
+        f"the embodied-eval command is in {folder}: run `. {folder}/activate` once per shell to "
+        "call it as `embodied-eval`"
+    )
 
 
 def _env_int(name: str) -> int | None:

@@ -64,9 +64,16 @@ class GateCheck:
         }
 
 
+#: Greek letters of display names, spelled out in ids ("κ ≥ κ*" → "kappa_kappa").
+_GREEK = str.maketrans(
+    {"κ": " kappa ", "φ": " phi ", "σ": " sigma ", "δ": " delta ", "μ": " mu ", "λ": " lambda ",
+     "τ": " tau ", "ρ": " rho ", "θ": " theta "}
+)  # fmt: skip
+
+
 def slug(text: str) -> str:
     """A lowercase ASCII identifier from a display name ("RA ≥ 0.5" → "ra_0_5")."""
-    words = re.findall(r"[a-z0-9]+", text.lower().replace("$", "dollar"))
+    words = re.findall(r"[a-z0-9]+", text.lower().translate(_GREEK).replace("$", "dollar"))
     return "_".join(words) or "check"
 
 

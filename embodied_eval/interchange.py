@@ -74,7 +74,8 @@ def _format_of(path: Path) -> str:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame of raw values (CSV cells as text).
+    """Read a CSV or Parquet file into a DataFrame of raw values (CSV cells as text; Parquet
+    timestamps as ISO-8601 UTC text, structs and maps as dicts, lists as lists).
 
     A CSV file is UTF-8 (a byte-order mark is accepted); every row must have as many cells as the
     header (a row cut short is refused, not padded), and column names must be present and unique.
@@ -84,13 +85,9 @@ def read_table(path: str | Path) -> pd.DataFrame:
     data = read_user_bytes(p, "file")
     if fmt == "csv":
         return csv_frame(decode_text(data, str(p)), str(p))
-    try:
-        frame = pd.read_parquet(io.BytesIO(data))
-    except Exception as exc:  # pyarrow raises many types for malformed files
-        raise EvalError(
-            f"{str(p)!r} could not be read as parquet: {' '.join(str(exc).split())[:200]}",
-            key="file",
-        ) from None
+    from embodied_eval.episode_parquet import parquet_frame
+
+    frame = parquet_frame(data, str(p))
     _check_header([str(c) for c in frame.columns], str(p))
     return frame
 

@@ -188,6 +188,8 @@ def append_episode(
     faults_json: Sequence[str],
     events_json: Sequence[str],
     import_id: str | None = None,
+    *,
+    at: str | None = None,
 ) -> ChainRow:
     """Chain one stored episode: the hashes of its stored rows and of its artifacts."""
     data: dict[str, Any] = {
@@ -198,7 +200,7 @@ def append_episode(
         "artifacts": [{"path": a.path, "sha256": a.sha256} for a in episode.artifacts],
         "import": import_id,
     }
-    return append(conn, "episode", episode.episode_id, data, window=episode.window)
+    return append(conn, "episode", episode.episode_id, data, window=episode.window, at=at)
 
 
 def find(conn: sqlite3.Connection, kind: str, record_id: str) -> ChainRow | None:

@@ -4,6 +4,8 @@ files against the hashes chained for them. Used by `embodied_eval.store_verify`.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,33 @@ from embodied_eval.canonical import file_sha256
 from embodied_eval.hashchain import Problem
 from embodied_eval.keys import verify_signature
 from embodied_eval.store_report import StoreReport
+
+#: A plain episode record's text split at its quotes: (the pieces with the values blanked, where
+#: the values are, where the episode id, the record hash and the events hash are — 0: none).
+_Layout = tuple[list[str], tuple[int, ...], int, int, int]
+
+
+def _plain_layout(events: bool) -> _Layout:
+    """The layout of a plain episode record, taken from one built as the ledger builds them."""
+    data: dict[str, Any] = {
+        "artifacts": [],
+        "episode_id": "<id>",
+        "faults": [],
+        "import": None,
+        "record_sha256": "<record>",
+        "safety_events_sha256": "<events>" if events else None,
+    }
+    x = hashchain.build_body(7, "episode", "<id>", data, window="<window>", at="<at>").split('"')
+    values = tuple(i for i, t in enumerate(x) if t.startswith("<") or t == ":7,")
+    where = (x.index("<id>"), x.index("<record>"), x.index("<events>") if events else 0)
+    for i in values:
+        x[i] = ""
+    return (x, values, *where)
+
+
+#: The layouts of a plain episode record (with and without safety events), by the number of
+#: pieces its text splits into at its quotes (`LedgerWalk.skim`).
+_PLAIN: dict[int, _Layout] = {len(lay[0]): lay for lay in map(_plain_layout, (True, False))}
 
 #: Roles that must sign each kind of ledger record.
 SIGNER_ROLES = {"audit": ("technician",), "seal": ("protocol_owner",)}
@@ -77,27 +106,30 @@ class LedgerWalk:
         )
 
     def skim(self, seq: int, body: str) -> bool:
-        """Read a plain episode record (no faults, artifacts or import) from its canonical text
-        without parsing it; False for anything else (then it is parsed)."""
-        if (
-            hashchain.tail_kind(body) != "episode"
-            or '"artifacts":[],' not in body
-            or '"faults":[],' not in body
-            or '"import":null,' not in body
-        ):
+        """Read a plain unsigned episode record (no faults, artifacts or import) from its
+        canonical text without parsing it; False for anything else (then it is parsed).
+
+        Without a backslash in the text every `"` delimits a JSON string, so splitting at the
+        quotes gives the text between strings and the strings themselves, alternately. With
+        the values (time, episode id, hashes, record id, seq, window) set aside, the pieces must
+        be exactly those of a plain episode record (`_PLAIN`) — so what is read is what a JSON
+        parser would read (the walk has checked the seq)."""
+        if "\\" in body:
             return False
-        i = body.find('"episode_id":"') + 14
-        eid = body[i : body.find('"', i)]
-        if "\\" in eid:
+        x = body.split('"')
+        plain = _PLAIN.get(len(x))
+        if plain is None:
             return False
-        k = body.find('"record_sha256":"') + 17
-        m = body.find('"safety_events_sha256":') + 23
-        events = None if body.startswith("null", m) else body[m + 1 : m + 65]
-        if eid in self.episodes:
-            return False  # parsed again, and named as a duplicate by `check`
+        skeleton, values, eid_at, record_at, events_at = plain
+        eid, record = x[eid_at], x[record_at]
+        events = x[events_at] if events_at else None
+        for i in values:
+            x[i] = ""
+        if x != skeleton or eid in self.episodes:
+            return False  # a duplicate is parsed again, and named by `check`
         self.episodes[eid] = (
             seq,
-            {"record_sha256": body[k : k + 64], "faults": [], "safety_events_sha256": events},
+            {"record_sha256": record, "faults": [], "safety_events_sha256": events},
         )
         return True
 
@@ -152,10 +184,48 @@ def _artifact_path(path: str, db_path: Path) -> Path | None:
     return None
 
 
+def _check_events(
+    conn: sqlite3.Connection, episodes: dict[str, tuple[int, dict[str, Any]]]
+) -> tuple[int, list[tuple[int, str]], list[str]]:
+    """Each episode's stored safety events against the digest chained for it, read in one pass
+    grouped by episode: (events read, (seq, id) of episodes whose events differ — changed,
+    added or gone —, ids of episodes with events that were never chained)."""
+    n_events = seen_chained = 0
+    bad: list[tuple[int, str]] = []
+    outside: list[str] = []
+    current: str | None = None
+    bodies: list[str] = []
+    rows = conn.execute(
+        "SELECT episode_id, event_json FROM safety_events ORDER BY episode_id, ordinal"
+    )
+    for eid, body in itertools.chain(rows, ((None, ""),)):
+        if eid == current:
+            bodies.append(body)
+            n_events += 1
+            continue
+        if current is not None:
+            entry = episodes.get(current)
+            if entry is None:
+                outside.append(current)
+            else:
+                chained = entry[1].get("safety_events_sha256")
+                seen_chained += chained is not None
+                if ledger.events_digest(bodies) != chained:
+                    bad.append((entry[0], current))
+        current, bodies = eid, [body]
+        n_events += eid is not None
+    with_events = [e for e, (_, d) in episodes.items() if d.get("safety_events_sha256")]
+    if seen_chained < len(with_events):  # some episode's chained events are all gone
+        have = {r[0] for r in conn.execute("SELECT DISTINCT episode_id FROM safety_events")}
+        bad += [(episodes[e][0], e) for e in with_events if e not in have]
+    return n_events, bad, outside
+
+
 def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport, db: Path) -> bool:
     """Record tables against what the ledger chained; False (report failed) at the first problem."""
     table = "episodes table"
     seen: set[str] = set()
+    sha256 = hashlib.sha256
     for eid, body in conn.execute("SELECT episode_id, record_json FROM episodes"):
         seen.add(eid)
         entry = walk.episodes.get(eid)
@@ -171,7 +241,7 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
                 ),
             )
             return False
-        if ledger.sha256_text(body) != entry[1]["record_sha256"]:
+        if sha256(body.encode("utf-8")).hexdigest() != entry[1]["record_sha256"]:
             report.fail(
                 table,
                 Problem(
@@ -183,7 +253,9 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
                 ),
             )
             return False
-    for eid in sorted(set(walk.episodes) - seen, key=lambda e: walk.episodes[e][0]):
+    # Every stored id was found chained above, so equal counts mean nothing chained is gone.
+    gone = () if len(seen) == len(walk.episodes) else set(walk.episodes) - seen
+    for eid in sorted(gone, key=lambda e: walk.episodes[e][0]):
         report.fail(
             table,
             Problem(
@@ -226,23 +298,18 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
             ),
         )
         return False
-    events: dict[str, list[str]] = {}
-    for eid, body in conn.execute(
-        "SELECT episode_id, event_json FROM safety_events ORDER BY episode_id, ordinal"
-    ):
-        events.setdefault(eid, []).append(body)
-    n_events = sum(len(v) for v in events.values())
-    for eid, (seq, data) in walk.episodes.items():
-        if ledger.events_digest(events.pop(eid, [])) != data.get("safety_events_sha256"):
-            report.fail(
-                "safety_events table",
-                Problem(
-                    seq, eid, "edited", f"safety events of {eid} no longer match their chained hash"
-                ),
-            )
-            return False
-    if events:
-        eid = sorted(events)[0]
+    n_events, bad, outside = _check_events(conn, walk.episodes)
+    if bad:
+        seq, eid = min(bad)
+        report.fail(
+            "safety_events table",
+            Problem(
+                seq, eid, "edited", f"safety events of {eid} no longer match their chained hash"
+            ),
+        )
+        return False
+    if outside:
+        eid = min(outside)
         report.fail(
             "safety_events table",
             Problem(
@@ -270,8 +337,8 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
         report.fail("manifests table", Problem(seq, mhash, "deleted", "chained manifest is gone"))
         return False
     artifacts = 0
-    for eid, (seq, data) in sorted(walk.episodes.items(), key=lambda kv: kv[1][0]):
-        for art in data.get("artifacts", []):
+    for eid, (seq, data) in walk.episodes.items():  # in chain order (the walk's)
+        for art in data.get("artifacts", ()):
             found = _artifact_path(art["path"], db)
             if found is None:
                 if data.get("import"):

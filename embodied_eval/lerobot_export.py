@@ -1,8 +1,17 @@
 """Episodes as a LeRobotDataset (format v3.0): `embodied-eval export lerobot --out DIR`.
 
-Every exported episode needs its per-step trajectory, the `.npz` artifact (kind "trajectory") a
-sim run writes with `--record`: `time` and each observation array `obs.<key>` as the policy saw
-it before each action, and `action`. Episodes without one are skipped and counted.
+Every exported episode needs its per-step frames:
+
+- a sim episode: the `.npz` artifact (kind "trajectory") a sim run writes with `--record`: `time`
+  and each observation array `obs.<key>` as the policy saw it before each action, and `action`;
+- a real episode: its MCAP recording (kind "mcap"), read by the robot side's frame reader
+  (`embodied_eval.plugins.STEP_READERS`; for ROS 2 recordings `real_bridge.recording_steps`):
+  one frame per control-loop step, `obs.joint_pos` / `obs.joint_vel` (arm then gripper joints)
+  and `obs.wrench` from the latest samples received when the step's command went out,
+  `obs.image` from the latest recorded camera frame, `action` = the joint targets sent (arm,
+  then gripper).
+
+Episodes without frames (no artifact, or ended before their first step) are skipped and counted.
 
 Where our fields go (LeRobotDataset v3.0 layout):
 
@@ -20,11 +29,12 @@ Where our fields go (LeRobotDataset v3.0 layout):
   from/to timestamps) plus ours, unchanged: `episode_id`, `pair_id`, `side`, `engine`, `policy`,
   `family`, `task_id`, `seed`, `attempt`, `window`, `protocol_hash`, the outcome (`status`,
   `status_reason`, `quality`, `target_quality`, `success`) and the judge's verdict
-  (`audited_success`, empty when no judge looked).
+  (`audited_success`, empty when no judge looked; `judge_kind`, `judge_name`, `judge_version` of
+  the judge that decided a real episode — oracle, detector or technician — empty for sim).
 - `meta/info.json` (features, counts, fps, path templates) and `meta/stats.json`.
 
-All episodes of one export must share the observation and action layout; export one side or
-engine at a time otherwise.
+All episodes of one export must share the observation and action layout (sim and real frames
+differ): export one side at a time (`--side sim` / `--side real`).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
+from embodied_eval.plugins import STEP_READERS, resolve
 from embodied_eval.records import Episode
 
 CODEBASE_VERSION = "v3.0"
@@ -74,19 +85,39 @@ class ExportResult:
 
 
 def trajectory_path(episode: Episode) -> Path | None:
-    """The episode's `.npz` trajectory artifact, when it has one on disk."""
+    """The episode's per-step artifact on disk: its `.npz` trajectory, else a recording that
+    a frame reader understands (`plugins.STEP_READERS`)."""
     for art in episode.artifacts:
         if art.kind == "trajectory" and art.path.endswith(".npz") and Path(art.path).is_file():
+            return Path(art.path)
+    for art in episode.artifacts:
+        if art.kind in STEP_READERS and Path(art.path).is_file():
             return Path(art.path)
     return None
 
 
 def load_trajectory(episode: Episode, path: Path) -> Trajectory | None:
-    """Read a trajectory artifact; None when it predates per-step observations."""
-    with np.load(path, allow_pickle=False) as npz:
-        arrays = {name: npz[name] for name in npz.files}
-    if "time" not in arrays or "action" not in arrays:
+    """Read a per-step artifact; None when it predates per-step observations."""
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+    else:
+        kind = next(a.kind for a in episode.artifacts if Path(a.path) == path)
+        try:
+            reader = resolve(STEP_READERS[kind])
+        except EvalError as exc:
+            raise EvalError(
+                f"episode {episode.episode_id}: cannot read its {kind} recording ({exc}); "
+                "install the 'ros' extra"
+            ) from None
+        arrays = reader(episode, path)
+    if "time" not in arrays or "action" not in arrays or len(arrays["time"]) == 0:
         return None
+    return trajectory_from_arrays(episode, arrays)
+
+
+def trajectory_from_arrays(episode: Episode, arrays: dict[str, np.ndarray]) -> Trajectory:
+    """A Trajectory from `time`, `action` and `obs.<key>` arrays (uint8 (T, H, W, 3): cameras)."""
     steps = len(arrays["time"])
     state_parts: list[np.ndarray] = []
     names: list[str] = []
@@ -140,7 +171,7 @@ def _check_layout(trajectories: Sequence[Trajectory]) -> None:
         if not same:
             raise EvalError(
                 f"episodes {first.episode.episode_id} and {traj.episode.episode_id} have different "
-                "observation/action layouts; export one side or engine at a time (--side/--engine)"
+                "observation/action layouts; export one side at a time (--side sim / --side real)"
             )
 
 
@@ -203,8 +234,8 @@ def export_lerobot(
             trajectories.append(traj)
     if not trajectories:
         raise EvalError(
-            f"none of the {len(episodes)} episode(s) has a per-step trajectory; run the sim side "
-            "with --record to write them",
+            f"none of the {len(episodes)} episode(s) has per-step frames; run the sim side "
+            "with --record to write them (real episodes need their recording)",
             key="window",
         )
     _check_layout(trajectories)
@@ -273,6 +304,9 @@ def export_lerobot(
                 target_quality=ep.target_quality,
                 success=ep.success,
                 audited_success=ep.audited_success,
+                judge_kind=str(ep.judge.get("kind", "")),
+                judge_name=str(ep.judge.get("name", "")),
+                judge_version=str(ep.judge.get("version", "")),
             )
             episode_rows.append(row)
             start += length

@@ -23,6 +23,12 @@ SIM_ENGINES: dict[str, str] = {
 #: `?key=value` options, policy server URLs); used by `embodied-eval policy serve`.
 POLICY_LOADER = "sim_suites.policies:load_policy"
 
+#: Readers of per-step frames (LeRobot export) from an episode artifact, by artifact kind:
+#: `read(episode, path) -> {"time", "action", "obs.<key>": arrays}` (as a sim trajectory `.npz`).
+STEP_READERS: dict[str, str] = {
+    "mcap": "real_bridge.recording_steps:recorded_steps",
+}
+
 #: Robot backends for the real side, by name.
 ROBOT_BACKENDS: dict[str, str] = {
     "ros2": "real_bridge.ros2_backend:Ros2Backend",

@@ -136,14 +136,21 @@ class Record:
     _nested: ClassVar[dict[str, type[Record]]] = {}
 
     def to_dict(self) -> dict[str, Any]:
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = tuple(f.name for f in dataclasses.fields(self))  # type: ignore[arg-type]
+            _FIELD_NAMES[type(self)] = names
+        values, nested = self.__dict__, self._nested
         out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
-            value = getattr(self, f.name)
-            if f.name in self._nested:
+        for name in names:
+            value = values[name]
+            if name in nested:
                 value = [item.to_dict() for item in value]
-            elif isinstance(value, Mapping):
+            elif type(value) is dict or (
+                value is not None and type(value) not in _PLAIN_TYPES and isinstance(value, Mapping)
+            ):
                 value = dict(value)
-            out[f.name] = value
+            out[name] = value
         return out
 
     def to_json(self) -> str:
@@ -210,6 +217,8 @@ class Record:
                 object.__setattr__(self, name, _plain_value(value))
 
 
+#: Field names per record class for `Record.to_dict` (computed once per class).
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 #: Field layout per record class for `Record._plain` (computed once per class).
 _PLAIN_SPECS: dict[type, tuple[tuple[str, bool], ...]] = {}
 _PLAIN_TYPES = (str, int, float, bool, tuple)

@@ -81,6 +81,10 @@ CORE_MIGRATIONS: tuple[str, ...] = (
 )
 
 
+#: Stores an episode row unless its id is already stored (then changes nothing).
+_INSERT_EPISODE = "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (episode_id) DO NOTHING"
+
+
 def first_difference(stored: Episode, given: Episode) -> str:
     """The name of the first field in which two episodes with one id differ."""
     a, b = stored.to_dict(), given.to_dict()
@@ -178,26 +182,11 @@ class Store:
         import_id: str | None = None,
     ) -> bool:
         body = _episode_body(episode)
-        row = self.conn.execute(
-            "SELECT record_json FROM episodes WHERE episode_id = ?", (episode.episode_id,)
-        ).fetchone()
         events_json = [canonical_json(dict(ev)) for ev in safety_events]
-        if row is not None:
-            stored = self._load_episode(episode.episode_id, row[0])
-            if not episode.faults:  # an episodes file carries no faults: they come separately
-                stored = stored.replace(faults=())
-            if stored != episode:
-                field = first_difference(stored, episode)
-                raise EvalError(
-                    f"episode_id {episode.episode_id!r} is already stored with a different "
-                    f"{field} (stored {getattr(stored, field)!r:.60}, given "
-                    f"{getattr(episode, field)!r:.60}); a retry must use a new attempt number "
-                    "and episode id",
-                    key=field,
-                )
-            return False
-        self.conn.execute(
-            "INSERT INTO episodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        now = utc_now_iso()
+        # One statement both checks the id and stores the row: a stored id inserts nothing.
+        inserted = self.conn.execute(
+            _INSERT_EPISODE,
             (
                 episode.episode_id,
                 episode.pair_id,
@@ -213,18 +202,36 @@ class Store:
                 episode.protocol_hash,
                 episode.started_at,
                 body,
-                utc_now_iso(),
+                now,
             ),
-        )
+        ).rowcount
+        if not inserted:
+            row = self.conn.execute(
+                "SELECT record_json FROM episodes WHERE episode_id = ?", (episode.episode_id,)
+            ).fetchone()
+            stored = self._load_episode(episode.episode_id, row[0])
+            if not episode.faults:  # an episodes file carries no faults: they come separately
+                stored = stored.replace(faults=())
+            if stored != episode:
+                field = first_difference(stored, episode)
+                raise EvalError(
+                    f"episode_id {episode.episode_id!r} is already stored with a different "
+                    f"{field} (stored {getattr(stored, field)!r:.60}, given "
+                    f"{getattr(episode, field)!r:.60}); a retry must use a new attempt number "
+                    "and episode id",
+                    key=field,
+                )
+            return False
         faults_json = [
             self._insert_fault(episode.episode_id, i, fault)
             for i, fault in enumerate(episode.faults)
         ]
-        for i, ev in enumerate(events_json):
-            self.conn.execute(
-                "INSERT INTO safety_events VALUES (?,?,?)", (episode.episode_id, i, ev)
+        if events_json:
+            self.conn.executemany(
+                "INSERT INTO safety_events VALUES (?,?,?)",
+                [(episode.episode_id, i, ev) for i, ev in enumerate(events_json)],
             )
-        ledger.append_episode(self.conn, episode, body, faults_json, events_json, import_id)
+        ledger.append_episode(self.conn, episode, body, faults_json, events_json, import_id, at=now)
         return True
 
     def _insert_fault(self, episode_id: str, ordinal: int, fault: Fault) -> str:

@@ -25,9 +25,12 @@ certificate (which binds both heads) or a copy of a head kept elsewhere anchors 
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -125,8 +128,26 @@ def _incident_hash_at(conn: sqlite3.Connection, seq: Any) -> str | None:
         return None
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause Python's cycle collector: the walk keeps ~2 objects per episode alive and makes no
+    cycles, so every collection would traverse them all again for nothing (~15 % of a verify)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def verify_store(db: str | os.PathLike[str] | None = None) -> StoreReport:
     """Verify the whole store (see the module docstring); never raises for a bad store."""
+    with _no_cycle_collection():
+        return _verify_store(db)
+
+
+def _verify_store(db: str | os.PathLike[str] | None) -> StoreReport:
     path = Path(db) if db is not None else default_db_path()
     report = StoreReport()
     incident = _incident_log(path)

@@ -123,7 +123,7 @@ def exposure_list(
     as_json: bool = JsonOption,
 ) -> None:
     """List exposure-ledger entries (amendments applied); blind periods are flagged."""
-    with open_log(db, create=False) as log:
+    with open_log(db, create=False, read_only=True) as log:
         entries = log.exposure(window)
     if as_json:
         print_json([e.to_dict() for e in entries])
@@ -250,7 +250,7 @@ def default_key_path(holder: str, role: str) -> Path:
 
 def keys_list(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
     """List registered public keys with holder, role and fingerprint."""
-    with open_log(db, create=False) as log:
+    with open_log(db, create=False, read_only=True) as log:
         registered = log.keys()
     if as_json:
         print_json(registered)

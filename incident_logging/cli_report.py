@@ -293,7 +293,7 @@ def list_incidents(
     choice("severity", severity, SEVERITIES)
     choice("source", source, ("auto", "manual"))
     choice("side", side, ("real", "sim"))
-    with open_log(db, create=False) as log:
+    with open_log(db, create=False, read_only=True) as log:
         states = [
             s
             for s in log.states(window)
@@ -314,7 +314,7 @@ def show(
     as_json: bool = JsonOption,
 ) -> None:
     """Show one incident: facts, rules fired with margins, amendments and reviews."""
-    with open_log(db, create=False) as log:
+    with open_log(db, create=False, read_only=True) as log:
         state = log.state(incident_id)
     if as_json:
         print_json(state_json(state))

@@ -132,7 +132,7 @@ def verify(
     as_json: bool = JsonOption,
 ) -> None:
     """Walk the hash chain and signatures; exit 1 naming the first bad record if it fails."""
-    with open_log(db, create=False) as log:
+    with open_log(db, create=False, read_only=not restore_triggers) as log:
         if restore_triggers:
             report0 = log.verify()
             if report0.problem is not None and report0.problem.kind != "triggers":
@@ -167,7 +167,7 @@ def rates(
     if not win:
         raise EvalError("--window is required (or give --protocol)", key="window")
     conf = level if level is not None else (proto.confidence if proto is not None else 0.95)
-    with open_log(db, create=False) as log:
+    with open_log(db, create=False, read_only=True) as log:
         summary = window_summary(
             log,
             win,

@@ -44,9 +44,12 @@ def choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
         raise EvalError(f"--{name}: {value!r} is not one of {', '.join(allowed)}", key=name)
 
 
-def open_log(db: Path | None, *, create: bool = True) -> IncidentStore:
-    """Open the incident log in the store named by --db (or the default path)."""
-    return IncidentStore(db if db is not None else default_db_path(), create=create)
+def open_log(db: Path | None, *, create: bool = True, read_only: bool = False) -> IncidentStore:
+    """Open the incident log in the store named by --db (or the default path); `read_only` for
+    commands that only read (they add no tables to the file)."""
+    return IncidentStore(
+        db if db is not None else default_db_path(), create=create, read_only=read_only
+    )
 
 
 def passphrase(env_var: str | None) -> bytes | None:

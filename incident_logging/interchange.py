@@ -361,7 +361,7 @@ def export_incidents_file(
     db = Path(db_path) if db_path is not None else default_db_path()
     out = Path(out)
     fmt = _format(out)
-    with IncidentStore(db, create=False) as store:
+    with IncidentStore(db, create=False, read_only=True) as store:
         store.require_verified()
         rows = [export_row(s) for s in store.states(window)]
     if fmt == "jsonl":

@@ -19,6 +19,7 @@ from embodied_eval import hashchain, ledger
 from embodied_eval import keys as keylib
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Incident
+from embodied_eval.sqlite_db import schema_is_current
 from embodied_eval.store import (
     CORE_MIGRATIONS,
     apply_migrations,
@@ -26,6 +27,7 @@ from embodied_eval.store import (
     default_db_path,
     transaction,
 )
+from embodied_eval.store_guard import read_only_stores
 from incident_logging import chain
 from incident_logging.record import IncidentRecord
 from incident_logging.taxonomy import check_role
@@ -39,9 +41,26 @@ class IncidentLogCore:
     Usable as a context manager. Every public write is one transaction.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+    ) -> None:
+        """Open the log; `read_only` (for commands that only read) never adds tables to the
+        file: a store without the incident log's tables is read as an in-memory copy with them."""
         self.path = Path(path) if path is not None else default_db_path()
-        self.conn = connect(self.path, create=create)
+        versions = {
+            "core": len(CORE_MIGRATIONS),
+            ledger.COMPONENT: len(ledger.MIGRATIONS),
+            chain.COMPONENT: len(chain.MIGRATIONS),
+        }
+        if read_only and not schema_is_current(self.path, versions):
+            with read_only_stores():
+                self.conn = connect(self.path, create=False)
+        else:
+            self.conn = connect(self.path, create=create)
         # The trial ledger lives in the same file (a window close seals both chains).
         apply_migrations(self.conn, "core", CORE_MIGRATIONS)
         apply_migrations(self.conn, ledger.COMPONENT, ledger.MIGRATIONS)

@@ -389,14 +389,14 @@ def window_incidents(db_path: str | os.PathLike[str] | None, window: str) -> lis
     Refuses (EvalError naming the first bad record) when the log does not verify, so no report
     is built on a tampered log.
     """
-    with IncidentStore(_db(db_path)) as store:
+    with IncidentStore(_db(db_path), read_only=True) as store:
         store.require_verified()
         return store.incidents(window)
 
 
 def window_exposure(db_path: str | os.PathLike[str] | None, window: str) -> list[ExposureEntry]:
     """The window's exposure-ledger entries (blind periods flagged by `blind`); verified first."""
-    with IncidentStore(_db(db_path)) as store:
+    with IncidentStore(_db(db_path), read_only=True) as store:
         store.require_verified()
         return store.exposure(window)
 
@@ -404,7 +404,7 @@ def window_exposure(db_path: str | os.PathLike[str] | None, window: str) -> list
 def integrity_state(db_path: str | os.PathLike[str] | None) -> dict[str, Any]:
     """For the whole-store verify: the incident chain's verification report, the key registry
     (holder, role, public key, revocation) and the window closes, read from the log."""
-    with IncidentStore(_db(db_path), create=False) as store:
+    with IncidentStore(_db(db_path), create=False, read_only=True) as store:
         report = store.verify()
         try:
             keys = store.keys()

@@ -14,7 +14,7 @@ The package reads one way, in two rooms:
 - **shared, no ROS at import**: `bridge_config` (profiles, QoS, deadlines), `interface` (JSON
   payloads, safety diagnostics, the trajectory rules of a joint_trajectory_controller), `safety`,
   `discovery`, `ros_node` (rclpy plumbing), `robot` (the small robot interface).
-- `manual` / `entry`: technician entry of a real episode (`embodied-eval trial record`).
+- `manual` / `entry` / `start_time`: technician entry of a real episode (`embodied-eval trial record`).
 
 The robot interface (ros2_control conventions; names from the profile, see `BridgeConfig.topics`)
 is described in the README ("The robot") and in `real_bridge.bridge_config.TopicNames`.

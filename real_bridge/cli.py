@@ -168,22 +168,26 @@ def twin_profile() -> None:
 
 
 def twin_main(argv: list[str]) -> int:
-    """Entry of `python -m real_bridge.twin`: the `twin run` command on its own."""
+    """Entry of `python -m real_bridge.twin`: the `twin run` command on its own (errors in one
+    line, exit 2, as in `embodied-eval`)."""
+    from embodied_eval.cli.main import run_app
+
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     app.command()(twin_run)
-    try:
-        app(args=argv, prog_name="python -m real_bridge.twin", standalone_mode=True)
-    except SystemExit as exc:  # standalone mode exits with the command's status
-        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
-    except EvalError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        return 2
-    return 0
+    return run_app(app, argv, prog_name="python -m real_bridge.twin")
 
 
 # --------------------------------------------------------------------------- trial record
 
 trial_app.command("audit")(trial_audit)
+
+
+#: Answers that have no default: without a terminal they must come from flags.
+REQUIRED_ANSWERS = ("technician", "quality", "duration_s", "faults", "incidents")
+
+
+def _quiet(line: str) -> None:
+    """Drop a line (the episode description, with --json and nothing to ask)."""
 
 
 def _flag(parse: Any, value: str | None, name: str) -> Any:
@@ -215,7 +219,12 @@ def trial_record(
         None, "--succeeded", help="Did the task succeed in the technician's judgment (yes/no)."
     ),
     duration: str = typer.Option(None, "--duration", help="Duration: 95s, 1.5min, 2m30s."),
-    started_at: str = typer.Option(None, "--started-at", help="Start time, ISO-8601 UTC."),
+    started_at: str = typer.Option(
+        None,
+        "--started-at",
+        help="When the episode started: ISO 8601 with a timezone, e.g. 2026-11-03T09:00:00Z or "
+        "2026-11-03T10:00:00+01:00 (default: now). Not in the future, not before 2000.",
+    ),
     interventions: str = typer.Option(None, "--interventions", help="Human interventions."),
     actions: str = typer.Option(None, "--actions", help="Uninterrupted actions, if counted."),
     fault: list[str] = typer.Option(
@@ -231,20 +240,39 @@ def trial_record(
         None, "--record-dir", help="Folder for the entry's JSON artifact (default: none)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the stored episode as JSON."),
+    yes: bool = typer.Option(
+        False, "--yes", "-y", help="Store without showing the summary and asking to confirm."
+    ),
+    no_input: bool = typer.Option(
+        False,
+        "--no-input",
+        help="Never read input: every required answer must come from flags (a missing one is an "
+        "error); the others take their defaults. Implied when stdin is not a terminal and the "
+        "required flags are all given.",
+    ),
 ) -> None:
-    """Enter a real episode of the manifest by hand (prompts for whatever flags do not give)."""
+    """Enter a real episode of the manifest by hand.
+
+    Asks for whatever the flags do not give (the start time defaults to now), shows a summary of
+    everything entered and asks to confirm before storing. Required answers: --technician,
+    --quality, --duration, --fault/--no-faults and --incident/--no-incidents; with all of them
+    given and stdin not a terminal (or with --no-input) nothing is asked and the other answers
+    take their defaults (outcome ok, succeeded = q ≥ q*, started now, 0 interventions, no
+    notes). A success below q* (or a failure at or above q* with outcome ok) is refused.
+    """
     import json
+    import sys
 
     from embodied_eval.protocol import load_protocol
     from embodied_eval.store import Store, default_db_path
     from real_bridge import entry
     from real_bridge.manual import (
-        check_started_at,
         choose_spec,
         describe_spec,
         episode_from_answers,
         load_manifest_specs,
         store_entry,
+        summary_lines,
         write_entry_artifact,
     )
 
@@ -258,7 +286,7 @@ def trial_record(
         "quality": _flag(entry.parse_quality, quality, "--quality"),
         "audited_success": _flag(entry.parse_yes_no, audited, "--succeeded"),
         "duration_s": _flag(entry.parse_duration, duration, "--duration"),
-        "started_at": _flag(check_started_at, started_at, "--started-at"),
+        "started_at": _flag(entry.parse_start_time, started_at, "--started-at"),
         "interventions": _flag(entry.parse_count, interventions, "--interventions"),
         "actions": _flag(entry.parse_count, actions, "--actions"),
         "notes": notes,
@@ -273,15 +301,39 @@ def trial_record(
             else (() if no_incidents else None)
         ),
     }
+    missing = [entry.ANSWER_FLAGS[name] for name in REQUIRED_ANSWERS if given[name] is None]
+    if no_input and missing:
+        raise EvalError(
+            f"missing {', '.join(missing)} (with --no-input every required answer comes from "
+            "flags; nothing was stored)",
+            key=missing[0].split()[0].lstrip("-"),
+        )
     protocol = load_protocol(protocol_path) if protocol_path is not None else None
     db_path = db if db is not None else default_db_path()
     with Store(db_path) as store:
         header, specs = load_manifest_specs(store, manifest, manifest_hash)
         spec = choose_spec(store, header, specs, episode_id)
-    prompter = entry.Prompter(read=input, write=typer.echo)
+    interactive = not no_input and (bool(missing) or sys.stdin.isatty())
+    say = typer.echo if interactive or not as_json else _quiet
+    prompter = entry.Prompter(read=input, write=say) if interactive else entry.NoQuestions(say)
     for line in describe_spec(spec):
         prompter.say(line)
-    answers = entry.collect_answers(prompter, given, target_quality=spec.target_quality)
+    try:
+        answers = entry.collect_answers(prompter, given, target_quality=spec.target_quality)
+    except entry.AnswersEnded as exc:
+        if not missing:
+            raise
+        raise EvalError(
+            f"input ended before every question was answered; nothing was stored (give "
+            f"{', '.join(missing)} as flags, or answer at a terminal)",
+            key=missing[0].split()[0].lstrip("-"),
+        ) from exc
+    if interactive and not yes:
+        for line in summary_lines(spec, answers):
+            prompter.say(line)
+        if not prompter.ask("Store this episode? (y/n)", entry.parse_yes_no, "y"):
+            typer.echo("not stored: nothing was written (run the command again to re-enter)")
+            raise typer.Exit(1)
     artifacts = () if record_dir is None else (write_entry_artifact(record_dir, spec, answers),)
     outcome = episode_from_answers(spec, answers, protocol=protocol, artifacts=artifacts)
     result = store_entry(db_path, outcome, protocol)

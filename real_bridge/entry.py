@@ -20,11 +20,13 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar, get_type_hints
 
 from embodied_eval.errors import EvalError
-from embodied_eval.records import SAFETY_EVENT_KINDS, Fault, SafetyEvent, parse_utc
+from embodied_eval.records import SAFETY_EVENT_KINDS, Fault, SafetyEvent
 from real_bridge.interface import contradiction
+from real_bridge.start_time import iso_utc, parse_start_time
 
 T = TypeVar("T")
 
@@ -98,12 +100,6 @@ def parse_duration(text: str) -> float:
     if total <= 0 or total > 24 * 3600:
         raise EvalError(f"duration: {text!r} must be more than 0 and at most 24 h")
     return total
-
-
-def parse_time(text: str) -> str:
-    """An ISO-8601 UTC time; returns it normalized with a `Z` suffix (seconds resolution)."""
-    moment = parse_utc(text.strip(), key="started_at")
-    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def parse_kind(text: str) -> str:
@@ -205,9 +201,7 @@ class Prompter:
             try:
                 answer = self.read(f"{question}{suffix}: ")
             except EOFError:
-                raise AnswersEnded(
-                    f"input ended at {question!r}; nothing was stored (answer every question)"
-                ) from None
+                raise AnswersEnded(f"input ended at {question!r}; nothing was stored") from None
             if not answer.strip() and default is not None:
                 answer = default
             try:
@@ -217,6 +211,23 @@ class Prompter:
 
     def say(self, line: str) -> None:
         self.write(line)
+
+
+class NoQuestions(Prompter):
+    """A session that never reads input: every question takes its default answer, and a
+    question without one is an error (used when every required answer came from flags)."""
+
+    def __init__(self, write: Callable[[str], None] | None = None) -> None:
+        super().__init__(read=self._refuse, write=write)
+
+    @staticmethod
+    def _refuse(prompt: str) -> str:
+        raise EOFError
+
+    def ask(self, question: str, parse: Callable[[str], T], default: str | None = None) -> T:
+        if default is None:
+            raise AnswersEnded(f"{question!r} needs an answer and no input is read")
+        return parse(default)
 
 
 def scripted_reader(answers: list[str]) -> Callable[[str], str]:
@@ -261,11 +272,7 @@ class ManualAnswers:
         return data
 
 
-def _repeated(
-    prompter: Prompter, noun: str, ask_one: Callable[[], T], given: tuple[T, ...] | None
-) -> tuple[T, ...]:
-    if given is not None:
-        return given
+def _repeated(prompter: Prompter, noun: str, ask_one: Callable[[], T]) -> tuple[T, ...]:
     count = prompter.ask(f"How many {noun}?", parse_count, "0")
     return tuple(ask_one() for _ in range(count))
 
@@ -337,6 +344,21 @@ def _ask_incident(prompter: Prompter, duration_s: float | None) -> SafetyEvent:
         return _ask_incident(prompter, duration_s)
 
 
+#: The `trial record` flag that answers each question (named when input ends before it).
+ANSWER_FLAGS = {
+    "technician": "--technician",
+    "started_at": "--started-at",
+    "status": "--status",
+    "quality": "--quality",
+    "audited_success": "--succeeded",
+    "duration_s": "--duration",
+    "interventions": "--interventions",
+    "faults": "--fault or --no-faults",
+    "incidents": "--incident or --no-incidents",
+    "notes": "--notes",
+}
+
+
 def collect_answers(
     prompter: Prompter,
     given: Mapping[str, Any],
@@ -357,9 +379,25 @@ def collect_answers(
 
     def pick(name: str, ask: Callable[[], T]) -> T:
         value = given.get(name)
-        return ask() if value is None else value  # type: ignore[no-any-return]
+        if value is not None:
+            return value  # type: ignore[no-any-return]
+        try:
+            return ask()
+        except AnswersEnded as exc:
+            flag = ANSWER_FLAGS.get(name, "")
+            raise AnswersEnded(
+                f"{exc} (answer every question"
+                + (f", or give {flag} to answer this one without a prompt)" if flag else ")")
+            ) from None
 
     technician = pick("technician", lambda: prompter.ask("Technician", _non_empty))
+    now = iso_utc(datetime.now(UTC))
+    started_at = pick(
+        "started_at",
+        lambda: prompter.ask(
+            "Start time, ISO 8601 with timezone (Enter = now)", parse_start_time, now
+        ),
+    )
     status = pick(
         "status",
         lambda: prompter.ask(f"Outcome ({', '.join(MANUAL_STATUSES)})", parse_status, "ok"),
@@ -378,7 +416,11 @@ def collect_answers(
                 "Did the task succeed, in your judgment? (y/n)", parse_yes_no, default
             ),
         )
-        problem = contradiction(quality, audited, target_quality) if status == "ok" else ""
+        # Success means q ≥ q*: a success below q* contradicts whatever the outcome; a "did not
+        # succeed" at or above q* only when the episode ended normally (a stop explains it).
+        problem = (
+            contradiction(quality, audited, target_quality) if status == "ok" or audited else ""
+        )
         if not problem:
             break
         if given.get("quality") is not None or given.get("audited_success") is not None:
@@ -393,12 +435,12 @@ def collect_answers(
         "interventions",
         lambda: prompter.ask("Human interventions during the episode", parse_count, "0"),
     )
-    faults = _repeated(prompter, "faults", lambda: _ask_fault(prompter), given.get("faults"))
-    incidents = _repeated(
-        prompter,
-        "safety incidents",
-        lambda: _ask_incident(prompter, duration),
-        given.get("incidents"),
+    faults: tuple[Fault, ...] = pick(
+        "faults", lambda: _repeated(prompter, "faults", lambda: _ask_fault(prompter))
+    )
+    incidents: tuple[SafetyEvent, ...] = pick(
+        "incidents",
+        lambda: _repeated(prompter, "safety incidents", lambda: _ask_incident(prompter, duration)),
     )
     notes = pick("notes", lambda: prompter.ask("Notes (optional)", str, ""))
     # A hand-entered incident names who reported it, so the incident log can tell it apart from
@@ -423,7 +465,7 @@ def collect_answers(
         duration_s=duration,
         technician=technician,
         notes=notes,
-        started_at=given.get("started_at") or "",
+        started_at=started_at,
         actions=int(given.get("actions") or 0),
     )
 

@@ -27,17 +27,13 @@ from embodied_eval.records import (
     Artifact,
     EpisodeOutcome,
     EpisodeSpec,
-    parse_utc,
     utc_now_iso,
 )
 from embodied_eval.store import Store
 from real_bridge.entry import ManualAnswers, Prompter, collect_answers
+from real_bridge.start_time import iso_utc
 
 ENGINE = "manual"
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def episode_from_answers(
@@ -53,7 +49,7 @@ def episode_from_answers(
     logic) and says in `control.entry` that it was entered by hand. `started_at` defaults to
     "now minus the duration" (the entry is made right after the run).
     """
-    started_at = answers.started_at or _iso(
+    started_at = answers.started_at or iso_utc(
         datetime.now(UTC) - timedelta(seconds=answers.duration_s)
     )
     faults = tuple(f.replace(episode_id=spec.episode_id) for f in answers.faults)
@@ -217,6 +213,34 @@ def describe_spec(spec: EpisodeSpec) -> list[str]:
     ]
 
 
+def summary_lines(spec: EpisodeSpec, answers: ManualAnswers) -> list[str]:
+    """Everything a technician entered, as shown before asking to store it."""
+    success = answers.status == "ok" and answers.quality >= spec.target_quality
+    faults = [
+        f"{f.kind} (recovered {'autonomously' if f.recovered_autonomously else 'by a person'}, "
+        f"repair {f.repair_s / 60.0:g} min{', ' + f.detail if f.detail else ''})"
+        for f in answers.faults
+    ]
+    incidents = [
+        f"{e.kind} at {e.t_s:g} s{', ' + e.detail if e.detail else ''}" for e in answers.incidents
+    ]
+    return [
+        f"Summary of episode {spec.episode_id}:",
+        f"  technician     {answers.technician}",
+        f"  started at     {answers.started_at} (UTC)",
+        f"  outcome        {answers.status}",
+        f"  quality q      {answers.quality:g} (q* = {spec.target_quality:g}; success z = "
+        f"{int(success)})",
+        f"  succeeded      {'yes' if answers.audited_success else 'no'} (your judgment)",
+        f"  duration       {answers.duration_s:g} s",
+        f"  interventions  {answers.interventions}",
+        f"  actions        {answers.actions}",
+        f"  faults         {'; '.join(faults) or 'none'}",
+        f"  incidents      {'; '.join(incidents) or 'none'}",
+        f"  notes          {answers.notes or '(none)'}",
+    ]
+
+
 # --------------------------------------------------------------------------- the backend
 
 
@@ -302,9 +326,3 @@ def _non_empty(text: str) -> str:
     if not text.strip():
         raise EvalError("must not be empty")
     return text.strip()
-
-
-def check_started_at(text: str) -> str:
-    """Validate a --started-at value (ISO-8601)."""
-    moment = parse_utc(text, key="started_at")
-    return _iso(moment)

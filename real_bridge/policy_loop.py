@@ -6,7 +6,9 @@ Per step: read the latest joint state (and wrench, object pose), build the polic
 streams them), call the policy, turn its action (or action chunk) into joint
 targets, check the whole chunk against the profile's limits (`real_bridge.command_check`) and
 only then send its first target on the joint_trajectory_controller's topic (a chunk's later
-targets are sent on the following ticks without calling the policy). Latency is measured from
+targets are sent on the following ticks without calling the policy). A policy that can hand over
+its whole chunk (`act_chunk`, the remote policy) is asked for it, so a served chunk is checked and
+sent exactly as an in-process policy's chunk is. Latency is measured from
 taking the observation to the command being on the wire (after `publish` returned); a step whose
 command is not on the wire before the next tick is due is a deadline miss; after an overrun the
 loop skips the ticks it missed (counted) instead of sending a burst of commands.
@@ -151,6 +153,7 @@ def _loop(
     joint_space = getattr(policy, "command_space", "cartesian") == "joint_position"
     queue: list[np.ndarray] = []
     finger = adapter.finger_cmd
+    act = getattr(policy, "act_chunk", None) or policy.act
     start = time.monotonic()
     tick = start
     for _ in range(max_steps):
@@ -177,7 +180,7 @@ def _loop(
             qd = np.asarray(state.velocity, dtype=float)
             obs = adapter.observe(q, qd, io.object_pose(), t_obs, has_tracker)
             obs.update(io.extras())
-            action = policy.act(obs)
+            action = act(obs)
             stats.policy_calls += 1
             chunk, finger = adapter.targets(action, q, joint_space)
             problem = command_problem(

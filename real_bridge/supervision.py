@@ -13,7 +13,8 @@
 
 Whatever happens on the robot ends up in the episode's status and reason: a protective stop from
 the robot or a refused command → `safety_stop` (the refused command is a protective-stop event
-for the incident log); a lost robot, a deadline or a failed judge → `aborted` / `error`. Every
+for the incident log); a lost robot, a deadline, a failed judge or a remote policy server that
+stops answering (timeout, closed connection, an error it reports) → `aborted`. Every
 early end sends the safe-stop hold (stamp 0, the current posture of the controller's joints,
 time_from_start 0.1 s) — a trajectory a real joint_trajectory_controller accepts.
 """
@@ -31,6 +32,7 @@ from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
+from embodied_eval.remote.client import RemotePolicyError
 from real_bridge.bridge_config import BridgeConfig
 from real_bridge.entry import Prompter, parse_yes_no
 from real_bridge.homing import Homing, HomingReport
@@ -50,6 +52,8 @@ RESET_FRESH_S = 0.05
 SETTLE_S = 0.3
 #: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
 ROBOT_LOST = "robot_lost"
+#: `control["abort_cause"]` when the remote policy server failed (the robot was held).
+POLICY_SERVER = "policy_server"
 
 
 class EpisodeRun:
@@ -90,6 +94,7 @@ class EpisodeRun:
         self.recorded: dict[str, int] = {}
         self.setup_lines: list[str] = []
         self.homing: HomingReport | None = None
+        self.policy: Any = None
 
     # ------------------------------------------------------------------ safety
 
@@ -280,7 +285,7 @@ class EpisodeRun:
             self.home()
             self.setup(manifest)
             time.sleep(SETTLE_S)  # let the arm and scene settle before the first observation
-            policy = policy_factory()
+            policy = self.policy = policy_factory()
             policy.reset(spec.seed)
             state = self.link.latest_state()
             q = np.asarray(state.position, dtype=float)
@@ -346,6 +351,8 @@ class EpisodeRun:
             self._refused(str(exc))
         except RobotLost as exc:
             self._abort(str(exc), ROBOT_LOST)
+        except RemotePolicyError as exc:  # the policy lives elsewhere and stopped answering
+            self._abort(str(exc), POLICY_SERVER)
         except EvalError as exc:
             self._abort(str(exc), "")
         except BaseException as exc:  # Ctrl-C or a bug: hold the robot first, then re-raise
@@ -413,6 +420,9 @@ class EpisodeRun:
             control.update(self.homing.summary())
         if self.abort_cause:
             control["abort_cause"] = self.abort_cause
+        latency = getattr(self.policy, "latency_summary", None)
+        if latency is not None:  # a remote policy: its inference round trips
+            control["policy_latency_ms"] = latency()
         if self.recorded:
             control["bridge_recorded_messages"] = dict(sorted(self.recorded.items()))
         j = self.judgement

@@ -76,6 +76,7 @@ def test_every_option_has_help_and_no_bool_placeholder(
         assert main([*path.split(), "--help"]) == 0
         text = capsys.readouterr().out
         assert "<bool>" not in text, path
+        assert "<list[" not in text, path  # a repeatable option shows `<str>…`
 
 
 def _certify_window(tmp_path: Path) -> tuple[Path, Path]:

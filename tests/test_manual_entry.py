@@ -165,6 +165,7 @@ def test_scripted_prompt_session_reasks_bad_answers(setup, monkeypatch, capsys):
     answers = [
         "",  # technician: empty → re-asked
         "Bo",
+        "",  # start time: Enter = now
         "okay",  # status: not a status → re-asked
         "ok",
         "1.3",  # quality: above 1 → re-asked
@@ -182,6 +183,7 @@ def test_scripted_prompt_session_reasks_bad_answers(setup, monkeypatch, capsys):
         "",  # detail
         "0",  # no incidents
         "",  # notes
+        "",  # store it? Enter = yes
     ]
     monkeypatch.setattr("builtins.input", entry.scripted_reader(answers))
     assert record(setup) == 0

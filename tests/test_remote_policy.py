@@ -9,10 +9,6 @@
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import threading
 import urllib.request
 from collections.abc import Iterator
@@ -32,6 +28,7 @@ from embodied_eval.runner.plan import plan_manifest
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import SimContext, run_sim_episode
 from embodied_eval.store import Store
+from tests.remote_support import start_server, stop_server
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -40,31 +37,7 @@ pytestmark = [
 ]
 
 SUPPORT = "tests.remote_support:behaviour"
-ROOT = Path(__file__).resolve().parents[1]
 PUSH = [f"push/block_{name}" for name in ("forward", "left", "right", "long", "diagonal")]
-
-
-def start_server(target: str, log: Path, *args: str, env: dict | None = None):
-    """`embodied-eval policy serve TARGET --port 0` as a process; returns (process, port)."""
-    command = [sys.executable, "-m", "embodied_eval", "policy", "serve", target, "--port", "0"]
-    proc = subprocess.Popen(
-        [*command, "--log-file", str(log), *args],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    match = re.search(r"on ws://127\.0\.0\.1:(\d+)", line)
-    assert match, f"server did not start: {line!r}"
-    return proc, int(match.group(1))
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 @pytest.fixture(scope="module")

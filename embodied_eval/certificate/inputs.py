@@ -91,7 +91,7 @@ def _incident_log_state(
     read the window's incident states (amendments and reviews applied), its signed close and
     the signer's registration."""
     open_log = resolve(INCIDENT_LOG["open"])
-    with open_log(db_path, create=False) as log:
+    with open_log(db_path, create=False, read_only=True) as log:
         report = log.require_verified()
         count, head_hash = log.head()
         states = list(log.states(window))

@@ -224,7 +224,7 @@ def _check_chain_prefix(db: str | os.PathLike[str], chain: Mapping[str, Any]) ->
     head = str(chain.get("head_hash", ""))
     open_log = resolve(INCIDENT_LOG["open"])
     rows = resolve(INCIDENT_LOG["chain_rows"])
-    with open_log(db, create=False) as log:
+    with open_log(db, create=False, read_only=True) as log:
         log.require_verified()
         now_count, _ = log.head()
         if int(now_count) < count:

@@ -89,19 +89,32 @@ def export_file(
     ),
     db: Path | None = DbOption,
     window: str | None = typer.Option(None, "--window", help="Only this window id."),
+    side: str | None = typer.Option(
+        None, "--side", help="lerobot: only this side (sim or real; their frames differ)."
+    ),
 ) -> None:
     """Export from the store to CSV or Parquet (written atomically), or as a LeRobotDataset
-    folder (`export lerobot --out DIR`)."""
+    folder (`export lerobot --out DIR [--side sim|real]`)."""
+    if side is not None and side not in ("sim", "real"):
+        raise EvalError(f"--side {side!r}: expected sim or real", key="side")
     if kind is Kind.lerobot:
         from embodied_eval.cli.export import export_lerobot_command
 
-        export_lerobot_command(out, db, window)
+        export_lerobot_command(out, db, window, side)
         return
+    if side is not None:
+        raise EvalError("--side applies to `export lerobot` only", key="side")
     if kind is Kind.incidents:
         count = resolve(INCIDENT_LOG["export"])(db, out, window)
         console.print(f"exported {count} incident(s) to {out}")
         return
     with open_store(db, create=False) as store:
+        if kind is Kind.episodes and out.suffix.lower() in (".parquet", ".pq"):
+            from embodied_eval.episode_parquet import write_episodes_parquet
+
+            rows, digest = write_episodes_parquet(store.episodes(window=window), out)
+            console.print(f"exported {rows} episodes to {out} (sha256 {digest[:12]}…)")
+            return
         if kind is Kind.episodes:
             frame = episodes_to_frame(store.episodes(window=window)).drop(columns=["success"])
         else:

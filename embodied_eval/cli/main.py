@@ -124,10 +124,14 @@ _typer_display_type = TyperOption.display_type_rich
 
 def _flag_display_type(self: TyperOption, ctx: click.Context) -> str | None:
     """No value placeholder beside a flag (typer prints `<bool>` for `--json`, `--help` …, though
-    a flag takes no value); every other option keeps typer's."""
+    a flag takes no value); a repeatable option shows its value type once and `…` (not typer's
+    `<list[str]>`); every other option keeps typer's."""
     if self.is_bool_flag and self.metavar is None:
         return None
-    return _typer_display_type(self, ctx)
+    shown = _typer_display_type(self, ctx)
+    if self.multiple and shown and shown.startswith("<list[") and shown.endswith("]>"):
+        return f"<{shown[6:-2]}>…"
+    return shown
 
 
 TyperOption.display_type_rich = _flag_display_type  # type: ignore[method-assign]
@@ -222,9 +226,27 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def _usage_error(exc: UsageError) -> str:
-    command = exc.ctx.command_path if exc.ctx is not None else "embodied-eval"
+def _usage_error(exc: UsageError, argv: list[str] | None = None) -> str:
+    command = exc.ctx.command_path if exc.ctx is not None else _command_path(argv)
     return f"{command}: {one_line(exc.format_message())} (see '{command} --help')"
+
+
+def _command_path(argv: list[str] | None) -> str:
+    """The command the leading words of `argv` name (click gives no context for an option left
+    without its value at the end of the line)."""
+    words = ["embodied-eval"]
+    cmd: Any = typer.main.get_command(app)
+    for token in argv if argv is not None else sys.argv[1:]:
+        if token.startswith("-") or not hasattr(cmd, "get_command"):
+            break
+        try:
+            cmd = cmd.get_command(click.Context(cmd), token)
+        except Exception:  # naming the command is a courtesy; never fail the error message
+            break
+        if cmd is None:
+            break
+        words.append(token)
+    return " ".join(words)
 
 
 def write_crash_log(exc: BaseException, argv: list[str] | None) -> Path:
@@ -254,9 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
-def _run(cli: typer.Typer, argv: list[str] | None) -> int:
+def _run(cli: typer.Typer, argv: list[str] | None, prog_name: str = "embodied-eval") -> int:
+    """Run a typer app the way `main` does: one-line errors, exit statuses, crash logs."""
     try:
-        result = cli(args=argv, prog_name="embodied-eval", standalone_mode=False)
+        result = cli(args=argv, prog_name=prog_name, standalone_mode=False)
     except EvalError as exc:
         typer.echo(f"error: {one_line(str(exc))}", err=True)
         return exc.exit_code
@@ -266,7 +289,11 @@ def _run(cli: typer.Typer, argv: list[str] | None) -> int:
             if help_text.strip():
                 typer.echo(help_text, err=True)
             return 2
-        typer.echo(f"error: {_usage_error(exc)}", err=True)
+        if exc.ctx is None and cli is not app:
+            message = f"{prog_name}: {one_line(exc.format_message())} (see '{prog_name} --help')"
+        else:
+            message = _usage_error(exc, argv)
+        typer.echo(f"error: {message}", err=True)
         return 2
     except ClickException as exc:
         typer.echo(f"error: {one_line(exc.format_message())}", err=True)
@@ -303,6 +330,10 @@ def _crash(exc: BaseException, argv: list[str] | None) -> int:
         err=True,
     )
     return CRASH_EXIT_CODE
+
+
+#: `_run` for the other entry points (e.g. `python -m real_bridge.twin`): one error style.
+run_app = _run
 
 
 if __name__ == "__main__":

@@ -5,15 +5,19 @@ then each `infer` is one binary frame out (the observation map) and one back (a 
 `"actions"` and, from openpi servers, `"server_timing"`). A text frame back is the server's error.
 
 - **Action chunks.** `"actions"` of shape (H, D) is a chunk: its H rows are executed in order, one
-  per `act`, before the server is asked again; shape (D,) is a single action.
+  per `act`, before the server is asked again; shape (D,) is a single action. `act_chunk` gives
+  the whole chunk at once instead (the real side checks a chunk against the robot's limits
+  before sending any of it, as it does for in-process policies that return chunks).
 - **Episodes.** openpi's `reset()` sends nothing. When the server's metadata says it understands
   episode control (`"episode_start": true`, as `embodied-eval policy serve` does), `reset(seed)`
   sends `{"__ctrl__": "episode_start", "__task__": <task id>, "__seed__": <seed>}` so the served
-  policy starts the episode exactly as an in-process one would.
+  policy starts the episode exactly as an in-process one would. The answer may name the served
+  policy's `command_space` (e.g. `"joint_position"`), which the real side needs to know.
 - **Latency.** Every round trip is timed; `latency_summary()` gives the episode's figures, which the
-  sim runner records on the episode (`control.policy_latency_ms`).
+  sim and real sides record on the episode (`control.policy_latency_ms`).
 - **Failures.** No answer within the timeout, a closed connection, a refused key or an error frame
-  raise `RemotePolicyError` with one line saying which; the runner records the episode `aborted`.
+  raise `RemotePolicyError` with one line saying which; the runner records the episode `aborted`
+  (on the real side after the safe-stop hold was sent).
 
 URL: `ws://HOST:PORT[/PATH][?timeout=SECONDS]` or `wss://…` (TLS, system trust store or
 `SSL_CERT_FILE`). The API key comes from the environment variable `EMBODIED_EVAL_POLICY_API_KEY`
@@ -22,7 +26,6 @@ URL: `ws://HOST:PORT[/PATH][?timeout=SECONDS]` or `wss://…` (TLS, system trust
 
 from __future__ import annotations
 
-import contextlib
 import os
 import statistics
 import threading
@@ -36,6 +39,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.remote import API_KEY_ENV, is_remote_policy
+from embodied_eval.remote.transport import BlockingWebsocket, ClosedError, HandshakeRefused
 from embodied_eval.remote.wire import pack, unpack
 
 #: Seconds to wait for one answer (or for the connection to open) unless the URL says otherwise.
@@ -77,26 +81,16 @@ class _Connection:
     """One open websocket to a policy server and the metadata it sent."""
 
     def __init__(self, url: str, timeout_s: float, api_key: str | None) -> None:
-        from websockets.exceptions import InvalidStatus, WebSocketException
-        from websockets.sync.client import connect
+        from websockets.exceptions import WebSocketException
 
         self.url = url
         headers = {"Authorization": f"Api-Key {api_key}"} if api_key else None
         try:
-            # Entered as a context manager (closed by `close`), the form websockets asks for.
-            self.ws = connect(
-                url,
-                compression=None,
-                max_size=None,
-                open_timeout=timeout_s,
-                close_timeout=min(timeout_s, 1.0),
-                additional_headers=headers,
-            ).__enter__()
-        except InvalidStatus as exc:
-            status = exc.response.status_code
-            hint = " (wrong or missing API key)" if status in (401, 403) else ""
+            self.ws = BlockingWebsocket(url, timeout_s, headers)
+        except HandshakeRefused as exc:
+            hint = " (wrong or missing API key)" if exc.status in (401, 403) else ""
             raise RemotePolicyError(
-                f"policy server {url} refused the connection: HTTP {status}{hint}"
+                f"policy server {url} refused the connection: HTTP {exc.status}{hint}"
             ) from None
         except (OSError, TimeoutError, WebSocketException) as exc:
             raise RemotePolicyError(f"cannot reach policy server {url}: {_one_line(exc)}") from None
@@ -105,19 +99,21 @@ class _Connection:
         self.metadata = dict(first) if isinstance(first, Mapping) else {}
 
     def receive(self, timeout_s: float) -> Any:
-        from websockets.exceptions import ConnectionClosed
-
         try:
-            frame = self.ws.recv(timeout=timeout_s)
+            frame = self.ws.recv(timeout_s)
         except TimeoutError:
             self.close()
             raise RemotePolicyError(
                 f"policy server {self.url} did not answer within {timeout_s:g} s"
             ) from None
-        except ConnectionClosed as exc:
+        except ClosedError as exc:
+            self.close()
             raise RemotePolicyError(
-                f"policy server {self.url} closed the connection ({_close_text(exc)})"
+                f"policy server {self.url} closed the connection ({exc.detail})"
             ) from None
+        except OSError as exc:
+            self.close()
+            raise RemotePolicyError(f"policy server {self.url} is gone: {_one_line(exc)}") from None
         if isinstance(frame, str):
             self.close()
             raise RemotePolicyError(
@@ -132,39 +128,30 @@ class _Connection:
             ) from None
 
     def send(self, message: Any) -> None:
-        from websockets.exceptions import ConnectionClosed
-
         try:
             self.ws.send(pack(message))
-        except ConnectionClosed as exc:
+        except ClosedError as exc:
+            self.close()
             raise RemotePolicyError(
-                f"policy server {self.url} closed the connection ({_close_text(exc)})"
+                f"policy server {self.url} closed the connection ({exc.detail})"
             ) from None
         except OSError as exc:
+            self.close()
             raise RemotePolicyError(f"policy server {self.url} is gone: {_one_line(exc)}") from None
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.ws.close()
+        self.ws.close()
 
     @property
     def open(self) -> bool:
-        from websockets.protocol import State
-
-        return bool(self.ws.protocol.state is State.OPEN)
+        """Still open (what arrived since the last answer is taken in first)."""
+        self.ws.poll()
+        return self.ws.open
 
 
 def _one_line(value: object) -> str:
     text = " ".join(str(value).split())
     return text[:300] or type(value).__name__
-
-
-def _close_text(exc: Exception) -> str:
-    rcvd = getattr(exc, "rcvd", None)
-    if rcvd is None:
-        return "no close frame: the server process died or the network dropped"
-    reason = f": {rcvd.reason}" if rcvd.reason else ""
-    return f"code {rcvd.code}{reason}"
 
 
 #: Open connections by (URL, API key, thread): consecutive episodes of one thread reuse theirs;
@@ -189,6 +176,8 @@ class RemotePolicy:
         self.target, self.timeout_s = parse_policy_url(url)
         self.api_key = api_key if api_key is not None else os.environ.get(API_KEY_ENV) or None
         self._chunk: deque[np.ndarray] = deque()
+        #: What the actions are ("cartesian" unless the served policy declares otherwise).
+        self.command_space = "cartesian"
         self.latencies_ms: list[float] = []
         self.server_ms: list[float] = []
         self.steps = 0
@@ -221,7 +210,9 @@ class RemotePolicy:
             message: dict[str, Any] = {"__ctrl__": "episode_start", "__task__": self.task_id or ""}
             if seed is not None:
                 message["__seed__"] = int(seed)
-            self._round_trip(conn, message)
+            answer = self._round_trip(conn, message)
+            space = answer.get("command_space") if isinstance(answer, Mapping) else None
+            self.command_space = str(space) if space else "cartesian"
 
     def _round_trip(self, conn: _Connection, message: Any) -> Any:
         try:
@@ -236,9 +227,28 @@ class RemotePolicy:
         self.steps += 1
         if self._chunk:
             return self._chunk.popleft()
+        actions = self._infer(obs)
+        self._chunk.extend(actions[1:])
+        return actions[0]
+
+    def act_chunk(self, obs: Mapping[str, Any]) -> np.ndarray:
+        """The rest of the current chunk, else a new inference's whole chunk, shape (H, D).
+
+        `steps` grows by H: the caller executes every row before asking again.
+        """
+        if self._chunk:
+            rows = np.stack(list(self._chunk))
+            self._chunk.clear()
+        else:
+            rows = self._infer(obs)
+        self.steps += len(rows)
+        return rows
+
+    def _infer(self, obs: Mapping[str, Any]) -> np.ndarray:
+        """One inference: the server's actions as a chunk (H, D), H ≥ 1 (timed)."""
         conn = self._connection()
         t0 = time.perf_counter()
-        answer = self._round_trip(conn, dict(obs))
+        answer = self._round_trip(conn, obs if isinstance(obs, dict) else dict(obs))
         self.latencies_ms.append((time.perf_counter() - t0) * 1e3)
         if not isinstance(answer, Mapping) or "actions" not in answer:
             raise RemotePolicyError(f"policy server {self.target} answered without 'actions'")
@@ -247,14 +257,13 @@ class RemotePolicy:
             self.server_ms.append(float(timing["infer_ms"]))
         actions = np.asarray(answer["actions"], dtype=np.float32)
         if actions.ndim == 1:
-            return actions
+            return actions[None, :]
         if actions.ndim != 2 or actions.shape[0] == 0:
             raise RemotePolicyError(
                 f"policy server {self.target} sent actions of shape {actions.shape}; "
                 "expected (D,) or a chunk (H, D)"
             )
-        self._chunk.extend(actions[1:])
-        return actions[0]
+        return actions
 
     def latency_summary(self) -> dict[str, Any]:
         """This episode's inference round trips: count, steps, p50/p99/max ms (and server ms)."""

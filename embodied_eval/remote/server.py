@@ -9,7 +9,8 @@ What a client sees (the protocol openpi's `WebsocketClientPolicy` speaks):
    for harness policies that return one action).
 3. `{"__ctrl__": "episode_start", "__task__": T, "__seed__": S}` starts an episode: the policy for
    task T (default: the server's task) is built once per connection and `reset(S)`; the answer
-   is `{"episode_start": true, "task": T}`. `"episode_end"` is acknowledged.
+   is `{"episode_start": true, "task": T}` (plus `"command_space"` when the policy declares one,
+   e.g. `"joint_position"`). `"episode_end"` is acknowledged.
 4. `GET /healthz` answers 200 on the same port (no key needed).
 
 Safer than the reference server: it binds 127.0.0.1 unless told otherwise, can require an API key
@@ -37,6 +38,10 @@ from embodied_eval.plugins import POLICY_LOADER, resolve
 from embodied_eval.remote.wire import pack, unpack
 
 log = logging.getLogger("embodied_eval.policy_server")
+
+#: On shutdown, how long each client gets to answer the closing handshake, s (a client that is
+#: busy elsewhere — e.g. between episodes — does not hold the server up longer).
+CLOSE_TIMEOUT_S = 2.0
 
 
 def load_factory(target: str) -> Callable[[str | None], Any]:
@@ -174,7 +179,11 @@ class PolicyServer:
                             str(message.get("__task__") or "") or None,
                             None if seed is None else int(seed),
                         )
-                        await ws.send(pack({"episode_start": True, "task": task or ""}))
+                        started: dict[str, Any] = {"episode_start": True, "task": task or ""}
+                        space = getattr(session.policy, "command_space", None)
+                        if space:
+                            started["command_space"] = str(space)
+                        await ws.send(pack(started))
                         continue
                     if ctrl == "episode_end":
                         await ws.send(pack({"episode_end": True}))
@@ -220,6 +229,7 @@ class PolicyServer:
             max_size=None,
             process_request=self._process_request,
             ssl=self.ssl_context,
+            close_timeout=CLOSE_TIMEOUT_S,
         ) as server:
             sockets = list(server.sockets)
             if sockets:

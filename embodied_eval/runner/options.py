@@ -159,6 +159,8 @@ def check_importable(settings: RunSettings, options: RunOptions) -> None:
     """Resolve what the selected sides will import, so a typo fails before anything runs."""
     if "real" in options.sides:
         backend_target(settings.real_backend)
+        if is_remote_policy(settings.real_policy):
+            parse_policy_url(settings.real_policy)
     if "sim" in options.sides:
         for target in settings.engine_targets.values():
             resolve(target)

@@ -179,10 +179,12 @@ class RealSide:
             policy_tries[slot] = tries
             aborts = aborts + 1 if ep.status == "aborted" else 0
             if aborts >= MAX_CONSECUTIVE_ABORTS:
+                server = ep.control.get("abort_cause") == "policy_server"
                 self._halt(
-                    f"the robot aborted {aborts} episodes in a row (last: "
-                    f"{ep.status_reason or 'no reason given'}); check the robot, then re-run the "
-                    "same command to continue",
+                    f"the real side aborted {aborts} episodes in a row (last: "
+                    f"{ep.status_reason or 'no reason given'}); check "
+                    f"{'the policy server' if server else 'the robot'}, then re-run the same "
+                    "command to continue",
                     halted=True,
                 )
                 return
