@@ -40,7 +40,7 @@ class Plant(Protocol):
         """Finger set-point (m per finger); returns the applied value."""
 
     def hold_here(self) -> None:
-        """Hold the current posture (deadman, protective stop)."""
+        """Hold: freeze the servo set-point where it is now (deadman, protective stop)."""
 
     def step_physics(self) -> None:
         """Advance one physics step."""

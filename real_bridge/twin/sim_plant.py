@@ -257,8 +257,13 @@ class SimSuitesPlant:
         return value
 
     def hold_here(self) -> None:
-        self.follower.set_target(self._current.q[:7], 0.0)
-        self.follower.q_des = np.array(self._current.q[:7], dtype=float)
+        """Freeze the servo set-point where it is now (a stop, not a new target).
+
+        Holding the *measured* posture would move the set-point down by the sag under the
+        unknown tool at every hold, so repeated holds would press a worn arm into the table;
+        a real arm's controller keeps its present set-point instead.
+        """
+        self.follower.set_target(self.follower.q_des, 0.0)
 
     # ------------------------------------------------------------------ stepping
 
