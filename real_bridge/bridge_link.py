@@ -95,6 +95,8 @@ class BridgeLink:
         self.verdicts: list[tuple[str, float]] = []
         self.diagnostics: deque[DiagnosticReading] = deque(maxlen=10_000)
         self.diagnostics_total = 0
+        #: The last arm target this link sent (None before one, or after a scene reset).
+        self.arm_command: np.ndarray | None = None
         self._heartbeat_stop = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
         try:
@@ -280,7 +282,8 @@ class BridgeLink:
         with self._lock:
             total = self.diagnostics_total
             new = min(total - index, len(self.diagnostics))
-            items = list(self.diagnostics)[len(self.diagnostics) - new :] if new > 0 else []
+            # From the right end only: the control loop asks every tick, the buffer holds 10 000.
+            items = [self.diagnostics[-k] for k in range(new, 0, -1)]
             return items, total
 
     def verdicts_for(self, episode_id: str) -> list[tuple[str, float]]:
@@ -381,6 +384,8 @@ class BridgeLink:
         command_id = f"cmd/{next(self._command_ids)}"
         msg = self.trajectory(names, positions, time_from_start_s, command_id=command_id)
         self.publishers[stream].publish(msg)
+        if stream == "command":
+            self.arm_command = np.array(positions, dtype=float)
         self._record_outgoing(stream, msg)
         return command_id, msg
 
@@ -415,6 +420,7 @@ class BridgeLink:
         """Call the scene-reset service; resent every `deadlines.resend_s` (idempotent)."""
         if self.reset_client is None:
             raise EvalError("this robot profile has no scene-reset service", key="scene_reset")
+        self.arm_command = None  # the station puts the arm in its scene's posture
         response = self.session.call(
             self.reset_client,
             self.trigger_type.Request(),

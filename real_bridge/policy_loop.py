@@ -12,12 +12,27 @@ sent exactly as an in-process policy's chunk is. Latency is measured from
 taking the observation to the command being on the wire (after `publish` returned); a step whose
 command is not on the wire before the next tick is due is a deadline miss; after an overrun the
 loop skips the ticks it missed (counted) instead of sending a burst of commands.
+
+Ticks are on an absolute schedule (start + k · period), so a late step does not shift the ones
+after it. While the loop runs (`quiet_interpreter`), Python's cyclic garbage collector is off —
+a full collection over the harness's heap (simulator models, rclpy, the link's buffers) stalls
+every thread for tens of milliseconds (64–86 ms measured with the twin's benchmark), up to four
+20 ms control periods. Everything alive when the loop starts is frozen (`gc.freeze()`); the
+collector is switched back on and the frozen objects released when the loop ends, so garbage is
+collected between episodes as before. (No explicit full collection is forced: it would hold the
+GIL — and the deadman heartbeat thread — for as long, and a robot holds after 100 ms without a
+heartbeat.) The interpreter's thread switch interval is shortened for the loop as well: the ROS
+executor thread that receives the robot's streams must not keep the control loop waiting for the
+GIL for the default 5 ms.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +89,28 @@ class LoopIO:
     extras: Callable[[], dict[str, np.ndarray]] = dict  # wrench, camera image (when present)
 
 
+#: The interpreter's thread switch interval during the loop, s (CPython's default is 0.005).
+LOOP_SWITCH_INTERVAL_S = 0.0005
+
+
+@contextlib.contextmanager
+def quiet_interpreter() -> Iterator[None]:
+    """No cyclic garbage collection and a short GIL switch interval inside the block (see the
+    module docstring); both are restored on exit."""
+    was_enabled = gc.isenabled()
+    switch = sys.getswitchinterval()
+    gc.freeze()
+    gc.disable()
+    sys.setswitchinterval(LOOP_SWITCH_INTERVAL_S)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(switch)
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
 def run_policy_loop(
     policy: Any,
     adapter: Any,
@@ -93,9 +130,27 @@ def run_policy_loop(
         RobotLost: no fresh joint state (the caller aborts the episode).
         CommandRefused: a chunk violated the limits (nothing of it was sent).
     """
+    stats = stats if stats is not None else LoopStats()
+    with quiet_interpreter():
+        return _loop(
+            policy, adapter, io, robot, rate_hz, max_steps, stale_s, has_tracker, deadline_s, stats
+        )
+
+
+def _loop(
+    policy: Any,
+    adapter: Any,
+    io: LoopIO,
+    robot: Any,
+    rate_hz: float,
+    max_steps: int,
+    stale_s: float,
+    has_tracker: bool,
+    deadline_s: float,
+    stats: LoopStats,
+) -> tuple[LoopStats, str]:
     period = 1.0 / rate_hz
     joint_space = getattr(policy, "command_space", "cartesian") == "joint_position"
-    stats = stats if stats is not None else LoopStats()
     queue: list[np.ndarray] = []
     finger = adapter.finger_cmd
     act = getattr(policy, "act_chunk", None) or policy.act

@@ -40,6 +40,13 @@ class RobotSpec:
         home: the homing posture, rad (one per arm joint).
         gripper_open: the gripper joints' open position (m per finger), sent before homing so
             nothing held is dragged along.
+        home_tolerance_rad: homing is done when the arm has come to rest within this of `home`
+            on every joint, rad. A worn arm, or one carrying a tool its controller's model does
+            not know, settles short of home under gravity (the twin with the protocol's day-14
+            drift on soft gains: up to ~0.1 rad on the shoulder and elbow).
+        retreat_m: before homing, a TCP below the home posture's TCP is lifted straight up by up
+            to this, m (also after a homing trajectory that came to rest away from home);
+            0 disables it. Needs kinematics.
     """
 
     kind: str = "twin"
@@ -54,6 +61,8 @@ class RobotSpec:
     workspace_max: tuple[float, ...] = (0.9, 0.6, 0.8)
     home: tuple[float, ...] = (0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785398)
     gripper_open: float = 0.04
+    home_tolerance_rad: float = 0.15
+    retreat_m: float = 0.10
 
     def __post_init__(self) -> None:
         if self.kind not in ROBOT_KINDS:
@@ -74,6 +83,15 @@ class RobotSpec:
                 raise EvalError(
                     f"robot.{name}: expected {n} values (one per arm joint)", key=f"robot.{name}"
                 )
+        if not 0.0 < self.home_tolerance_rad <= 0.5:
+            raise EvalError(
+                f"robot.home_tolerance_rad: {self.home_tolerance_rad!r} is not in (0, 0.5] rad",
+                key="robot.home_tolerance_rad",
+            )
+        if not 0.0 <= self.retreat_m <= 0.3:
+            raise EvalError(
+                f"robot.retreat_m: {self.retreat_m!r} is not in [0, 0.3] m", key="robot.retreat_m"
+            )
         if self.home and len(self.home) != n:
             raise EvalError(f"robot.home: expected {n} values", key="robot.home")
         if any(lo >= hi for lo, hi in zip(self.position_lower, self.position_upper, strict=True)):

@@ -4,7 +4,8 @@
 
 1. check the robot answers (fresh joint state) — otherwise the episode is aborted as
    `robot_lost` (the runner waits for the robot; that attempt does not use a policy retry);
-2. homing: a trajectory to the profile's home posture, waiting until the arm is there;
+2. homing (`real_bridge.homing`): open the gripper, lift the hand when it is low, a trajectory
+   to the profile's home posture, waiting until the arm has settled there;
 3. setup: the scene-reset service (publishing the manifest first) or, without one, a technician
    confirmation listing the manifest's object placement for the seed;
 4. the policy loop (`real_bridge.policy_loop`) at the protocol's rate, recording every command;
@@ -34,6 +35,7 @@ from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyE
 from embodied_eval.remote.client import RemotePolicyError
 from real_bridge.bridge_config import BridgeConfig
 from real_bridge.entry import Prompter, parse_yes_no
+from real_bridge.homing import Homing, HomingReport
 from real_bridge.interface import (
     HOLD_TIME_FROM_START_S,
     episode_event,
@@ -44,11 +46,8 @@ from real_bridge.judges import Judgement, check_oracle, technician_judgement, to
 from real_bridge.policy_loop import CommandRefused, LoopIO, LoopStats, RobotLost, run_policy_loop
 from real_bridge.safety import SafetyTracker
 
-#: Homing ends when every arm joint is within this of home, rad.
-HOMING_TOLERANCE_RAD = 0.02
-#: Homing is sent again when the arm is not home this long after the trajectory should have
-#: ended, s.
-HOMING_RESEND_S = 0.5
+#: After a scene reset, the joint states must come from this long after it reported done, s.
+RESET_FRESH_S = 0.05
 #: Pause between the setup and the first observation, s.
 SETTLE_S = 0.3
 #: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
@@ -94,6 +93,7 @@ class EpisodeRun:
         self.safe_stop_message: Any = None
         self.recorded: dict[str, int] = {}
         self.setup_lines: list[str] = []
+        self.homing: HomingReport | None = None
         self.policy: Any = None
 
     # ------------------------------------------------------------------ safety
@@ -112,11 +112,17 @@ class EpisodeRun:
 
     def safe_stop(self) -> str:
         """Send the hold: stamp 0, the current posture of the arm controller's joints only,
-        time_from_start HOLD_TIME_FROM_START_S. Returns a note ("" when sent)."""
+        time_from_start HOLD_TIME_FROM_START_S. Returns a note ("" when sent); not sent from a
+        stale joint state (a lost robot)."""
         state = self.link.latest_state()
         joints = self.config.robot.arm_joints
         if state is None:
             return "no joint state: hold not sent"
+        age = self.link.state_age_s()
+        if age > self.config.deadlines.state_stale_s:
+            # A posture this old is not where the arm is: holding "there" would move it. The
+            # robot's own deadman holds it when the harness stops supervising.
+            return f"the last joint state is {age:.1f} s old: hold not sent"
         index = {n: i for i, n in enumerate(state.names)}
         if any(j not in index for j in joints):
             return "the joint states do not name the controller's joints: hold not sent"
@@ -137,6 +143,29 @@ class EpisodeRun:
             )
         return np.array([state.position[index[j]] for j in self.config.robot.arm_joints])
 
+    def _await_fresh_state(self, after_s: float) -> None:
+        """After the reset station reported done: wait (deadlines.discovery_s) until joint states
+        received from `after_s` + RESET_FRESH_S on show the robot — a station (or a twin
+        rebuilding its scene) may hold the robot's stream up while it works, and states queued
+        before it finished describe the scene before the reset."""
+        fresh = after_s + RESET_FRESH_S
+        stale = self.config.deadlines.state_stale_s
+
+        def current() -> bool:
+            state = self.link.state
+            return (
+                state is not None
+                and state.received_s >= fresh
+                and (self.link.state_age_s() <= stale)
+            )
+
+        time.sleep(RESET_FRESH_S)
+        if not self.link.wait_until(current, self.config.deadlines.discovery_s):
+            raise RobotLost(
+                f"robot not answering after the scene reset: no joint state on "
+                f"{self.config.topics.joint_state} for {self.link.state_age_s():.1f} s"
+            )
+
     def _require_robot(self) -> None:
         stale = self.config.deadlines.state_stale_s
         if self.link.state_age_s() > stale and not self.link.wait_until(
@@ -148,46 +177,13 @@ class EpisodeRun:
             )
 
     def home(self) -> None:
-        """Send the homing trajectory and wait until the arm is there (deadlines.homing_s)."""
-        robot = self.config.robot
-        if not robot.home:
+        """Staged homing (`real_bridge.homing`): gripper open, retreat upward when low, a
+        joint-space trajectory home, done when the arm has settled near home."""
+        if not self.config.robot.home:
             return
-        if self.config.topics.gripper_command and robot.gripper_joints:
-            opened = [robot.gripper_open] * len(robot.gripper_joints)
-            self.link.publish_command(robot.gripper_joints, opened, 0.3, stream="gripper_command")
-            time.sleep(0.4)  # let go of whatever is held before the arm moves
-        state = self.link.latest_state()
-        q = self._arm_positions(state)
-        home = np.asarray(robot.home)
-        # Duration from the slowest joint at half its speed limit (at least 0.5 s).
-        duration = max(
-            0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
-        )
-        self.link.publish_command(robot.arm_joints, home, duration)
-        started = time.monotonic()
-        deadline = started + min(self.config.deadlines.homing_s, duration + 5.0)
-        resend = started + duration + HOMING_RESEND_S
-        while time.monotonic() < deadline:
-            if time.monotonic() >= resend:  # a command dropped by the robot (e.g. a hold)
-                state = self.link.latest_state()
-                q = self._arm_positions(state)
-                again = max(
-                    0.5, float(np.max(np.abs(home - q) / (0.5 * np.asarray(robot.velocity_max))))
-                )
-                self.link.publish_command(robot.arm_joints, home, again)
-                resend = time.monotonic() + again + HOMING_RESEND_S
-            if self._robot_stop():
-                raise EvalError(f"protective stop during homing: {self._robot_stop()}")
-            state = self.link.latest_state()
-            if self.link.state_age_s() > self.config.deadlines.state_stale_s:
-                raise RobotLost("robot stopped answering during homing")
-            if np.all(np.abs(self._arm_positions(state) - home) <= HOMING_TOLERANCE_RAD):
-                return
-            time.sleep(0.01)
-        raise EvalError(
-            f"homing did not reach the home posture within {self.config.deadlines.homing_s:.0f} s",
-            key="homing",
-        )
+        homing = Homing(self.link, self.config, self._arm_positions)
+        self.homing = homing.report
+        homing.run()
 
     def latched_stop(self) -> str:
         """The robot's protective/emergency stop still latched from before, or ""."""
@@ -224,6 +220,7 @@ class EpisodeRun:
                 remaining = max(0.05, deadline - time.monotonic())
                 ok, message = self.link.scene_reset(remaining)
                 if ok and _echoed_hash(message) == expected:
+                    self._await_fresh_state(time.monotonic())
                     break
                 last = message
                 if time.monotonic() >= deadline:
@@ -419,6 +416,8 @@ class EpisodeRun:
         control["bridge_state_messages"] = int(end - self.state_count_start)
         control["bridge_peak_force_n"] = round(float(self.link.peak_force_n), 6)
         control["bridge_images"] = int(self.link.image_count)
+        if self.homing is not None:
+            control.update(self.homing.summary())
         if self.abort_cause:
             control["abort_cause"] = self.abort_cause
         latency = getattr(self.policy, "latency_summary", None)

@@ -54,6 +54,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[1]
 ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
+EPISODE_TOPIC = "/embodied_eval/episode"
 COMMAND_TOPIC = "/joint_trajectory_controller/joint_trajectory"
 TASK = "pick_place/cube_center"
 STEPS = 40
@@ -253,9 +254,14 @@ def spec(name: str, policy: str, seed: int = 3) -> EpisodeSpec:
 
 
 def commands(path: str) -> list:
+    """The arm commands sent from the episode's "started" event on (homing's come before it)."""
     with open(path, "rb") as handle:
         reader = make_reader(handle, decoder_factories=[DecoderFactory()])
-        return [d for _, ch, _, d in reader.iter_decoded_messages() if ch.topic == COMMAND_TOPIC]
+        decoded = [(ch.topic, m.log_time, d) for _, ch, m, d in reader.iter_decoded_messages()]
+    started = min(
+        t for topic, t, d in decoded if topic == EPISODE_TOPIC and b'"started"' in d.data.encode()
+    )
+    return [d for topic, t, d in decoded if topic == COMMAND_TOPIC and t >= started]
 
 
 def _tfs(trajectory) -> float:

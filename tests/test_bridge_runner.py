@@ -87,6 +87,25 @@ def wait_for_partial(out: Path, after_s: float, alive) -> None:
     time.sleep(after_s)
 
 
+def wait_for_loop(out: Path, after_s: float, alive) -> None:
+    """Return `after_s` seconds after the episode's policy loop started: its "started" event is
+    in the partial recording (flushed at least every 0.5 s), after homing and the setup."""
+    deadline = time.monotonic() + 60
+    while alive() and time.monotonic() < deadline:
+        for partial in out.rglob("*.mcap.partial"):
+            try:
+                _, channels, messages = read_partial(partial)
+            except (OSError, ValueError):
+                continue
+            if any(
+                channels[m.channel_id].topic == "/embodied_eval/episode" and b"started" in m.data
+                for m in messages
+            ):
+                time.sleep(after_s)
+                return
+        time.sleep(0.05)
+
+
 HARNESS = """
 import sys, tomllib
 from embodied_eval.protocol import protocol_from_mapping
@@ -201,7 +220,7 @@ def test_killed_twin_waits_and_resumes_without_using_a_retry(tmp_path):
     try:
 
         def kill_then_restart() -> None:
-            wait_for_partial(out, 2.0, first.alive)
+            wait_for_loop(out, 1.0, first.alive)  # mid-episode: the loop runs for 6 s
             first.kill()
             time.sleep(1.5)
             second.append(TwinProcess(domain).start())
