@@ -55,42 +55,22 @@ def scripted_server(server_log: Path) -> Iterator[int]:
 @pytest.fixture
 def thread_server() -> Iterator[callable]:
     """Start in-process servers (in a thread) on free ports; stopped at teardown."""
-    import asyncio
-
-    started: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+    started: list[tuple[PolicyServer, threading.Thread]] = []
 
     def start(target: str = SUPPORT, **kw) -> PolicyServer:
         server = PolicyServer(target, port=0, **kw)
         ready = threading.Event()
-        holder: dict = {}
-
-        async def main() -> None:
-            from websockets.asyncio.server import serve
-
-            holder["loop"] = asyncio.get_running_loop()
-            holder["stop"] = holder["loop"].create_future()
-            async with serve(
-                server._handle,
-                "127.0.0.1",
-                0,
-                compression=None,
-                max_size=None,
-                process_request=server._process_request,
-                ssl=server.ssl_context,
-            ) as ws_server:
-                server.port = next(iter(ws_server.sockets)).getsockname()[1]
-                ready.set()
-                await holder["stop"]
-
-        thread = threading.Thread(target=asyncio.run, args=(main(),), daemon=True)
+        thread = threading.Thread(target=server.run, args=(lambda _: ready.set(),), daemon=True)
         thread.start()
         assert ready.wait(10)
-        started.append((holder["loop"], holder["stop"]))
+        started.append((server, thread))
         return server
 
     yield start
-    for loop, stop in started:
-        loop.call_soon_threadsafe(lambda s=stop: s.done() or s.set_result(None))
+    for server, thread in started:
+        server.stop()
+        thread.join(10)
+        assert not thread.is_alive()
 
 
 def test_wire_encoding_round_trips_arrays_and_matches_openpi():

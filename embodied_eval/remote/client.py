@@ -39,7 +39,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.remote import API_KEY_ENV, is_remote_policy
-from embodied_eval.remote.transport import BlockingWebsocket, ClosedError, HandshakeRefused
+from embodied_eval.remote.transport import ClosedError, HandshakeRefused, connect
 from embodied_eval.remote.wire import pack, unpack
 
 #: Seconds to wait for one answer (or for the connection to open) unless the URL says otherwise.
@@ -86,7 +86,7 @@ class _Connection:
         self.url = url
         headers = {"Authorization": f"Api-Key {api_key}"} if api_key else None
         try:
-            self.ws = BlockingWebsocket(url, timeout_s, headers)
+            self.ws = connect(url, timeout_s, headers)
         except HandshakeRefused as exc:
             hint = " (wrong or missing API key)" if exc.status in (401, 403) else ""
             raise RemotePolicyError(
@@ -185,10 +185,15 @@ class RemotePolicy:
     def _key(self) -> tuple[str, str | None, int]:
         return (self.target, self.api_key, threading.get_ident())
 
-    def _connection(self) -> _Connection:
+    def _connection(self, check: bool = True) -> _Connection:
+        """This thread's connection, opened when there is none or (`check`) it has closed.
+
+        Inferences within an episode skip the check (a few system calls each): a connection
+        lost mid-episode must fail the episode, not reopen on a fresh server-side session.
+        """
         key = self._key()
         conn = _CONNECTIONS.get(key)
-        if conn is None or not conn.open:
+        if conn is None or (check and not conn.open):
             _CONNECTIONS.pop(key, None)
             conn = _Connection(self.target, self.timeout_s, self.api_key)
             _CONNECTIONS[key] = conn
@@ -246,7 +251,7 @@ class RemotePolicy:
 
     def _infer(self, obs: Mapping[str, Any]) -> np.ndarray:
         """One inference: the server's actions as a chunk (H, D), H ≥ 1 (timed)."""
-        conn = self._connection()
+        conn = self._connection(check=False)
         t0 = time.perf_counter()
         answer = self._round_trip(conn, obs if isinstance(obs, dict) else dict(obs))
         self.latencies_ms.append((time.perf_counter() - t0) * 1e3)

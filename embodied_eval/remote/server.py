@@ -17,16 +17,22 @@ Safer than the reference server: it binds 127.0.0.1 unless told otherwise, can r
 (`Authorization: Api-Key <key>`, HTTP 401 otherwise) and never sends a traceback: a failing
 policy gets the client one text frame `error: <Type>: <message>` and a close with code 1011; the
 traceback goes to the server's log.
+
+Each client gets its own thread, which reads its requests, runs the policy and writes the answers
+itself (no event loop, no hand-over between threads: see `transport`); a slow policy holds up only
+its own client.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hmac
 import logging
+import selectors
 import signal
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,6 +41,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import POLICY_LOADER, resolve
+from embodied_eval.remote.transport import BlockingWebsocket, ClosedError, accept
 from embodied_eval.remote.wire import pack, unpack
 
 log = logging.getLogger("embodied_eval.policy_server")
@@ -42,6 +49,9 @@ log = logging.getLogger("embodied_eval.policy_server")
 #: On shutdown, how long each client gets to answer the closing handshake, s (a client that is
 #: busy elsewhere — e.g. between episodes — does not hold the server up longer).
 CLOSE_TIMEOUT_S = 2.0
+
+#: How long a new client gets for the TLS and the opening (HTTP) handshake, s.
+OPEN_TIMEOUT_S = 10.0
 
 
 def load_factory(target: str) -> Callable[[str | None], Any]:
@@ -133,6 +143,11 @@ class PolicyServer:
         self.api_key = api_key or None
         self.task = task
         self.ssl_context = ssl_context
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._open: set[BlockingWebsocket] = set()
+        self._wake_r: socket.socket
+        self._wake_w: socket.socket
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -143,101 +158,149 @@ class PolicyServer:
             "task": self.task or "",
         }
 
-    def _process_request(self, connection: Any, request: Any) -> Any:
+    def _respond(self, protocol: Any, request: Any) -> Any:
+        """The HTTP answer to a request that must not open a websocket, else None."""
         from http import HTTPStatus
 
         if request.path.split("?", 1)[0] == "/healthz":
-            return connection.respond(HTTPStatus.OK, "OK\n")
+            return protocol.reject(HTTPStatus.OK, "OK\n")
         if self.api_key is not None:
             sent = request.headers.get("Authorization", "")
             if not hmac.compare_digest(sent.encode(), f"Api-Key {self.api_key}".encode()):
                 log.warning("refused a connection without the right API key")
-                return connection.respond(HTTPStatus.UNAUTHORIZED, "missing or wrong API key\n")
+                return protocol.reject(HTTPStatus.UNAUTHORIZED, "missing or wrong API key\n")
         return None
 
-    async def _handle(self, ws: Any) -> None:
-        from websockets.exceptions import ConnectionClosed
+    def _answer(self, session: _Session, frame: bytes | str) -> dict[str, Any]:
+        """The answer to one client message (actions without their timing); raises on bad input
+        or a failing policy."""
+        if isinstance(frame, str):
+            raise ValueError("expected a binary msgpack frame, got text")
+        message = unpack(frame)
+        if not isinstance(message, Mapping):
+            raise ValueError("expected a map of observations")
+        ctrl = message.get("__ctrl__")
+        if ctrl == "episode_start":
+            seed = message.get("__seed__")
+            task = session.start(
+                str(message.get("__task__") or "") or None, None if seed is None else int(seed)
+            )
+            started: dict[str, Any] = {"episode_start": True, "task": task or ""}
+            space = getattr(session.policy, "command_space", None)
+            if space:
+                started["command_space"] = str(space)
+            return started
+        if ctrl == "episode_end":
+            return {"episode_end": True}
+        return {"actions": session.infer(message)}
 
+    def _exchange(self, ws: BlockingWebsocket, peer: Any) -> None:
+        """Answer one client's messages in order, each inferred in this connection's thread."""
         session = _Session(self.factory, self.task)
-        peer = getattr(ws, "remote_address", None)
-        log.info("client %s connected", peer)
         prev_total_ms: float | None = None
-        try:
-            await ws.send(pack(self.metadata))
-            async for frame in ws:
-                t0 = time.perf_counter()
-                try:
-                    if isinstance(frame, str):
-                        raise ValueError("expected a binary msgpack frame, got text")
-                    message = unpack(frame)
-                    if not isinstance(message, Mapping):
-                        raise ValueError("expected a map of observations")
-                    ctrl = message.get("__ctrl__")
-                    if ctrl == "episode_start":
-                        seed = message.get("__seed__")
-                        task = session.start(
-                            str(message.get("__task__") or "") or None,
-                            None if seed is None else int(seed),
-                        )
-                        started: dict[str, Any] = {"episode_start": True, "task": task or ""}
-                        space = getattr(session.policy, "command_space", None)
-                        if space:
-                            started["command_space"] = str(space)
-                        await ws.send(pack(started))
-                        continue
-                    if ctrl == "episode_end":
-                        await ws.send(pack({"episode_end": True}))
-                        continue
-                    # In a worker thread: a slow policy must not stall pings and other clients.
-                    actions = await asyncio.to_thread(session.infer, message)
-                except Exception as exc:
-                    log.exception("policy error for client %s", peer)
-                    await ws.send(f"error: {_one_line(exc)}")
-                    await ws.close(code=1011, reason="policy error")
-                    return
-                infer_ms = (time.perf_counter() - t0) * 1e3
-                timing: dict[str, float] = {"infer_ms": infer_ms}
+        ws.send(pack(self.metadata))
+        while True:
+            frame = ws.recv(None)
+            t0 = time.perf_counter()
+            try:
+                answer = self._answer(session, frame)
+            except Exception as exc:
+                log.exception("policy error for client %s", peer)
+                ws.send_text(f"error: {_one_line(exc)}")
+                ws.close(1011, "policy error", wait_s=CLOSE_TIMEOUT_S)
+                return
+            if "actions" in answer:
+                timing: dict[str, float] = {"infer_ms": (time.perf_counter() - t0) * 1e3}
                 if prev_total_ms is not None:
                     timing["prev_total_ms"] = prev_total_ms
-                await ws.send(pack({"actions": actions, "server_timing": timing}))
+                answer["server_timing"] = timing
+                ws.send(pack(answer))
                 prev_total_ms = (time.perf_counter() - t0) * 1e3
-        except ConnectionClosed:
+            else:
+                ws.send(pack(answer))
+
+    def _connection(self, sock: socket.socket, peer: Any) -> None:
+        """One client, in its own thread: TLS, the opening handshake, then the exchange."""
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            sock.settimeout(OPEN_TIMEOUT_S)
+            if self.ssl_context is not None:
+                sock = self.ssl_context.wrap_socket(sock, server_side=True)
+            ws = accept(sock, self._respond, OPEN_TIMEOUT_S)
+        except Exception as exc:  # a failed TLS or HTTP handshake: this client's problem
+            log.info("client %s: no connection opened (%s)", peer, _one_line(exc))
+            with contextlib.suppress(OSError):
+                sock.close()
+            return
+        if ws is None:  # an HTTP answer (health check, refused key) was sent
+            return
+        log.info("client %s connected", peer)
+        with self._lock:
+            self._open.add(ws)
+        try:
+            self._exchange(ws, peer)
+        except (ClosedError, OSError):
             pass
         finally:
+            with self._lock:
+                self._open.discard(ws)
+            ws.close(wait_s=CLOSE_TIMEOUT_S)
             log.info("client %s disconnected", peer)
 
-    async def serve(self, ready: Callable[[int], None] | None = None) -> None:
-        """Serve until SIGINT/SIGTERM; `ready(port)` is called once listening."""
-        from websockets.asyncio.server import serve
-
-        loop = asyncio.get_running_loop()
-        stop: asyncio.Future[None] = loop.create_future()
-
-        def request_stop() -> None:
-            if not stop.done():
-                stop.set_result(None)
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            # Not possible outside the main thread (tests serve from a thread).
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, request_stop)
-        async with serve(
-            self._handle,
-            self.host,
-            self.port,
-            compression=None,
-            max_size=None,
-            process_request=self._process_request,
-            ssl=self.ssl_context,
-            close_timeout=CLOSE_TIMEOUT_S,
-        ) as server:
-            sockets = list(server.sockets)
-            if sockets:
-                self.port = int(sockets[0].getsockname()[1])
+    def serve_forever(self, ready: Callable[[int], None] | None = None) -> None:
+        """Accept clients (one thread each) until `stop()`; `ready(port)` once listening. On
+        stop, open connections are closed with code 1001, each client getting up to
+        CLOSE_TIMEOUT_S to answer."""
+        family = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0][0]
+        listener = socket.create_server((self.host, self.port), family=family, backlog=64)
+        self._wake_r, self._wake_w = socket.socketpair()
+        threads: list[threading.Thread] = []
+        try:
+            self.port = int(listener.getsockname()[1])
             if ready is not None:
                 ready(self.port)
-            await stop
+            with selectors.DefaultSelector() as selector:
+                selector.register(listener, selectors.EVENT_READ)
+                selector.register(self._wake_r, selectors.EVENT_READ)
+                while not self._stop.is_set():
+                    for key, _ in selector.select():
+                        if key.fileobj is not listener:
+                            continue
+                        sock, peer = listener.accept()
+                        thread = threading.Thread(
+                            target=self._connection, args=(sock, peer), daemon=True
+                        )
+                        thread.start()
+                        threads = [t for t in threads if t.is_alive()] + [thread]
+        finally:
+            listener.close()
+            with self._lock:
+                closing = list(self._open)
+            for ws in closing:
+                ws.send_close(1001, "server shutting down")
+            deadline = time.monotonic() + CLOSE_TIMEOUT_S
+            for thread in threads:
+                thread.join(max(0.0, deadline - time.monotonic()))
+            for ws in closing:  # clients that did not answer in time
+                with contextlib.suppress(OSError):
+                    ws.sock.shutdown(socket.SHUT_RDWR)
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def stop(self) -> None:
+        """Make `serve_forever` return (from any thread, or a signal handler)."""
+        self._stop.set()
+        with contextlib.suppress(AttributeError, OSError):
+            self._wake_w.send(b"x")
 
     def run(self, ready: Callable[[int], None] | None = None) -> None:
-        """Blocking `serve`."""
-        asyncio.run(self.serve(ready))
+        """`serve_forever`, stopped by SIGINT/SIGTERM when run from the main thread."""
+        previous: dict[signal.Signals, Any] = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, lambda *_: self.stop())
+        try:
+            self.serve_forever(ready)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)

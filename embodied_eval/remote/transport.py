@@ -1,15 +1,18 @@
-"""A websocket client that runs entirely in the calling thread (for the policy client).
+"""Websockets driven in the calling thread over a blocking socket (client and server sides).
 
-websockets' own synchronous client reads the socket on a background thread and hands each
-message over to the caller, which costs a thread wake-up per message on top of the network round
-trip; on a busy machine that wake-up waits for a CPU. A policy client does strict request/answer
-round trips, so this one drives the websockets library's sans-I/O `ClientProtocol` (framing,
+websockets' own synchronous client reads the socket on a background thread and hands each message
+over to the caller, and its asyncio server hands each request from the event loop to a worker
+thread and back: a thread wake-up or two per message on top of the network round trip, and on a
+busy machine each wake-up waits for a CPU. The openpi protocol is strict request/answer round
+trips, so both sides here drive the websockets library's sans-I/O protocol objects (framing,
 masking, the opening handshake, ping/pong and the closing handshake, all from the library) over a
-plain blocking socket, reading only while the caller waits for an answer (and, through `poll`,
-before each use, so what arrived in between — a ping, the server closing — is handled before a
-request goes out). TCP_NODELAY is set (a
-frame goes out at once), messages are written with one `sendall`, compression is off and there
-is no size limit (the openpi protocol's settings).
+plain blocking socket in the thread that uses the connection: a read goes into one preallocated
+buffer (`recv_into`), a message is written with one `sendall`, TCP_NODELAY is set (a frame goes
+out at once), compression is off and there is no size limit (the openpi protocol's settings).
+
+- `connect(url, timeout_s, headers)`: a client connection (`ws://` or `wss://`).
+- `accept(sock, respond, timeout_s)`: the server side of an accepted socket, after `respond`
+  (the server's check of the HTTP request: an HTTP answer, or None to open the websocket).
 
 Errors: `ClosedError` (the peer closed, or the connection dropped), `HandshakeRefused` (an HTTP
 answer other than 101, e.g. 401 for a missing API key), `TimeoutError`, `OSError`.
@@ -20,11 +23,17 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
-#: Bytes asked from the socket per read.
+from websockets.exceptions import InvalidState
+from websockets.frames import Frame, Opcode
+from websockets.protocol import State
+
+#: Bytes asked from the socket per read (one buffer per connection, allocated once).
 READ_SIZE = 1 << 20
 
 
@@ -44,99 +53,100 @@ class HandshakeRefused(ConnectionError):
         self.status = status
 
 
+def _tune(sock: socket.socket) -> None:
+    """TCP_NODELAY: a frame goes out at once."""
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def _deadline(timeout_s: float | None) -> float | None:
+    return None if timeout_s is None else time.monotonic() + timeout_s
+
+
 class BlockingWebsocket:
-    """One client websocket; `send(bytes)` and `recv(timeout) -> bytes | str` in the caller's
-    thread.
+    """One open websocket: `send(bytes)`, `send_text(str)` and `recv(timeout) -> bytes | str`
+    in the thread that owns it; `close` may also come from another thread (a server shutting
+    down), which is why the protocol object is only touched under `lock`."""
 
-    Args:
-        url: `ws://` or `wss://` (TLS with the system trust store, or `SSL_CERT_FILE`).
-        timeout_s: for connecting and the opening handshake.
-        headers: extra request headers (e.g. Authorization).
-    """
-
-    def __init__(self, url: str, timeout_s: float, headers: dict[str, str] | None = None) -> None:
-        from websockets.client import ClientProtocol
-        from websockets.uri import parse_uri
-
-        uri = parse_uri(url)
-        self.protocol = ClientProtocol(uri, max_size=None)
-        #: Frames received but not yet consumed (a read can hold several).
+    def __init__(self, sock: socket.socket, protocol: Any) -> None:
+        self.sock = sock
+        self.protocol = protocol
+        self.lock = threading.Lock()
+        #: Events received but not yet consumed (a read can hold several).
         self._pending: deque[Any] = deque()
         self._parts: list[bytes] = []
         self._text = False
-        sock = socket.create_connection((uri.host, uri.port), timeout=timeout_s)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if uri.secure:
-                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
-            self.sock = sock
-            request = self.protocol.connect()
-            for name, value in (headers or {}).items():
-                request.headers[name] = value
-            self.protocol.send_request(request)
-            self._flush()
-            self._handshake(time.monotonic() + timeout_s)
-        except BaseException:
-            sock.close()
-            raise
+        self._buffer = bytearray(READ_SIZE)
+        self._view = memoryview(self._buffer)
 
     def _flush(self) -> None:
         data = self.protocol.data_to_send()
-        if data:
-            payload = b"".join(d for d in data if d)
-            if payload:
-                self.sock.sendall(payload)
+        payload = b"".join(data)
+        if payload:
+            self.sock.sendall(payload)
+        if data and not data[-1]:  # the protocol ends the stream: half-close
+            with contextlib.suppress(OSError):
+                self.sock.shutdown(socket.SHUT_WR)
 
-    def _read(self, deadline: float) -> None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        self.sock.settimeout(remaining)
+    def _read(self, deadline: float | None) -> None:
+        """Wait for data (until `deadline`, monotonic s; None: no limit) and take it in."""
+        if deadline is not None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            self.sock.settimeout(remaining)
+        elif self.sock.gettimeout() is not None:
+            self.sock.settimeout(None)
         try:
-            data = self.sock.recv(READ_SIZE)
+            n = self.sock.recv_into(self._buffer)
         except TimeoutError:
             raise
         except OSError as exc:  # reset by the peer: a dropped connection
-            self.protocol.receive_eof()
+            with self.lock:
+                self.protocol.receive_eof()
             raise ClosedError(f"no close frame: {exc}") from None
-        if data:
-            self.protocol.receive_data(data)
-        else:
-            self.protocol.receive_eof()
-        self._flush()  # pongs and the closing handshake's answer
+        with self.lock:
+            if n:
+                self.protocol.receive_data(self._view[:n])
+            else:
+                self.protocol.receive_eof()
+            self._flush()  # pongs and the closing handshake's answer
 
-    def _handshake(self, deadline: float) -> None:
-        from websockets.http11 import Response
-
+    def _handshake(self, kind: type, deadline: float | None) -> Any:
+        """Read until the opening handshake's `kind` (Request or Response) arrives; the frames
+        right behind it are kept for `recv`."""
         while True:
             events = self.protocol.events_received()
             for i, event in enumerate(events):
-                if isinstance(event, Response):
-                    if event.status_code != 101:
-                        raise HandshakeRefused(event.status_code)
-                    if self.protocol.handshake_exc is not None:
-                        raise self.protocol.handshake_exc
-                    self._pending.extend(events[i + 1 :])  # frames right behind the answer
-                    return
+                if isinstance(event, kind):
+                    self._pending.extend(events[i + 1 :])
+                    return event
             if self.protocol.handshake_exc is not None:
                 raise self.protocol.handshake_exc
             self._read(deadline)
 
     def send(self, data: bytes) -> None:
         """Send one binary message."""
-        from websockets.exceptions import InvalidState
+        self._send(data, text=False)
 
-        try:
-            self.protocol.send_binary(data)
-        except InvalidState:
-            raise ClosedError(self._close_detail()) from None
-        self._flush()
+    def send_text(self, text: str) -> None:
+        """Send one text message."""
+        self._send(text.encode("utf-8"), text=True)
 
-    def recv(self, timeout_s: float) -> bytes | str:
-        """The next data message (bytes for binary, str for text); pings are answered."""
-        from websockets.frames import Frame, Opcode
+    def _send(self, data: bytes, text: bool) -> None:
+        with self.lock:
+            try:
+                if text:
+                    self.protocol.send_text(data)
+                else:
+                    self.protocol.send_binary(data)
+            except InvalidState:
+                raise ClosedError(self._close_detail()) from None
+            self._flush()
 
-        deadline = time.monotonic() + timeout_s
+    def recv(self, timeout_s: float | None) -> bytes | str:
+        """The next data message (bytes for binary, str for text); pings are answered.
+        `timeout_s` None waits as long as the connection stays open."""
+        deadline = _deadline(timeout_s)
         while True:
             self._pending.extend(self.protocol.events_received())
             while self._pending:
@@ -158,7 +168,7 @@ class BlockingWebsocket:
             self._read(deadline)
 
     def poll(self) -> None:
-        """Take in whatever arrived while the caller was not reading, without waiting: pings
+        """Take in whatever arrived while the owner was not reading, without waiting: pings
         are answered, and a close (or a dropped connection) shows in `open`."""
         if not self.open:
             return
@@ -166,17 +176,17 @@ class BlockingWebsocket:
         try:
             while self.open:
                 try:
-                    data = self.sock.recv(READ_SIZE)
+                    n = self.sock.recv_into(self._buffer)
                 except (BlockingIOError, ssl.SSLWantReadError):
                     break
                 except OSError:
-                    self.protocol.receive_eof()
-                    break
-                if data:
-                    self.protocol.receive_data(data)
-                else:
-                    self.protocol.receive_eof()
-                self._flush()
+                    n = 0
+                with self.lock:
+                    if n:
+                        self.protocol.receive_data(self._view[:n])
+                    else:
+                        self.protocol.receive_eof()
+                    self._flush()
         finally:
             with contextlib.suppress(OSError):
                 self.sock.setblocking(True)
@@ -184,21 +194,28 @@ class BlockingWebsocket:
     def _close_detail(self) -> str:
         rcvd = self.protocol.close_rcvd
         if rcvd is None:
-            return "no close frame: the server process died or the network dropped"
+            return "no close frame: the peer process died or the network dropped"
         return f"code {rcvd.code}: {rcvd.reason}" if rcvd.reason else f"code {rcvd.code}"
 
     @property
     def open(self) -> bool:
-        from websockets.protocol import State
-
         return bool(self.protocol.state is State.OPEN)
 
-    def close(self) -> None:
-        """Start the closing handshake (best effort) and close the socket."""
-        with contextlib.suppress(Exception):
+    def send_close(self, code: int = 1000, reason: str = "") -> None:
+        """Start the closing handshake (best effort; safe from another thread)."""
+        with contextlib.suppress(Exception), self.lock:
             if self.open:
-                self.protocol.send_close()
+                self.protocol.send_close(code, reason)
                 self._flush()
+
+    def close(self, code: int = 1000, reason: str = "", wait_s: float = 0.0) -> None:
+        """Start the closing handshake, wait up to `wait_s` for the peer's answer, close the
+        socket."""
+        self.send_close(code, reason)
+        deadline = time.monotonic() + wait_s
+        with contextlib.suppress(Exception):
+            while wait_s > 0 and not self.protocol.close_rcvd and not self.protocol.reader.eof:
+                self._read(deadline)
         with contextlib.suppress(OSError):
             self.sock.close()
 
@@ -207,3 +224,61 @@ class BlockingWebsocket:
         if sock is not None:
             with contextlib.suppress(Exception):
                 sock.close()
+
+
+def connect(url: str, timeout_s: float, headers: dict[str, str] | None = None) -> BlockingWebsocket:
+    """A client websocket to `url` (`ws://`, or `wss://` with the system trust store or
+    `SSL_CERT_FILE`); `timeout_s` bounds connecting and the opening handshake; `headers` are
+    added to the request (e.g. Authorization)."""
+    from websockets.client import ClientProtocol
+    from websockets.http11 import Response
+    from websockets.uri import parse_uri
+
+    uri = parse_uri(url)
+    sock = socket.create_connection((uri.host, uri.port), timeout=timeout_s)
+    try:
+        _tune(sock)
+        if uri.secure:
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=uri.host)
+        ws = BlockingWebsocket(sock, ClientProtocol(uri, max_size=None))
+        request = ws.protocol.connect()
+        for name, value in (headers or {}).items():
+            request.headers[name] = value
+        ws.protocol.send_request(request)
+        ws._flush()
+        response = ws._handshake(Response, _deadline(timeout_s))
+        if response.status_code != 101:
+            raise HandshakeRefused(response.status_code)
+        if ws.protocol.handshake_exc is not None:
+            raise ws.protocol.handshake_exc
+        return ws
+    except BaseException:
+        sock.close()
+        raise
+
+
+def accept(
+    sock: socket.socket, respond: Callable[[Any, Any], Any], timeout_s: float
+) -> BlockingWebsocket | None:
+    """The server side of an accepted (and, for TLS, wrapped) socket: read the HTTP request
+    within `timeout_s`; `respond(protocol, request)` returns an HTTP answer (e.g.
+    `protocol.reject(401, …)`) or None to open the websocket. None when no websocket opened (the
+    answer is sent and the socket closed)."""
+    from websockets.http11 import Request
+    from websockets.server import ServerProtocol
+
+    _tune(sock)
+    ws = BlockingWebsocket(sock, ServerProtocol(max_size=None))
+    try:
+        request = ws._handshake(Request, _deadline(timeout_s))
+        response = respond(ws.protocol, request)
+        ws.protocol.send_response(response or ws.protocol.accept(request))
+        ws._flush()
+    except Exception:
+        sock.close()
+        raise
+    if not ws.open:
+        ws.close(wait_s=timeout_s)  # the client reads the answer, then closes
+        return None
+    sock.settimeout(None)
+    return ws

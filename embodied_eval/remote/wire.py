@@ -8,6 +8,7 @@ either form. Object, void and complex dtypes are refused (they do not round-trip
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import msgpack
@@ -31,22 +32,26 @@ def _encode(obj: Any) -> Any:
     return obj
 
 
-def _field(obj: dict[Any, Any], name: str) -> Any:
-    return obj[name.encode()] if name.encode() in obj else obj[name]
+def _field(obj: dict[Any, Any], key: bytes) -> Any:
+    """A tag map's field, under its bytes key (openpi's packer) or its str key."""
+    value = obj.get(key)
+    return obj[key.decode()] if value is None else value
+
+
+@lru_cache(maxsize=64)
+def _dtype(spec: Any) -> np.dtype[Any]:
+    dtype = np.dtype(spec)
+    if dtype.kind in _REFUSED_KINDS:
+        raise ValueError(f"refusing an array or scalar of dtype {dtype}")
+    return dtype
 
 
 def _decode(obj: dict[Any, Any]) -> Any:
     if obj.get(b"__ndarray__") or obj.get("__ndarray__"):
-        dtype = np.dtype(_field(obj, "dtype"))
-        if dtype.kind in _REFUSED_KINDS:
-            raise ValueError(f"refusing an array of dtype {dtype}")
-        data = np.frombuffer(_field(obj, "data"), dtype=dtype)
-        return data.reshape(tuple(_field(obj, "shape")))
+        data = np.frombuffer(_field(obj, b"data"), dtype=_dtype(_field(obj, b"dtype")))
+        return data.reshape(_field(obj, b"shape"))
     if obj.get(b"__npgeneric__") or obj.get("__npgeneric__"):
-        dtype = np.dtype(_field(obj, "dtype"))
-        if dtype.kind in _REFUSED_KINDS:
-            raise ValueError(f"refusing a scalar of dtype {dtype}")
-        return dtype.type(_field(obj, "data"))
+        return _dtype(_field(obj, b"dtype")).type(_field(obj, b"data"))
     return obj
 
 
