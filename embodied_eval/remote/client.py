@@ -102,42 +102,26 @@ class _Connection:
         try:
             frame = self.ws.recv(timeout_s)
         except TimeoutError:
-            self.close()
-            raise RemotePolicyError(
-                f"policy server {self.url} did not answer within {timeout_s:g} s"
-            ) from None
-        except ClosedError as exc:
-            self.close()
-            raise RemotePolicyError(
-                f"policy server {self.url} closed the connection ({exc.detail})"
-            ) from None
-        except OSError as exc:
-            self.close()
-            raise RemotePolicyError(f"policy server {self.url} is gone: {_one_line(exc)}") from None
+            raise self._lost(f"did not answer within {timeout_s:g} s") from None
+        except (ClosedError, OSError) as exc:
+            raise self._lost(_closed_why(exc)) from None
         if isinstance(frame, str):
-            self.close()
-            raise RemotePolicyError(
-                f"policy server {self.url} reported an error: {_one_line(frame)}"
-            )
+            raise self._lost(f"reported an error: {_one_line(frame)}")
         try:
             return unpack(frame)
         except Exception as exc:
-            self.close()
-            raise RemotePolicyError(
-                f"policy server {self.url} sent an unreadable message: {_one_line(exc)}"
-            ) from None
+            raise self._lost(f"sent an unreadable message: {_one_line(exc)}") from None
 
     def send(self, message: Any) -> None:
         try:
             self.ws.send(pack(message))
-        except ClosedError as exc:
-            self.close()
-            raise RemotePolicyError(
-                f"policy server {self.url} closed the connection ({exc.detail})"
-            ) from None
-        except OSError as exc:
-            self.close()
-            raise RemotePolicyError(f"policy server {self.url} is gone: {_one_line(exc)}") from None
+        except (ClosedError, OSError) as exc:
+            raise self._lost(_closed_why(exc)) from None
+
+    def _lost(self, why: str) -> RemotePolicyError:
+        """Close the connection; the error to raise, naming the server and why."""
+        self.close()
+        return RemotePolicyError(f"policy server {self.url} {why}")
 
     def close(self) -> None:
         self.ws.close()
@@ -147,6 +131,12 @@ class _Connection:
         """Still open (what arrived since the last answer is taken in first)."""
         self.ws.poll()
         return self.ws.open
+
+
+def _closed_why(exc: Exception) -> str:
+    if isinstance(exc, ClosedError):
+        return f"closed the connection ({exc.detail})"
+    return f"is gone: {_one_line(exc)}"
 
 
 def _one_line(value: object) -> str:
