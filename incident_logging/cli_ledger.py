@@ -13,6 +13,9 @@ from embodied_eval.records import ExposureEntry
 from incident_logging.cli_support import (
     KeyOption,
     PassOption,
+    RobotIdOption,
+    SafetyConfigOption,
+    SoftwareVersionOption,
     load_key,
     open_log,
     parse_assignments,
@@ -51,15 +54,9 @@ def export_cmd(
 
 def ingest(
     protocol: Path = typer.Option(..., "--protocol", help="Protocol TOML (thresholds)."),
-    robot_id: str | None = typer.Option(
-        None, "--robot-id", help="Robot id (default: the protocol's robot)."
-    ),
-    software_version: str = typer.Option(
-        "", "--software-version", help="Robot software version at the time."
-    ),
-    safety_config_hash: str = typer.Option(
-        "", "--safety-config-hash", help="Hash of the robot's safety configuration at the time."
-    ),
+    robot_id: str | None = RobotIdOption,
+    software_version: str = SoftwareVersionOption,
+    safety_config_hash: str = SafetyConfigOption,
     db: Path | None = DbOption,
 ) -> None:
     """Classify the safety events stored with episodes into automatic incidents (idempotent)."""

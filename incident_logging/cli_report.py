@@ -15,6 +15,9 @@ from embodied_eval.records import SEVERITIES, Artifact, utc_now_iso
 from embodied_eval.store import Store, default_db_path
 from incident_logging.cli_support import (
     ProtocolOption,
+    RobotIdOption,
+    SafetyConfigOption,
+    SoftwareVersionOption,
     choice,
     fmt_num,
     incidents_table,
@@ -99,15 +102,9 @@ def report(
         None, "--episode-id", help="Episode the incident happened in (links it to the trial)."
     ),
     run_id: str = typer.Option("", "--run-id", help="Run id of the trial run, if any."),
-    robot_id: str | None = typer.Option(
-        None, "--robot-id", help="Robot id (default: the protocol's robot)."
-    ),
-    software_version: str = typer.Option(
-        "", "--software-version", help="Robot software version at the time."
-    ),
-    safety_config_hash: str = typer.Option(
-        "", "--safety-config-hash", help="Hash of the robot's safety configuration at the time."
-    ),
+    robot_id: str | None = RobotIdOption,
+    software_version: str = SoftwareVersionOption,
+    safety_config_hash: str = SafetyConfigOption,
     stop_category: int | None = typer.Option(None, "--stop-category", help="0, 1 or 2."),
     safety_mode: str = typer.Option("", "--safety-mode", help="Raw safety mode of the robot."),
     operating_mode: str = typer.Option(

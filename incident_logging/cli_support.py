@@ -26,6 +26,13 @@ PassOption = typer.Option(
 ProtocolOption = typer.Option(
     None, "--protocol", help="Protocol TOML (thresholds, weights, window, majors_allowed)."
 )
+RobotIdOption = typer.Option(None, "--robot-id", help="Robot id (default: the protocol's robot).")
+SoftwareVersionOption = typer.Option(
+    "", "--software-version", help="Robot software version at the time."
+)
+SafetyConfigOption = typer.Option(
+    "", "--safety-config-hash", help="Hash of the robot's safety configuration at the time."
+)
 
 
 def load_protocol_option(path: Path | None) -> Protocol | None:
