@@ -185,11 +185,11 @@ def embodiment_estimates(
     score_value = embodiment_score(raw_value, low_a, high_a)
     cp = _cluster_parts(sets, transfer)
     w = cluster_weights(cp["real_n"].size, rng, resamples)
-    if ar_ppi is None:
+    if ar_ppi is None and 0 < cp["real_s"].sum() == cp["real_n"].sum():
+        ar_b = _all_successes_ar(w @ cp["real_n"], rng)
+        method += "; every real episode succeeded, so AR per resample ~ Beta(n, 1)"
+    elif ar_ppi is None:
         ar_b = resampled_ratio(w, cp["real_s"], cp["real_n"])
-        if cp["real_n"].sum() > 0 and cp["real_s"].sum() == cp["real_n"].sum():
-            ar_b = _all_successes_ar(w @ cp["real_n"], rng)
-            method += "; every real episode succeeded, so AR per resample ~ Beta(n, 1)"
     else:
         ar_b = resampled_ppi(w, dict(ar_ppi[0]), ar_ppi[1])
         method = method.replace("(AR, S2R)", "(AR_ppi, S2R)")
