@@ -28,9 +28,15 @@ EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST_TIME = datetime(2200, 1, 1, tzinfo=UTC)
 
 
+def iso_utc(moment: datetime) -> str:
+    """A timezone-aware time as ISO-8601 UTC with a `Z` suffix, seconds resolution (how records
+    store times)."""
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
 def utc_now_iso() -> str:
     """Current UTC time as an ISO-8601 string with a `Z` suffix (seconds resolution)."""
-    return datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    return iso_utc(datetime.now(UTC))
 
 
 def parse_utc(value: str, *, key: str) -> datetime:

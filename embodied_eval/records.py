@@ -30,6 +30,7 @@ from embodied_eval.record_base import (
 
 # Re-exported: the whole project reads these helpers from the data contract.
 from embodied_eval.record_base import Record as Record
+from embodied_eval.record_base import iso_utc as iso_utc
 from embodied_eval.record_base import severity_rank as severity_rank
 from embodied_eval.record_base import utc_now_iso as utc_now_iso
 from embodied_eval.safety_event import CONTACT_TYPES as CONTACT_TYPES
@@ -143,8 +144,9 @@ def _check_judge(judge: Any) -> None:
         return
     unknown = sorted(set(judge) - set(JUDGE_KEYS))
     if unknown:
-        raise EvalError(f"judge.{unknown[0]}: unknown key (known: {', '.join(JUDGE_KEYS)})",
-                        key="judge")
+        raise EvalError(
+            f"judge.{unknown[0]}: unknown key (known: {', '.join(JUDGE_KEYS)})", key="judge"
+        )
     if not all(isinstance(v, str) for v in judge.values()):
         raise EvalError("judge: every value must be text", key="judge")
     _check_enum("judge.kind", judge.get("kind", ""), JUDGE_KINDS)

@@ -10,21 +10,16 @@ from __future__ import annotations
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
-from embodied_eval.records import Episode, SafetyEvent, parse_utc
+from embodied_eval.records import Episode, SafetyEvent, iso_utc, parse_utc
 from embodied_eval.store import Store, default_db_path
 from incident_logging.classifier import CLASSIFIER_VERSION, classify
 from incident_logging.ids import auto_incident_id
 from incident_logging.record import MEASUREMENT_KEYS, SIM_JUSTIFICATION, IncidentRecord
 from incident_logging.store import IncidentStore
 from incident_logging.thresholds import ThresholdTable, threshold_table
-
-
-def _iso(moment: Any) -> str:
-    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def incident_from_event(
@@ -52,7 +47,9 @@ def incident_from_event(
     result = classify(event, table)
     if result.severity is None:
         return None
-    occurred = _iso(parse_utc(episode.started_at, key="started_at") + timedelta(seconds=event.t_s))
+    occurred = iso_utc(
+        parse_utc(episode.started_at, key="started_at") + timedelta(seconds=event.t_s)
+    )
     real = episode.side == "real"
     measurements = {
         k: v

@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar, get_type_hints
 
 from embodied_eval.errors import EvalError
-from embodied_eval.records import SAFETY_EVENT_KINDS, Fault, SafetyEvent
+from embodied_eval.records import SAFETY_EVENT_KINDS, Fault, SafetyEvent, iso_utc
 from real_bridge.interface import contradiction
-from real_bridge.start_time import iso_utc, parse_start_time
+from real_bridge.start_time import parse_start_time
 
 T = TypeVar("T")
 

@@ -27,11 +27,11 @@ from embodied_eval.records import (
     Artifact,
     EpisodeOutcome,
     EpisodeSpec,
+    iso_utc,
     utc_now_iso,
 )
 from embodied_eval.store import Store
 from real_bridge.entry import ManualAnswers, Prompter, collect_answers
-from real_bridge.start_time import iso_utc
 
 ENGINE = "manual"
 

@@ -5,17 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from embodied_eval.errors import EvalError
-from embodied_eval.records import parse_utc
+from embodied_eval.records import iso_utc, parse_utc
 
 #: Hand-entered start times before this are refused as typos (a wrong year, a zero date).
 EARLIEST_START = datetime(2000, 1, 1, tzinfo=UTC)
 #: Clock difference tolerated between the technician's watch and this machine, seconds.
 FUTURE_SLACK_S = 60.0
-
-
-def iso_utc(moment: datetime) -> str:
-    """A time as ISO-8601 UTC with a `Z` suffix, seconds resolution (how records store it)."""
-    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def parse_start_time(text: str, *, now: datetime | None = None) -> str:
