@@ -34,12 +34,13 @@ from embodied_eval.stats.proportions import wilson_bounds
 from sim_suites.controller import ArmController, capped_velocity
 from sim_suites.engines.base import InitialState, PhysicsParams
 from sim_suites.engines.factory import make_backend
-from sim_suites.episode import episode_seeds, run_episode
+from sim_suites.episode import run_episode
 from sim_suites.grasping import both_fingers_press
 from sim_suites.policies import scripted
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.feed import CAMERA_RATE_HZ
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
+from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import TASK_SPECS, TaskState, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
 from sim_suites.variations import STRONG_RANDOMIZATION
@@ -190,7 +191,7 @@ def throughput(engine: str, episodes: int, record_dir: Path, mode: str) -> dict[
         harness_cpu.append(time.process_time() - c0)
         harness_steps.append(ep.actions)
         t0, c0 = time.perf_counter(), time.process_time()
-        bare_steps.append(bare_episode(state, episode_seeds(seed)[1], render_every))
+        bare_steps.append(bare_episode(state, episode_seeds(seed).policy, render_every))
         bare_s.append(time.perf_counter() - t0)
         bare_cpu.append(time.process_time() - c0)
     state["backend"].close()

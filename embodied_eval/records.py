@@ -198,6 +198,7 @@ class Episode(Record):
     window: str = ""
     protocol_hash: str = ""
     judge: Mapping[str, str] = field(default_factory=dict)
+    scene: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._plain()
@@ -214,6 +215,7 @@ class Episode(Record):
         _check_number("duration_s", self.duration_s, low=0.0, high=MAX_EPISODE_DURATION_S)
         _check_mapping("drift", self.drift)
         _check_mapping("randomization", self.randomization)
+        _check_mapping("scene", self.scene)
         _check_mapping("control", self.control)
         _check_mapping("cost", self.cost)
         for key, amount in self.cost.items():

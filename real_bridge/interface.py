@@ -61,7 +61,10 @@ def episode_manifest(
     Returns:
         A JSON-ready dict; `manifest_sha256(...)` of it is what the robot echoes on reset.
     """
-    randomization: dict[str, list[float]] = {}
+    from sim_suites.variations import DEFAULT_RANDOMIZATION
+
+    # Without a protocol the sim half uses the default ranges: the scene must come from them too.
+    randomization = {k: [float(lo), float(hi)] for k, (lo, hi) in DEFAULT_RANDOMIZATION.items()}
     qc_tolerance = None
     robot_id = ""
     steps = DEFAULT_MAX_STEPS

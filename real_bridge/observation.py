@@ -68,11 +68,13 @@ _SETUP_ENVS: dict[str, Any] = {}
 
 
 def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
-    """The nominal scene of `spec` (task, seed, drift, randomization) from the sim's own model."""
+    """The pair's scene of `spec` (placement, yaw and size from the pair's scene stream, as the
+    sim half drew them) from the sim's own model."""
     from sim_suites.env import PandaTaskEnv
+    from sim_suites.scenes import episode_seeds, scene_ranges
 
     kwargs: dict[str, Any] = {
-        "randomization": {k: tuple(v) for k, v in manifest.get("randomization", {}).items()},
+        "randomization": scene_ranges(manifest.get("randomization", {})),
         "drift": dict(spec.drift),
         "max_steps": 10,
     }
@@ -82,7 +84,7 @@ def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
         _SETUP_ENVS[spec.task_id] = env
     else:
         env.configure(**kwargs)
-    obs, _ = env.reset(seed=spec.seed)
+    obs, _ = env.reset(seed=spec.seed, options={"scene_seed": episode_seeds(spec.seed).scene})
     return SceneSetup(
         task_id=spec.task_id,
         seed=spec.seed,

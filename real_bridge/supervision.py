@@ -95,6 +95,8 @@ class EpisodeRun:
         self.setup_lines: list[str] = []
         self.homing: HomingReport | None = None
         self.policy: Any = None
+        # The first tracker reading received after the "started" event: (received_s, pos, quat).
+        self.start_pose: tuple[float, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ safety
 
@@ -271,6 +273,30 @@ class EpisodeRun:
             detector=loop.detector if loop.judge == "detector" else "",
         )
 
+    def _object_pose(self) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """The tracker's latest pose; keeps the first one received after the episode started."""
+        pose = self.link.object_pose
+        started = self.started_s
+        if (
+            self.start_pose is None
+            and pose is not None
+            and started is not None
+            and pose[0] >= started
+        ):
+            self.start_pose = pose
+        return pose
+
+    def start_scene(self) -> dict[str, Any]:
+        """The episode's `scene` as the robot's own tracker saw it at the start ({} unseen)."""
+        from sim_suites.scenes import scene_record
+
+        if self.start_pose is None or self.started_s is None:
+            return {}
+        received_s, pos, quat = self.start_pose
+        return scene_record(
+            "tracker", pos, quat, seen_after_start_s=round(received_s - self.started_s, 4)
+        )
+
     # ------------------------------------------------------------------ the episode
 
     def execute(self, policy_factory: Callable[[], Any], adapter: Any, setup: Any) -> None:
@@ -286,7 +312,9 @@ class EpisodeRun:
             self.setup(manifest)
             time.sleep(SETTLE_S)  # let the arm and scene settle before the first observation
             policy = self.policy = policy_factory()
-            policy.reset(spec.seed)
+            from sim_suites.scenes import episode_seeds
+
+            policy.reset(episode_seeds(spec.seed).policy)  # the sim half's policy seed
             state = self.link.latest_state()
             q = np.asarray(state.position, dtype=float)
             adapter.reset(self._arm_positions(state), q[7:9] if q.size >= 9 else q[:0], setup)
@@ -305,7 +333,7 @@ class EpisodeRun:
             io = LoopIO(
                 state=self.link.latest_state,
                 state_age_s=self.link.state_age_s,
-                object_pose=lambda: self.link.object_pose,
+                object_pose=self._object_pose,
                 send_arm=lambda target: self.link.publish_command(
                     cfg.robot.arm_joints, target, 1.0 / cfg.loop.rate_hz
                 ),
@@ -442,6 +470,7 @@ class EpisodeRun:
             if j is not None and j.record.get("kind") == "technician"
             else None,
             judge=dict(j.record) if j is not None else {},
+            scene=self.start_scene(),
             window=spec.window or (protocol.window_id if protocol is not None else ""),
             protocol_hash=spec.protocol_hash or (protocol.protocol_hash if protocol else ""),
         )

@@ -54,6 +54,7 @@ from sim_suites.safety import (
     SafetyMonitor,
     StopDecision,
 )
+from sim_suites.scenes import check_scene_seed, scene_record
 from sim_suites.tasks import TaskState, family_task_ids, graded_quality, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
 from sim_suites.variations import (
@@ -181,12 +182,20 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
+        options = dict(options or {})
+        scene_seed = options.pop("scene_seed", None)
         if options:
             self.config = with_reset_options(self.config, self.task, options)
         cfg = self.config
-        streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(4)
-        dr_rng, noise_rng, fault_rng, look_rng = (np.random.default_rng(s) for s in streams)
-        draw = draw_instance(self.backend, self.task, self._scene, cfg, dr_rng)
+        streams = np.random.SeedSequence(int(self.np_random.integers(2**63))).spawn(5)
+        dr_rng, noise_rng, fault_rng, look_rng, scene_rng = (
+            np.random.default_rng(s) for s in streams
+        )
+        if scene_seed is not None:
+            # The pair's scene stream (`sim_suites.scenes.episode_seeds`): shared with the twin
+            # robot and the technician's setup, so both halves of a pair start from one scene.
+            scene_rng = np.random.default_rng(check_scene_seed(scene_seed))
+        draw = draw_instance(self.backend, self.task, self._scene, cfg, dr_rng, scene_rng)
         self.sampled, self.params, self.invalid_draws = draw.sampled, draw.params, draw.invalid
         task = self.task
         scene = self._scene
@@ -227,11 +236,19 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._episode_ready = True
         self._read_state()
         self.object_start = self._point.copy()
+        self.start_scene = scene_record(
+            "setup",
+            self._point,
+            self._obj_quat,
+            object_xy_offset_m=[round(float(v), 6) for v in offset],
+            object_size_scale=round(float(self.params.physics.object_size_scale), 6),
+        )
         self._quality = task.quality(self._task_state(), self.goal)
         self._error = task.goal_error(self._task_state(), self.goal)
         obs = self._observation()
         info = {
             "randomization": dict(self.sampled),
+            "scene": dict(self.start_scene),
             "invalid_draws": [dict(d) for d in self.invalid_draws],
             "not_applied": dict(draw.not_applied),
             "drift": dict(cfg.drift),

@@ -5,8 +5,10 @@ deterministic for a given spec: the same spec (and protocol, policy, faults) giv
 `Episode`, `started_at` included (it is a parameter; by default it is derived from the protocol's
 window start, or the Unix epoch without a protocol).
 
-Randomness comes from `spec.seed` only: `SeedSequence(spec.seed)` spawns the environment seed
-(domain randomization, sensor noise, fault timing) and the policy seed.
+Randomness comes from `spec.seed` only, split by `sim_suites.scenes.episode_seeds` into the pair's
+scene seed (placement, yaw, size: shared with the real half), the sim-only physics seed (domain
+randomization, sensor noise, fault timing) and the policy seed (shared with the real half). The
+record's `scene` says where the task object started.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sim_suites.env import ENGINES, PandaTaskEnv
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
 from sim_suites.safety import SafetyLimits
+from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
@@ -47,14 +50,6 @@ def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> Pa
         env = PandaTaskEnv(task_id, engine, observation_mode=observation_mode)
         _ENV_CACHE[key] = env
     return env
-
-
-def episode_seeds(seed: int) -> tuple[int, int]:
-    """(environment seed, policy seed) derived from an episode seed."""
-    env_ss, policy_ss = np.random.SeedSequence(int(seed) % 2**63).spawn(2)
-    return int(env_ss.generate_state(1, np.uint32)[0]), int(
-        policy_ss.generate_state(1, np.uint32)[0]
-    )
 
 
 def run_episode(
@@ -140,9 +135,9 @@ def run_episode(
         grasp=grasp_mode,
     )
     policy_name = policy if isinstance(policy, str) else getattr(agent, "name", spec.policy)
-    env_seed, policy_seed = episode_seeds(spec.seed)
-    agent.reset(policy_seed)
-    obs, reset_info = env.reset(seed=env_seed)
+    seeds = episode_seeds(spec.seed)
+    agent.reset(seeds.policy)
+    obs, reset_info = env.reset(seed=seeds.physics, options={"scene_seed": seeds.scene})
     trace: dict[str, list[np.ndarray]] = {"action": [], "tcp": [], "object": [], "q": []}
     record = record_dir is not None
     trace_action, trace_tcp = trace["action"], trace["tcp"]
@@ -190,6 +185,7 @@ def run_episode(
         duration_s=round(summary["duration_s"], 9),
         drift={"name": spec.drift_name, **dict(spec.drift)},
         randomization=_jsonable(randomization_record),
+        scene=_jsonable(reset_info["scene"]),
         actions=actions,
         plan_depth=int(getattr(agent, "plan_depth", 0)),
         faults=summary["faults"],

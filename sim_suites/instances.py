@@ -2,7 +2,7 @@
 
 An instance whose task is already satisfied at reset (q ≥ q* before the robot moved, e.g. a
 placement offset that drops the block on its goal) would be a free success. It is recorded as an
-invalid draw (its sampled values are kept) and drawn again from the same seed stream, so the
+invalid draw (its sampled values are kept) and its scene is drawn again from the scene stream, so the
 episode stays reproducible and the invalid draw is never counted.
 
 Knobs that act on the free task part (`object_yaw_rad`, `object_size_scale`) have nothing to act
@@ -23,6 +23,7 @@ from sim_suites.arena import Scene
 from sim_suites.engines.base import InitialState, PhysicsBackend
 from sim_suites.env_config import EnvConfig
 from sim_suites.robot import FINGER_MAX_M, HOME_Q
+from sim_suites.scenes import SCENE_KNOBS
 from sim_suites.tasks import Task, TaskState
 from sim_suites.variations import (
     EpisodeParams,
@@ -55,22 +56,34 @@ def draw_instance(
     scene: Scene,
     config: EnvConfig,
     rng: np.random.Generator,
+    scene_rng: np.random.Generator,
 ) -> Draw:
-    """Sample DR values and reset the scene to them; redraw while the task is already done.
+    """Sample DR values and reset the scene to them; redraw the scene while the task is done.
+
+    The scene knobs (`sim_suites.scenes.SCENE_KNOBS`: placement, yaw, size) come from
+    `scene_rng`, the rest from `rng`, so an environment given only the scene knobs (the twin
+    robot, the technician's setup) draws the same scene from the same scene stream.
 
     Args:
         backend: the physics, reset to the drawn instance on return.
         task, scene: the task instance and its scene. config: ranges, drift, gap, q*.
-        rng: the episode's domain-randomization stream.
+        rng: the episode's sim-only domain-randomization stream.
+        scene_rng: the pair's scene stream.
     """
     variations = variations_from_ranges(config.randomization)
+    scene_variations = [v for v in variations if v.knob in SCENE_KNOBS]
+    physics_draw = sample_randomization(
+        [v for v in variations if v.knob not in SCENE_KNOBS], rng
+    )
+    order = [v.knob for v in variations]
     invalid: list[dict[str, Any]] = []
     free_part = scene.body(task.object_name).joint == "free"
     not_applied = (
         {} if free_part else {k: _NO_FREE_PART for k in PART_KNOBS if k in config.randomization}
     )
     for _ in range(MAX_INVALID_DRAWS + 1):
-        sampled = sample_randomization(variations, rng)
+        drawn = {**physics_draw, **sample_randomization(scene_variations, scene_rng)}
+        sampled = {k: drawn[k] for k in order}
         params = episode_params(sampled, config.drift, config.reality_gap)
         offset = np.array(params.object_xy_offset)
         positions = {

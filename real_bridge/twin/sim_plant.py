@@ -192,6 +192,7 @@ class SimSuitesPlant:
 
     def _build(self, task_id: str, manifest: Mapping[str, Any], spec: EpisodeSpec | None) -> None:
         from sim_suites.env import PandaTaskEnv
+        from sim_suites.scenes import scene_ranges
 
         faults = []
         if spec is not None:
@@ -200,7 +201,9 @@ class SimSuitesPlant:
             applicable = make_task(task_id).faults
             faults = [f for f in self.settings.faults if f in applicable]
         kwargs: dict[str, Any] = {
-            "randomization": {k: tuple(v) for k, v in manifest.get("randomization", {}).items()},
+            # A real table takes the pair's scene (placement, yaw, size), never the sim-only
+            # physics draws: the twin's physics is its own (the reality gap and the drift).
+            "randomization": scene_ranges(manifest.get("randomization", {})),
             "drift": dict(spec.drift) if spec is not None else {},
             "reality_gap": sim_reality_gap(self.settings),
             "faults": faults,
@@ -225,10 +228,10 @@ class SimSuitesPlant:
         self._inner_backend = self._inner_backends[task_id]
         self.follower = self._followers[task_id]
 
-    def _reset_env(self, seed: int) -> None:
+    def _reset_env(self, seed: int, scene_seed: int | None = None) -> None:
         self._buffer.clear()
         self._events.clear()
-        self.env.reset(seed=seed)
+        self.env.reset(seed=seed, options=None if scene_seed is None else {"scene_seed": scene_seed})
         self._buffer.clear()
         timeconst = self.settings.gap.contact_timeconst_s
         geoms = getattr(self._inner_backend, "_object_geoms", None)
@@ -240,8 +243,11 @@ class SimSuitesPlant:
         self._live = True
 
     def reset_scene(self, spec: EpisodeSpec, manifest: Mapping[str, Any]) -> None:
+        from sim_suites.scenes import episode_seeds
+
         self._build(spec.task_id, manifest, spec)
-        self._reset_env(spec.seed)
+        # The scene from the pair's scene stream: the sim half of the pair started from it too.
+        self._reset_env(spec.seed, episode_seeds(spec.seed).scene)
 
     # ------------------------------------------------------------------ commands
 
