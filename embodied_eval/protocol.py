@@ -58,6 +58,7 @@ from embodied_eval.protocol_keys import (
     PRICE_CARD_KEYS,
     PROTOCOL_KEYS,
     REAL_KEYS,
+    REAL_KEYS_DECLARED_ONLY,
     SAMPLING_KEYS,
     SIM_KEYS,
     STOPPING_KEYS,
@@ -346,7 +347,13 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         | ({"ar_estimator": emb["ar_estimator"]} if emb["ar_estimator"] != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
         "sim": sim,
-        "real": real,
+        # Declared-only keys at their defaults stay out: protocols that do not set them keep
+        # their hash.
+        "real": {
+            k: v
+            for k, v in real.items()
+            if k not in REAL_KEYS_DECLARED_ONLY or v != REAL_KEYS[k].default
+        },
         "stopping": stopping.canonical(),
         "baselines": dict(baselines),
     }
@@ -382,6 +389,8 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         real_backend=real["backend"],
         real_policy=real["policy"],
         robot_id=real["robot_id"],
+        scene_tolerance_m=real["scene_tolerance_m"],
+        scene_tolerance_rad=real["scene_tolerance_rad"],
         real_fraction=sampling["real_fraction"],
         stopping=stopping,
         baselines=baselines,

@@ -142,7 +142,13 @@ REAL_KEYS: dict[str, Key] = {
     "backend": Key(str, "ros2", check=_backend_problem),
     "policy": Key(str, None, nonempty=True),
     "robot_id": Key(str, "robot-1", nonempty=True),
+    # How far a pair's real start may be from its sim start (the robot's tracker against what the
+    # sim set up) before the pair is flagged and left out of S2R and PPI.
+    "scene_tolerance_m": Key(float, 0.01, low=0.0, high=1.0),
+    "scene_tolerance_rad": Key(float, 0.05, low=0.0, high=3.15),
 }
+#: `[real]` keys that enter the canonical form (and the hash) only when set to a non-default.
+REAL_KEYS_DECLARED_ONLY = ("scene_tolerance_m", "scene_tolerance_rad")
 STOPPING_KEYS: dict[str, Key] = {
     "enabled": Key(bool, False),
     "ar_threshold": Key(float, 0.75, low=0.0, high=1.0),

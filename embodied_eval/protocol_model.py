@@ -162,6 +162,8 @@ class Protocol:
     maintenance: MaintenancePlan | None = None
     expansion: ExpansionPlan | None = None
     ar_estimator: str = "classical"
+    scene_tolerance_m: float = 0.01
+    scene_tolerance_rad: float = 0.05
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:

@@ -51,6 +51,7 @@ from embodied_eval.embodiment.reliability import (
     recovery_autonomy,
 )
 from embodied_eval.embodiment.safety import DURATIONS, SafetySummary, summarize_safety
+from embodied_eval.embodiment.scene_gap import SceneCheck
 from embodied_eval.embodiment.selection import EpisodeSets, select_episodes, with_sim_engine
 from embodied_eval.embodiment.throughput import (
     ControlQuality,
@@ -128,6 +129,7 @@ class EmbodimentReport:
     notes: list[str] = field(default_factory=list)
     cross_engine: dict[str, EngineAgreement] = field(default_factory=dict)
     ar_ppi: PredictionPoweredAR | None = None
+    scene_check: SceneCheck | None = None
 
     @property
     def valid(self) -> bool:
@@ -197,6 +199,7 @@ class EmbodimentReport:
             "S2R_by_family": {f: t.to_json() for f, t in self.transfer_by_family.items()},
             "S2R_by_engine": {k: t.to_json() for k, t in self.transfer_by_engine.items()},
             "sim_engine": self.sim_engine,
+            "scene_check": self.scene_check.to_json() if self.scene_check else None,
             "cross_engine": {k: v.to_json() for k, v in self.cross_engine.items()},
             "SS": s.ss.to_json(),
             "rates_per_100h": {sev: s.rates[sev].to_json() for sev in SEVERITIES},
@@ -334,6 +337,8 @@ def compute_embodiment(
     notes = list(notes)
 
     sets = select_episodes(episodes, protocol, policy)
+    if sets.scene_check is not None and (scene_note := sets.scene_check.note()):
+        notes.append(scene_note)
     if sets.policy is None:
         notes.append("no real episode of a non-baseline policy: AR, S2R and E are undefined")
     ar = actuation_reliability(sets, g_ar, r, level)
@@ -361,7 +366,7 @@ def compute_embodiment(
     by_engine = {sets.sim_engine: transfer} if sets.sim_engine is not None else {}
     for other in sets.sim_engines:
         if other != sets.sim_engine:
-            by_engine[other] = transfer_overall(with_sim_engine(sets, other), level)
+            by_engine[other] = transfer_overall(with_sim_engine(sets, other, protocol), level)
     if len(sets.sim_engines) > 1:
         notes.append(
             f"S2R pairs the real side with sim engine {sets.sim_engine}; other engines in "
@@ -445,4 +450,5 @@ def compute_embodiment(
         agreement=policy_agreement(sets.first_scored, g_pol, r, level),
         notes=notes,
         ar_ppi=ar_ppi,
+        scene_check=sets.scene_check,
     )

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from embodied_eval.canonical import canonical_json
+from embodied_eval.embodiment.scene_gap import SceneCheck, check_scenes
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, first_attempts
@@ -117,6 +118,8 @@ class EpisodeSets:
         sim_engine: the sim engine paired with the real side (None without sim episodes).
         sim_engines: every engine the evaluated policy's sim episodes ran on.
         sim_every_engine: every sim episode of the evaluated policy, on any engine.
+        scene_check: every matched pair's start-scene gap; pairs beyond the protocol's
+            tolerance are flagged there and are not in `pairs`.
     """
 
     policy: str | None
@@ -134,10 +137,28 @@ class EpisodeSets:
     sim_engine: str | None = None
     sim_engines: tuple[str, ...] = ()
     sim_every_engine: tuple[Episode, ...] = ()
+    scene_check: SceneCheck | None = None
 
     @property
     def unpaired_real(self) -> int:
-        return len(self.real) - len(self.pairs)
+        return len(self.real) - len(self.pairs) - len(self.scene_flagged)
+
+    @property
+    def scene_flagged(self) -> frozenset[str]:
+        """Pair ids whose halves started from different scenes (out of S2R and PPI)."""
+        return frozenset(self.scene_check.flagged) if self.scene_check is not None else frozenset()
+
+    @property
+    def transfer_real(self) -> list[Episode]:
+        """The real episodes S2R compares: `real` without the scene-flagged pairs."""
+        flagged = self.scene_flagged
+        return [e for e in self.real if e.pair_id not in flagged] if flagged else self.real
+
+    @property
+    def transfer_sim(self) -> list[Episode]:
+        """The sim episodes S2R compares: `sim` without the scene-flagged pairs."""
+        flagged = self.scene_flagged
+        return [e for e in self.sim if e.pair_id not in flagged] if flagged else self.sim
 
 
 def baseline_policies(protocol: Protocol) -> set[str]:
@@ -291,7 +312,7 @@ def select_episodes(
         ]
     sim_every_engine = mine_sim + sim_other
     engine = choose_sim_engine(sim_every_engine, protocol, sim_engine)
-    sim_all, sim, pairs = _engine_side(sim_every_engine, real, engine)
+    sim_all, sim, pairs, check = _engine_side(sim_every_engine, real, engine, protocol)
     scored_real = sum(e.scored for e in real_all)
     unscored = len(real_all) - scored_real
     return EpisodeSets(
@@ -310,13 +331,18 @@ def select_episodes(
         sim_engine=engine,
         sim_engines=tuple(sorted({e.engine for e in sim_every_engine})),
         sim_every_engine=tuple(sim_every_engine),
+        scene_check=check,
     )
 
 
 def _engine_side(
-    sim_every_engine: Sequence[Episode], real: Sequence[Episode], engine: str | None
-) -> tuple[list[Episode], list[Episode], list[tuple[Episode, Episode]]]:
-    """The sim side on one engine: (every episode, first scored attempts, pairs with `real`).
+    sim_every_engine: Sequence[Episode],
+    real: Sequence[Episode],
+    engine: str | None,
+    protocol: Protocol,
+) -> tuple[list[Episode], list[Episode], list[tuple[Episode, Episode]], SceneCheck]:
+    """The sim side on one engine: (every episode, first scored attempts, pairs with `real`,
+    the pairs' start-scene check). Pairs that started from different scenes are left out.
 
     Raises:
         EvalError: a pair's sim and real episodes are on different task instances or seeds.
@@ -337,16 +363,18 @@ def _engine_side(
                 key="pair_id",
             )
         pairs.append((s, r))
-    return sim_all, sim, pairs
+    check = check_scenes(pairs, protocol.scene_tolerance_m, protocol.scene_tolerance_rad)
+    flagged = set(check.flagged)
+    return sim_all, sim, [p for p in pairs if p[1].pair_id not in flagged], check
 
 
-def with_sim_engine(sets: EpisodeSets, engine: str) -> EpisodeSets:
+def with_sim_engine(sets: EpisodeSets, engine: str, protocol: Protocol) -> EpisodeSets:
     """The same selection with the real side paired against another sim engine.
 
     Only the sim side is recomputed; the policy choice, real episodes and first attempts of
     every policy are reused.
     """
-    sim_all, sim, pairs = _engine_side(sets.sim_every_engine, sets.real, engine)
+    sim_all, sim, pairs, check = _engine_side(sets.sim_every_engine, sets.real, engine, protocol)
     return dataclasses.replace(
         sets,
         sim=sim,
@@ -354,4 +382,5 @@ def with_sim_engine(sets: EpisodeSets, engine: str) -> EpisodeSets:
         pairs=pairs,
         arrays=outcome_arrays(sets.real, pairs),
         sim_engine=engine,
+        scene_check=check,
     )

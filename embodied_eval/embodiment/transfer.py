@@ -259,9 +259,10 @@ def sim_to_real(
 def transfer_overall(sets: EpisodeSets, level: float) -> TransferResult:
     """S2R over all families (paired when every counted real episode has its partner)."""
     a = sets.arrays
-    if sets.real and len(sets.pairs) == len(sets.real):
+    real = sets.transfer_real  # pairs that started from different scenes are left out
+    if real and len(sets.pairs) == len(real):
         return transfer_from_table(table_from_outcomes(a.pair_sim_z, a.pair_real_z), level)
-    return reweighted_transfer(sets.sim, sets.real, level)
+    return reweighted_transfer(sets.transfer_sim, real, level)
 
 
 def transfer_by_family(sets: EpisodeSets, level: float) -> dict[str, TransferResult]:
@@ -277,11 +278,11 @@ def transfer_by_family(sets: EpisodeSets, level: float) -> dict[str, TransferRes
     out = {}
     for i, family in enumerate(a.families):
         in_pairs = a.pair_family == i
-        if int(in_pairs.sum()) == int((a.real_family == i).sum()):
+        real = [e for e in sets.transfer_real if e.family == family]
+        if int(in_pairs.sum()) == len(real):
             table = table_from_outcomes(a.pair_sim_z[in_pairs], a.pair_real_z[in_pairs])
             out[family] = transfer_from_table(table, level)
         else:
-            real = [e for e in sets.real if e.family == family]
-            sim = [e for e in sets.sim if e.family == family]
+            sim = [e for e in sets.transfer_sim if e.family == family]
             out[family] = reweighted_transfer(sim, real, level)
     return out
