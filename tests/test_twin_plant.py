@@ -49,9 +49,11 @@ def test_gap_is_applied_on_top_of_the_drift(plant):
     assert physics.object_mass_scale == pytest.approx(1.10)
     assert physics.actuator_gain_scale == pytest.approx(0.9)
     assert physics.joint_damping_scale == pytest.approx(1.3)
-    # A different contact model: object contacts with a 10 ms solref time constant.
+    # Softer contacts: object contacts with a 40 ms solref time constant (MuJoCo's default, which
+    # the sim uses, is 20 ms: the reference stiffness 1 / τ² is 4× lower).
     backend = plant._inner_backend
-    assert np.all(backend.model.geom_solref[backend._object_geoms, 0] == 0.01)
+    assert np.all(backend.model.geom_solref[backend._object_geoms] == [0.04, 1.0])
+    assert plant.contact_model == {"solref": [0.04, 1.0]}
     # Delay and noise are applied on the wire by the node, not inside the scene.
     assert plant.env.params.action_latency_steps == 0
 
@@ -106,8 +108,14 @@ def test_the_harness_adapter_drives_the_twin_physics_to_success_without_ros(plan
     from real_bridge.observation import PandaAdapter, scene_setup
     from sim_suites.policies import load_policy
 
-    task = spec(family="drawer_open", task_id="drawer_open/drawer_center", seed=3, drift={},
-                drift_name="nominal", policy="sim_suites.policies:scripted")
+    task = spec(
+        family="drawer_open",
+        task_id="drawer_open/drawer_center",
+        seed=3,
+        drift={},
+        drift_name="nominal",
+        policy="sim_suites.policies:scripted",
+    )
     manifest = episode_manifest(task, None)
     plant.reset_scene(task, manifest)
     adapter = PandaAdapter(RobotSpec(), 0.02)
@@ -134,3 +142,73 @@ def test_the_harness_adapter_drives_the_twin_physics_to_success_without_ros(plan
         assert not plant.take_events()
     quality, success, _ = plant.oracle(0.8)
     assert success and quality >= 0.8
+
+
+@pytest.mark.parametrize(
+    ("drift", "period_s", "latency_s"),
+    [
+        ({}, 0.02, 0.0),
+        ({"latency_steps": 3}, 0.02, 0.06),  # 3 steps × 20 ms
+        ({"firmware": "5.0.0"}, 0.02, 0.02),  # the profile's one extra step at 50 Hz
+        ({"firmware": "5.1.0-lowrate"}, 0.04, 0.08),  # 25 Hz bus: 2 steps × 40 ms
+        ({"firmware": "5.1.0-lowrate", "latency_steps": 1}, 0.04, 0.12),
+    ],
+)
+def test_drift_and_firmware_set_the_twins_command_period_and_latency(
+    plant, drift, period_s, latency_s
+):
+    task = spec(drift=drift, drift_name="d")
+    plant.reset_scene(task, episode_manifest(task, None))
+    assert plant.control_dt_s == pytest.approx(period_s)
+    assert plant.command_latency_s == pytest.approx(latency_s)
+
+
+def test_the_servo_low_pass_uses_the_command_period(plant):
+    """At 25 Hz the set-point moves once per 40 ms through the 8 Hz low-pass:
+    α = 1 − exp(−2π · 8 · 0.04) = 0.86609 of the way to the ramp per update."""
+    task = spec(drift={"firmware": "5.1.0-lowrate"}, drift_name="fw")
+    plant.reset_scene(task, episode_manifest(task, None))
+    follower = plant.follower
+    start = follower.q_des.copy()
+    goal = start.copy()
+    goal[0] += 0.1
+    follower.set_target(goal, 0.0)  # a step: the ramp is at the goal at once
+    for _ in range(20):  # one control period of 40 ms = 20 physics steps of 2 ms
+        plant.step_physics()
+    assert follower.q_des[0] - start[0] == pytest.approx(0.1 * 0.866088, abs=1e-6)
+
+
+def _resting_sink_m(engine: str, timeconst_s: float) -> float:
+    """How far the pick-place cube's centre sits below its nominal rest height after 1 s."""
+    twin = SimSuitesPlant(
+        TwinSettings(engine=engine, gap=RealityGap(contact_timeconst_s=timeconst_s))
+    )
+    try:
+        task = spec(
+            family="pick_place", task_id="pick_place/cube_center", drift={}, drift_name="nominal"
+        )
+        twin.reset_scene(task, {"randomization": {}})
+        z0 = float(twin.object_pose()[0][2])
+        for _ in range(500):
+            twin.step_physics()
+        return z0 - float(twin.object_pose()[0][2])
+    finally:
+        twin.close()
+
+
+@pytest.mark.parametrize("engine", ["mujoco", "pybullet"])
+def test_a_longer_contact_time_constant_is_a_softer_contact_in_both_engines(engine):
+    stiff, soft = _resting_sink_m(engine, 0.01), _resting_sink_m(engine, 0.08)
+    # A reference stiffness ∝ 1 / τ² is 64× lower at 80 ms than at 10 ms: the cube sinks more
+    # than 10× deeper (measured 0.027 → 0.83 mm on MuJoCo, 0.034 → 1.58 mm on PyBullet).
+    assert soft > 10 * stiff
+    assert 0.0003 < soft < 0.003
+
+
+def test_pybullet_contact_spring_by_hand():
+    from sim_suites.engines.contact_softness import pybullet_contact_spring
+
+    # k = m · d · (1 / (d τ²)) / (1 − d) = 0.1 / (0.05 · 0.04²) = 1250 N/m; c = 2 √(k m) = 22.36
+    k, c = pybullet_contact_spring(0.1, 0.04)
+    assert k == pytest.approx(1250.0)
+    assert c == pytest.approx(2 * (1250.0 * 0.1) ** 0.5)

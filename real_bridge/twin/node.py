@@ -137,8 +137,9 @@ class TwinNode:
         self.last_heartbeat_s: float | None = None
         self.held_at_ns = 0
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
-        self.pending: deque[tuple[float, str, str, np.ndarray, float]] = deque()
-        self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray]] = []
+        # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
+        self.pending: deque[tuple[float, str, str, np.ndarray, float, float]] = deque()
+        self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray, float]] = []
         self.sim_s = 0.0
         self._state_msg = mc("sensor_msgs/msg/JointState")()
         self._state_msg.name = list(plant.joint_names)
@@ -203,8 +204,12 @@ class TwinNode:
             order = [list(msg.joint_names).index(j) for j in joints if j in msg.joint_names]
             positions = np.asarray(last.positions, dtype=float)[order]
             duration = last.time_from_start.sec + last.time_from_start.nanosec * 1e-9
-            apply_at = self._sim_time_now() + self.settings.gap.actuator_delay_s
-            self.pending.append((apply_at, kind, str(msg.header.frame_id), positions, duration))
+            # The gap's actuator delay plus the drift's and firmware's command latency.
+            delay_s = self.settings.gap.actuator_delay_s + self.plant.command_latency_s
+            now = self._sim_time_now()
+            self.pending.append(
+                (now + delay_s, kind, str(msg.header.frame_id), positions, duration, now)
+            )
 
     def _sim_time_now(self) -> float:
         """The simulation time corresponding to now on the wall clock (≥ the simulated time, which
@@ -347,8 +352,10 @@ class TwinNode:
         if noise > 0:
             q = q + self.rng.normal(0.0, noise, size=q.shape)
         if self.applied_pub is not None:
-            for command_id, names, applied in self.applied_now:
-                self.applied_pub.publish(applied_echo(stamp_ns, command_id, names, applied))
+            for command_id, names, applied, waited_s in self.applied_now:
+                self.applied_pub.publish(
+                    applied_echo(stamp_ns, command_id, names, applied, waited_s)
+                )
         self.applied_now = []
         state = self._state_msg  # reused: building messages costs more than filling them
         ns_to_stamp(stamp_ns, state.header.stamp)
@@ -400,7 +407,7 @@ class TwinNode:
         dt = self.plant.physics_dt_s
         while self.sim_s + 0.5 * dt < target_s:
             while self.pending and self.pending[0][0] <= self.sim_s:
-                _, kind, command_id, positions, duration = self.pending.popleft()
+                _, kind, command_id, positions, duration, arrived = self.pending.popleft()
                 if kind == "arm":
                     applied = self.plant.set_arm_target(positions, duration)
                     names = self.plant.arm_joints
@@ -408,7 +415,7 @@ class TwinNode:
                     value = self.plant.set_finger_target(float(positions[0]))
                     applied = np.full(len(self.plant.finger_joints), value)
                     names = self.plant.finger_joints
-                self.applied_now.append((command_id, names, applied))
+                self.applied_now.append((command_id, names, applied, self.sim_s - arrived))
                 self.stats["commands_applied"] += 1
             self.plant.step_physics()
             self.sim_s += dt

@@ -28,6 +28,9 @@ class Plant(Protocol):
     finger_joints: tuple[str, ...]
     #: Physics time step, s.
     physics_dt_s: float
+    #: This episode's command latency from its drift and firmware profile, s (on top of the
+    #: reality gap's actuator delay, which the node applies).
+    command_latency_s: float
 
     def reset_scene(self, spec: EpisodeSpec, manifest: Mapping[str, Any]) -> None:
         """The reset station: place the scene of `spec` (seed, drift, the twin's gap)."""

@@ -84,9 +84,17 @@ def diagnostic_array(
     return array
 
 
-def applied_echo(stamp_ns: int, command_id: str, names: Sequence[str], applied: np.ndarray) -> Any:
+def applied_echo(
+    stamp_ns: int,
+    command_id: str,
+    names: Sequence[str],
+    applied: np.ndarray,
+    waited_s: float = 0.0,
+) -> Any:
     """The echo of an applied command: a one-point trajectory_msgs/JointTrajectory whose
-    frame_id is the command id."""
+    frame_id is the command id, stamped when the servo took it; the point's `time_from_start`
+    is how long the command waited on the robot's clock between arriving and taking effect
+    (actuator delay plus the drift's and firmware's command latency)."""
     echo = message_class("trajectory_msgs/msg/JointTrajectory")()
     from trajectory_msgs.msg import JointTrajectoryPoint
 
@@ -95,5 +103,7 @@ def applied_echo(stamp_ns: int, command_id: str, names: Sequence[str], applied: 
     echo.joint_names = list(names)
     point = JointTrajectoryPoint()
     point.positions = applied.tolist()
+    waited_ns = max(0, round(waited_s * 1e9))
+    point.time_from_start.sec, point.time_from_start.nanosec = divmod(waited_ns, 1_000_000_000)
     echo.points = [point]
     return echo

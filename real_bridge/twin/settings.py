@@ -33,14 +33,18 @@ class RealityGap:
 
     Attributes:
         friction_scale: multiplies object and drawer friction (on top of the manifest's drift).
-        contact_timeconst_s: MuJoCo contact softness of the manipulated objects (solref time
-            constant, s; the nominal simulator uses MuJoCo's default 0.02 s) — a different
-            contact model, not only different parameters. 0 keeps the default.
+        contact_timeconst_s: contact softness of the manipulated objects as a solref time
+            constant, s: larger is softer. The nominal simulator uses MuJoCo's default 0.02 s;
+            the twin's 0.04 s is a 4× softer contact spring. On a PyBullet twin it becomes the
+            objects' contact stiffness and damping (`sim_suites.engines.contact_softness`).
+            0 keeps each engine's own contacts.
         link_mass_scale: multiplies the arm's link masses (the gravity model does not know).
         object_mass_scale: multiplies the manipulated objects' masses.
         payload_kg: unmodelled mass at the hand, kg.
         actuator_gain_scale / joint_damping_scale: servo stiffness and joint damping offsets.
-        actuator_delay_s: delay between a command's arrival and its effect at the joints, s.
+        actuator_delay_s: delay between a command's arrival and its effect at the joints, s;
+            a drift's `latency_steps` and a firmware profile's latency add to it (in control
+            periods of the episode's command rate).
         actuator_bandwidth_hz: the joint targets pass a first-order low-pass of this cut-off
             frequency, Hz (0: no filter).
         sensor_noise_std: standard deviation of published joint-position noise, rad.
@@ -50,7 +54,7 @@ class RealityGap:
     """
 
     friction_scale: float = 0.85
-    contact_timeconst_s: float = 0.01
+    contact_timeconst_s: float = 0.04
     link_mass_scale: float = 1.05
     object_mass_scale: float = 1.10
     payload_kg: float = 0.05

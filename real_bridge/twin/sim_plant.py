@@ -85,9 +85,9 @@ class TrajectoryFollower:
     joint_trajectory_controller goal), then filtered by the actuator bandwidth.
     """
 
-    def __init__(self, kinematics: Any, bandwidth_hz: float, control_dt_s: float) -> None:
+    def __init__(self, kinematics: Any, bandwidth_hz: float) -> None:
         self.kin = kinematics
-        self.alpha = first_order_alpha(bandwidth_hz, control_dt_s)
+        self.bandwidth_hz = bandwidth_hz
         self.q_des = np.zeros(7)
         self.start = np.zeros(7)
         self.goal = np.zeros(7)
@@ -126,7 +126,9 @@ class TrajectoryFollower:
         s = 1.0 if self.duration_s <= 0 else min(1.0, self.elapsed_s / self.duration_s)
         ramp = self.start + s * (self.goal - self.start)
         previous = self.q_des
-        self.q_des = previous + self.alpha * (ramp - previous)
+        # The set-point moves once per control period of the robot's command interface (a
+        # firmware's lower rate means longer holds between updates) through the servo low-pass.
+        self.q_des = previous + first_order_alpha(self.bandwidth_hz, dt) * (ramp - previous)
         qd_des = (self.q_des - previous) / dt
         ff = self.kin.gravity_from_frames(rots, origins) + ARM_KV * qd_des
         self.tcp_target = self.kin.forward(self.q_des)[0]
@@ -174,6 +176,8 @@ class SimSuitesPlant:
         self.joint_names = self.arm_joints + self.finger_joints
         self._finger_max = float(FINGER_MAX_M)
         self.env: Any = None
+        self.contact_model: dict[str, Any] = {}
+        self.command_latency_s = 0.0
         self._envs: dict[str, Any] = {}
         self._inner_backends: dict[str, Any] = {}
         self._followers: dict[str, TrajectoryFollower] = {}
@@ -215,9 +219,7 @@ class SimSuitesPlant:
             env = PandaTaskEnv(task_id, self.settings.engine, **kwargs)
             self._inner_backends[task_id] = env.backend
             env.backend = _RecordingBackend(env.backend, self._buffer)
-            follower = TrajectoryFollower(
-                env.kin, self.settings.gap.actuator_bandwidth_hz, self.control_dt_s
-            )
+            follower = TrajectoryFollower(env.kin, self.settings.gap.actuator_bandwidth_hz)
             env.controller = follower  # type: ignore[assignment]  # same command() interface
             self._followers[task_id] = follower
             self._envs[task_id] = env
@@ -233,10 +235,16 @@ class SimSuitesPlant:
         self._events.clear()
         self.env.reset(seed=seed, options=None if scene_seed is None else {"scene_seed": scene_seed})
         self._buffer.clear()
-        timeconst = self.settings.gap.contact_timeconst_s
-        geoms = getattr(self._inner_backend, "_object_geoms", None)
-        if timeconst > 0 and geoms is not None and hasattr(self._inner_backend, "model"):
-            self._inner_backend.model.geom_solref[geoms, 0] = timeconst
+        from sim_suites.engines.contact_softness import set_contact_softness
+
+        self.contact_model = set_contact_softness(
+            self._inner_backend, self.settings.gap.contact_timeconst_s
+        )
+        # The command interface's period and latency of this episode's drift and firmware
+        # profile (the servo set-point moves once per period; commands take effect late).
+        params = self.env.params
+        self.control_dt_s = float(params.control_dt)
+        self.command_latency_s = params.action_latency_steps * self.control_dt_s
         self._current = sample_of(self._inner_backend)
         self.follower.reset(self._current.q)
         self.follower.finger = float(np.clip(self._current.q[7], 0.0, self._finger_max))
