@@ -147,7 +147,11 @@ def exposure_amend(
     assignments: list[str] = typer.Option([], "--set", help="FIELD=VALUE (repeat)."),
     reason: str = typer.Option(..., "--reason", help="Why the entry is amended."),
     author: str = typer.Option("", "--author", help="Who amends it."),
-    role: str = typer.Option("technician", "--role", help="The author's role."),
+    role: str | None = typer.Option(
+        None,
+        "--role",
+        help=f"{', '.join(ROLES)} (default: the --key's registered role, else technician).",
+    ),
     key: Path | None = KeyOption,
     passphrase_env: str | None = PassOption,
     db: Path | None = DbOption,

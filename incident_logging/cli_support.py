@@ -15,6 +15,8 @@ from embodied_eval.errors import EvalError
 from embodied_eval.keys import load_key_option, passphrase_from_env
 from embodied_eval.protocol import Protocol, load_protocol
 from embodied_eval.store import default_db_path
+from incident_logging.record import IncidentRecord
+from incident_logging.rule_base import decisive_rule
 from incident_logging.store import IncidentStore
 from incident_logging.thresholds import ThresholdTable, threshold_table
 from incident_logging.workflow import IncidentState
@@ -108,6 +110,27 @@ def rules_table(rules: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
+def decided_by(rec: IncidentRecord) -> str:
+    """One line naming what decided the provisional severity: the rule with its measured value,
+    limit and margin, or the reporter's / reviewer's judgement when no rule gives it."""
+    rule = decisive_rule(rec.rules_fired, rec.provisional_severity)
+    if rule is None:
+        return (
+            f"{rec.provisional_severity} was judged (reported or reviewed); no classification "
+            "rule gives it"
+        )
+    unit = f" {rule['unit']}" if rule.get("unit") else ""
+    numbers = ""
+    if rule.get("measured") is not None and rule.get("limit") is not None:
+        numbers = (
+            f": measured {fmt_num(rule['measured'])}{unit}, limit {fmt_num(rule['limit'])}{unit}, "
+            f"margin {rule['margin']:+.4g}{unit}"
+        )
+    elif rule.get("measured") is not None:
+        numbers = f": measured {fmt_num(rule['measured'])}{unit}"
+    return f"{rec.provisional_severity} decided by {rule['rule']}{numbers} — {rule['basis']}"
+
+
 def incidents_table(states: Sequence[IncidentState]) -> Table:
     """One row per incident: id, seq, time, side, type, severity with review status, counts."""
     table = Table(title=f"{len(states)} incident(s)", box=box.SIMPLE_HEAD)
@@ -144,6 +167,7 @@ def state_json(state: IncidentState) -> dict[str, Any]:
         "provisional_severity": state.provisional_severity,
         "final_severity": state.final_severity,
         "reviewed": state.reviewed,
+        "decided_by": decisive_rule(state.current.rules_fired, state.provisional_severity),
         "amendments": [dict(a) for a in state.amendments],
         "reviews": [dict(r) for r in state.reviews],
     }

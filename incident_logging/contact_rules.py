@@ -39,9 +39,10 @@ def is_person(event: SafetyEvent) -> bool:
 def _force_limit_basis(table: ThresholdTable, region: str, ctype: str, assumed: str) -> str:
     quasi = float(table.body_regions[region])
     limit = table.force_limit_n(region, ctype)
-    if ctype == "transient" and region in table.no_transient_regions:
-        text = f"force limit for {region}: {limit:g} N (no transient allowance)"
-    elif ctype == "transient":
+    if region in table.no_transient_regions:
+        # The same limit for every contact type: whether the type was given does not matter.
+        return f"force limit for {region}: {limit:g} N (no transient allowance)"
+    if ctype == "transient":
         text = (
             f"transient force limit for {region}: {limit:g} N "
             f"({table.transient_factor:g} × {quasi:g} N)"
