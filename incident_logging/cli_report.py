@@ -18,6 +18,7 @@ from incident_logging.cli_support import (
     RobotIdOption,
     SafetyConfigOption,
     SoftwareVersionOption,
+    check_occurred_in_window,
     choice,
     decided_by,
     fmt_num,
@@ -221,12 +222,14 @@ def report(
     win = window or (proto.window_id if proto is not None else None)
     if not win:
         raise EvalError("--window is required (or give --protocol)", key="window")
+    now = utc_now_iso()
+    if proto is not None and win == proto.window_id:
+        check_occurred_in_window(occurred or now, proto)
     artifacts = []
     for path in evidence:
         if not path.is_file():
             raise EvalError(f"--evidence {str(path)!r} does not exist", key="evidence")
         artifacts.append(Artifact(path=str(path), sha256=file_sha256(path), kind="evidence"))
-    now = utc_now_iso()
     record = IncidentRecord(
         incident_id=incident_id or new_id("INC"),
         window=win,
