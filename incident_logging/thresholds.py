@@ -121,7 +121,8 @@ class ThresholdTable:
             breach of a force margin, N.
         body_regions: quasi-static force limit per region, N.
         pressure_limits_ncm2: quasi-static pressure limit per region, N/cm².
-        no_transient_regions: regions where no contact is permissible (no transient allowance).
+        no_transient_regions: regions without a transient allowance (the quasi-static limit
+            applies to every contact there; any contact is at least minor).
     """
 
     version: str = DEFAULT_VERSION
