@@ -333,3 +333,20 @@ def test_bridge_reads_the_force_limit_from_the_robots_diagnostics():
     reading = read_safety_status("safety/protective_stop", 2, "stop", values, t_s=1.0)
     assert reading is not None and reading.event is not None
     assert (reading.event.contact_force_n, reading.event.force_limit_n) == (1353.0, 150.0)
+
+
+def test_sim_table_press_stop_names_the_contact_and_its_force_margin():
+    from sim_suites.episode import run_episode
+    from tests.test_sim_safety import Constant, spec
+
+    outcome = run_episode(spec("push/block_forward"), policy=Constant([0, 0, -1, -1]))
+    (stop,) = [e for e in outcome.safety_events if e.kind == "protective_stop"]
+    (contact,) = [e for e in outcome.safety_events if e.kind == "contact"]
+    assert (stop.contact_with, stop.force_limit_n, contact.force_limit_n) == ("table", 150.0, 150.0)
+    assert stop.contact_force_n is not None and stop.contact_force_n > 150.0
+    stopped = classify(stop)
+    assert stopped.severity == "near_miss"
+    assert "no contact" not in rules(stopped)["R1.stop"].basis
+    margin = rules(stopped)["R2.force_margin"]
+    assert margin.limit == 150.0 and margin.margin == pytest.approx(stop.contact_force_n - 150.0)
+    assert classify(contact).severity == "near_miss"
