@@ -9,6 +9,10 @@
 Episode frames are typed for analysis: `success` is bool, `started_at` a timezone-aware
 datetime (UTC), dict columns (`drift`, `randomization`, `control`, `cost`) hold Python dicts and
 `artifacts` a list of dicts. Episodes are read as scored (chained audits and corrections applied).
+
+Every read verifies the store first (`embodied-eval store verify`) and raises EvalError naming
+the first bad record when it does not verify; `episodes(..., unverified=True)` and
+`faults(..., unverified=True)` read the rows anyway, for looking into a damaged store.
 """
 
 from __future__ import annotations
@@ -72,30 +76,45 @@ class NotebookStore:
     def __repr__(self) -> str:
         return f"NotebookStore({str(self.path)!r})"
 
+    def _verified(self, what: str, unverified: bool) -> None:
+        """Refuse (EvalError naming the first bad record) unless the store verifies or the caller
+        asked for unverified rows."""
+        if unverified:
+            return
+        from embodied_eval.store_verify import require_store_verified
+
+        require_store_verified(
+            self.path, what=f"reading {what} (pass unverified=True to read them anyway)"
+        )
+
     def episodes(
         self,
         window: str | None = None,
         *,
         side: str | None = None,
         family: str | None = None,
+        unverified: bool = False,
     ) -> pd.DataFrame:
         """Episodes (scored view: chained audits and corrections applied) as a typed frame.
 
         Args:
             window: a window id (default: every window). side: "sim" or "real".
             family: a task family.
+            unverified: read the rows even when the store does not verify (default: EvalError).
         """
         from embodied_eval.store import Store
 
+        self._verified("episodes", unverified)
         with Store(self.path, create=False) as store:
             view = store.scored_episodes(window=window, side=side, family=family)
         return episodes_frame(view.episodes)
 
-    def faults(self, window: str | None = None) -> pd.DataFrame:
-        """Faults (episode_id, kind, recovered, repair_s)."""
+    def faults(self, window: str | None = None, *, unverified: bool = False) -> pd.DataFrame:
+        """Faults (episode_id, kind, recovered, repair_s); `unverified` as for `episodes`."""
         from embodied_eval.interchange import faults_to_frame
         from embodied_eval.store import Store
 
+        self._verified("faults", unverified)
         with Store(self.path, create=False) as store:
             frame = faults_to_frame(store.faults(window=window))
         frame["recovered"] = frame["recovered"].astype(bool)

@@ -280,6 +280,14 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
             for sev, default in SEVERITY_WEIGHT_DEFAULTS.items()
         }
     )
+    if not any(severity_weights.values()):
+        raise EvalError(
+            "incidents.weights: every weight is 0, so SS = 1 whatever incidents happen; give the "
+            "severities their weights (defaults: "
+            + ", ".join(f"{k} = {v:g}" for k, v in SEVERITY_WEIGHT_DEFAULTS.items())
+            + ")",
+            key="incidents.weights",
+        )
     thresholds = _read_thresholds(inc)
     inc.done()
 

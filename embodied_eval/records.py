@@ -131,6 +131,25 @@ class Fault(Record):
         _check_str("detail", self.detail, allow_empty=True)
 
 
+def check_autonomous_recovery(fault: Fault, duration_s: float) -> None:
+    """Refuse a fault "recovered autonomously" whose recovery time is longer than its episode.
+
+    An autonomous recovery happens within the episode (the sim times it from injection to
+    clearing), so its `repair_s` is at most the episode's `duration_s`; a longer time is an
+    operator's repair, which MTTR counts only for faults *not* recovered autonomously — accepted,
+    it would silently vanish from MTTR. Refused (EvalError), not capped: which of the two answers
+    is wrong only the person who recorded it knows.
+    """
+    if fault.recovered_autonomously and fault.repair_s > duration_s * (1.0 + 1e-9) + 1e-6:
+        raise EvalError(
+            f"faults: {fault.kind} was recovered autonomously but its repair time "
+            f"{fault.repair_s:g} s is longer than the episode ({duration_s:g} s); an autonomous "
+            "recovery happens within the episode — if an operator repaired it, record it as not "
+            "recovered autonomously with that repair time",
+            key="repair_s",
+        )
+
+
 #: Who may judge a real episode's outcome (see real_bridge.judges).
 JUDGE_KINDS = ("technician", "detector", "oracle")
 #: Keys of `Episode.judge`: kind, name, version are required; the rest only for signed verdicts.

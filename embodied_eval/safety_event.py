@@ -35,6 +35,7 @@ PHYSICAL_CEILINGS: dict[str, float] = {
     "speed_limit_mps": 100.0,
     "contact_force_n": 1e6,
     "contact_pressure_ncm2": 1e6,
+    "force_limit_n": 1e6,
     "damage_cost": 1e12,
 }
 
@@ -54,6 +55,9 @@ class SafetyEvent(Record):
         tcp_speed_mps / speed_limit_mps / reduced_speed_required: speed vs limit.
         contact_force_n / contact_pressure_ncm2 / body_region / contact_type / contact_with /
             permitted: a contact (with a person: body_region names the ISO/TS 15066 region).
+        force_limit_n: the contact-force limit the robot's (or monitor's) safety function applied,
+            N — for a contact with the environment, the limit the classifier states beside the
+            measured force (the threshold table's applies when it is stricter or this is unset).
         damage_cost / injury_level: property damage in currency units, injury level
             (`none`, `first_aid`, `medical_treatment`, `days_away`, `restricted_work`,
             `loss_of_consciousness`, `hospitalisation`, `amputation`, `loss_of_eye`, `death`).
@@ -71,6 +75,7 @@ class SafetyEvent(Record):
     reduced_speed_required: bool = False
     contact_force_n: float | None = None
     contact_pressure_ncm2: float | None = None
+    force_limit_n: float | None = None
     body_region: str | None = None
     contact_type: str | None = None
     contact_with: str | None = None
@@ -92,5 +97,7 @@ class SafetyEvent(Record):
             value = getattr(self, name)
             if value is not None:
                 _check_number(name, value, low=0.0, high=ceiling)
+        if self.force_limit_n is not None and self.force_limit_n <= 0:
+            raise EvalError("force_limit_n: a force limit must be > 0 N", key="force_limit_n")
         if self.contact_type is not None:
             _check_enum("contact_type", self.contact_type, CONTACT_TYPES)

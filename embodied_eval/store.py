@@ -22,7 +22,7 @@ import pandas as pd
 from embodied_eval import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
-from embodied_eval.records import Episode, Fault, utc_now_iso
+from embodied_eval.records import Episode, Fault, check_autonomous_recovery, utc_now_iso
 from embodied_eval.sqlite_db import apply_migrations as apply_migrations
 from embodied_eval.sqlite_db import connect as connect
 from embodied_eval.sqlite_db import transaction as transaction
@@ -181,6 +181,8 @@ class Store:
         safety_events: Sequence[Mapping[str, Any]],
         import_id: str | None = None,
     ) -> bool:
+        for fault in episode.faults:
+            check_autonomous_recovery(fault, episode.duration_s)
         body = _episode_body(episode)
         events_json = [canonical_json(dict(ev)) for ev in safety_events]
         now = utc_now_iso()
@@ -266,7 +268,7 @@ class Store:
                 if not fault.episode_id:
                     raise EvalError("faults: every fault needs an episode_id", key="episode_id")
                 exists = self.conn.execute(
-                    "SELECT 1 FROM episodes WHERE episode_id = ?", (fault.episode_id,)
+                    "SELECT record_json FROM episodes WHERE episode_id = ?", (fault.episode_id,)
                 ).fetchone()
                 if not exists:
                     raise EvalError(
@@ -274,6 +276,7 @@ class Store:
                         "(import the episodes first)",
                         key="episode_id",
                     )
+                check_autonomous_recovery(fault, float(json.loads(exists[0])["duration_s"]))
                 ordinal = ordinals.get(fault.episode_id, 0)
                 ordinals[fault.episode_id] = ordinal + 1
                 row = self.conn.execute(

@@ -128,6 +128,29 @@ def _incident_hash_at(conn: sqlite3.Connection, seq: Any) -> str | None:
         return None
 
 
+def _signers(
+    registry: dict[str, dict[str, Any]], ledger_counts: dict[str, int], log_counts: dict[str, int]
+) -> list[dict[str, Any]]:
+    """Each key that signed in either chain: holder, role, revocation and signatures per chain
+    (`signatures` is their sum), in the order they first signed (trial ledger first)."""
+    out = []
+    for fp in dict.fromkeys([*ledger_counts, *log_counts]):
+        info = registry.get(fp, {})
+        in_ledger, in_log = ledger_counts.get(fp, 0), log_counts.get(fp, 0)
+        out.append(
+            {
+                "fingerprint": fp,
+                "holder": info.get("holder"),
+                "role": info.get("role"),
+                "revoked_at": info.get("revoked_at"),
+                "signatures": in_ledger + in_log,
+                "trial_ledger_signatures": in_ledger,
+                "incident_log_signatures": in_log,
+            }
+        )
+    return out
+
+
 @contextmanager
 def _no_cycle_collection() -> Iterator[None]:
     """Pause Python's cycle collector: the walk keeps ~2 objects per episode alive and makes no
@@ -153,6 +176,7 @@ def _verify_store(db: str | os.PathLike[str] | None) -> StoreReport:
     incident = _incident_log(path)
     registry: dict[str, dict[str, Any]] = {}
     closes: list[dict[str, Any]] = []
+    log_signatures: dict[str, int] = {}
     if incident is not None:
         registry = {k["fingerprint"]: k for k in incident["keys"]}
         closes = incident["closes"]
@@ -160,6 +184,7 @@ def _verify_store(db: str | os.PathLike[str] | None) -> StoreReport:
         report.incident_records = log_report.records
         report.incident_head = log_report.head_hash
         report.incident_summary = log_report.summary()
+        log_signatures = dict(log_report.signatures_by_key)
     with Store(path, create=False) as store:
         conn = store.conn
         walk = LedgerWalk(registry)
@@ -167,16 +192,7 @@ def _verify_store(db: str | os.PathLike[str] | None) -> StoreReport:
             conn, ledger.TABLE, frozenset(ledger.KINDS), walk.check, walk.skim
         )
         report.ledger_records, report.ledger_head = walked.count, walked.head_hash
-        report.signers = [
-            {
-                "fingerprint": fp,
-                "holder": registry.get(fp, {}).get("holder"),
-                "role": registry.get(fp, {}).get("role"),
-                "revoked_at": registry.get(fp, {}).get("revoked_at"),
-                "signatures": n,
-            }
-            for fp, n in walk.signatures.items()
-        ]
+        report.signers = _signers(registry, walk.signatures, log_signatures)
         if walked.problem is not None:
             return report.fail("trial ledger", walked.problem)
         if not check_tables(conn, walk, report, path):

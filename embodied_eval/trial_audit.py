@@ -15,6 +15,7 @@ Signers are looked up in the key registry of the incident log (reached through
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -148,7 +149,8 @@ def amend_episode(
         author, role = info["holder"], info["role"]
     if not author.strip():
         raise EvalError("author: name who makes the correction (--author)", key="author")
-    names = set(Episode.__dataclass_fields__) - ledger.FIXED_FIELDS
+    # dataclasses.fields: the record's fields only, not its class-level bookkeeping.
+    names = {f.name for f in dataclasses.fields(Episode)} - ledger.FIXED_FIELDS
     with Store(path, create=False) as store, transaction(store.conn):
         current, chained = _current(store, episode_id)
         listed = []

@@ -33,7 +33,7 @@ def amend_incident(
     *,
     reason: str,
     author: str,
-    role: str,
+    role: str | None,
     key: Ed25519PrivateKey | None = None,
     table: ThresholdTable | None = None,
 ) -> dict[str, Any]:
@@ -42,7 +42,8 @@ def amend_incident(
     Args:
         incident_id: the incident.
         changes: {field: new value}; `measurements.<key>` changes one measurement.
-        reason, author, role: why, who and in which role (required).
+        reason, author, role: why, who and in which role (role None: the key's registered
+            role, else technician).
         key: signing key; required to change `counts_toward_window` (safety officer).
         table: thresholds for re-classification (default: the table that classified it).
 

@@ -13,12 +13,16 @@ from embodied_eval.records import ExposureEntry
 from incident_logging.cli_support import (
     KeyOption,
     PassOption,
+    ProtocolOption,
     RobotIdOption,
     SafetyConfigOption,
     SoftwareVersionOption,
+    check_exposure_in_window,
     load_key,
+    load_protocol_option,
     open_log,
     parse_assignments,
+    window_of,
 )
 from incident_logging.ids import new_id
 from incident_logging.record import parse_field_text
@@ -77,7 +81,10 @@ def ingest(
 
 
 def exposure_add(
-    window: str = typer.Option(..., "--window", help="Window id the hours count toward."),
+    window: str | None = typer.Option(
+        None, "--window", help="Window id the hours count toward (default: the protocol's)."
+    ),
+    protocol: Path | None = ProtocolOption,
     start: str = typer.Option(..., "--start", help="Period start (UTC ISO)."),
     end: str = typer.Option(..., "--end", help="Period end (UTC ISO)."),
     hours: float = typer.Option(..., "--hours", help="Active robot hours in the period."),
@@ -92,10 +99,13 @@ def exposure_add(
     entry_id: str | None = typer.Option(None, "--id", help="Entry id (default: new)."),
     db: Path | None = DbOption,
 ) -> None:
-    """Record a period of real-robot exposure in the ledger."""
+    """Record a period of real-robot exposure in the ledger (with --protocol, a period outside
+    the window's dates is refused)."""
+    proto = load_protocol_option(protocol)
+    win = window_of(window, proto)
     entry = ExposureEntry(
         entry_id=entry_id or new_id("EXP"),
-        window=window,
+        window=win,
         start=start,
         end=end,
         active_hours=hours,
@@ -104,12 +114,12 @@ def exposure_add(
         robot_id=robot_id,
         note=note,
     )
+    if proto is not None:
+        check_exposure_in_window(entry, proto)
     with open_log(db) as log:
         added = log.add_exposure(entry)
     state = "recorded" if added else "already recorded"
-    console.print(
-        f"{state} {entry.entry_id}: {hours:g} h in {window}" + (" (BLIND)" if blind else "")
-    )
+    console.print(f"{state} {entry.entry_id}: {hours:g} h in {win}" + (" (BLIND)" if blind else ""))
 
 
 def exposure_list(
@@ -147,7 +157,11 @@ def exposure_amend(
     assignments: list[str] = typer.Option([], "--set", help="FIELD=VALUE (repeat)."),
     reason: str = typer.Option(..., "--reason", help="Why the entry is amended."),
     author: str = typer.Option("", "--author", help="Who amends it."),
-    role: str = typer.Option("technician", "--role", help="The author's role."),
+    role: str | None = typer.Option(
+        None,
+        "--role",
+        help=f"{', '.join(ROLES)} (default: the --key's registered role, else technician).",
+    ),
     key: Path | None = KeyOption,
     passphrase_env: str | None = PassOption,
     db: Path | None = DbOption,

@@ -18,7 +18,9 @@ from incident_logging.cli_support import (
     RobotIdOption,
     SafetyConfigOption,
     SoftwareVersionOption,
+    check_occurred_in_window,
     choice,
+    decided_by,
     fmt_num,
     incidents_table,
     load_protocol_option,
@@ -121,6 +123,12 @@ def report(
     reduced_speed: bool = typer.Option(False, "--reduced-speed", help="Reduced speed required."),
     force: float | None = typer.Option(None, "--force", help="Peak contact force, N."),
     pressure: float | None = typer.Option(None, "--pressure", help="Peak pressure, N/cm²."),
+    force_limit: float | None = typer.Option(
+        None,
+        "--force-limit",
+        help="The robot's configured contact-force limit, N (environment contacts; the "
+        "threshold table's applies when it is stricter).",
+    ),
     body_region: str | None = typer.Option(None, "--body-region", help="ISO/TS 15066 region."),
     contact_type: str | None = typer.Option(None, "--contact-type", help="transient/quasi_static"),
     contact_with: str | None = typer.Option(None, "--contact-with", help="person, fixture, ..."),
@@ -133,7 +141,8 @@ def report(
     standards_breach: bool = typer.Option(
         False,
         "--standards-breach",
-        help="A safety standard's limit was breached (escalates the severity).",
+        help="A safety standard's limit was breached (escalates the severity; a force or "
+        "pressure above a body-region limit is one without this flag).",
     ),
     persons: list[str] = typer.Option([], "--person", help="Pseudonymous person id (repeat)."),
     injury_level: str = typer.Option("none", "--injury-level", help=", ".join(INJURY_LEVELS)),
@@ -172,6 +181,7 @@ def report(
         ("speed_limit_mps", speed_limit),
         ("contact_force_n", force),
         ("contact_pressure_ncm2", pressure),
+        ("force_limit_n", force_limit),
         ("body_region", body_region),
         ("contact_type", contact_type),
         ("contact_with", contact_with),
@@ -212,12 +222,14 @@ def report(
     win = window or (proto.window_id if proto is not None else None)
     if not win:
         raise EvalError("--window is required (or give --protocol)", key="window")
+    now = utc_now_iso()
+    if proto is not None and win == proto.window_id:
+        check_occurred_in_window(occurred or now, proto)
     artifacts = []
     for path in evidence:
         if not path.is_file():
             raise EvalError(f"--evidence {str(path)!r} does not exist", key="evidence")
         artifacts.append(Artifact(path=str(path), sha256=file_sha256(path), kind="evidence"))
-    now = utc_now_iso()
     record = IncidentRecord(
         incident_id=incident_id or new_id("INC"),
         window=win,
@@ -268,6 +280,7 @@ def report(
         f"[bold]{stored.provisional_severity}[/]"
         + (" — injury check required" if stored.injury_check_required else "")
     )
+    console.print(decided_by(stored), markup=False, highlight=False)
     if stored.rules_fired:
         console.print(rules_table(stored.rules_fired))
 
@@ -325,6 +338,7 @@ def show(
         f"severity [bold]{state.severity}[/] (provisional {rec.provisional_severity}, final "
         f"{state.final_severity or '—'}, {'reviewed' if state.reviewed else 'NOT reviewed'})"
     )
+    console.print(decided_by(rec), markup=False, highlight=False)
     console.print(
         f"occurred {rec.occurred_at}  detected {rec.detected_at or '—'}  recorded {rec.recorded_at}"
     )

@@ -34,7 +34,11 @@ def amend(
     add_evidence: list[Path] = typer.Option([], "--add-evidence", help="Evidence file to add."),
     reason: str = typer.Option(..., "--reason", help="Why the record changes."),
     author: str = typer.Option("", "--author", help="Who amends (default: the key's holder)."),
-    role: str = typer.Option("technician", "--role", help=", ".join(ROLES)),
+    role: str | None = typer.Option(
+        None,
+        "--role",
+        help=f"{', '.join(ROLES)} (default: the --key's registered role, else technician).",
+    ),
     key: Path | None = KeyOption,
     passphrase_env: str | None = PassOption,
     db: Path | None = DbOption,

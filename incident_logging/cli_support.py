@@ -14,7 +14,10 @@ from rich.table import Table
 from embodied_eval.errors import EvalError
 from embodied_eval.keys import load_key_option, passphrase_from_env
 from embodied_eval.protocol import Protocol, load_protocol
+from embodied_eval.records import ExposureEntry
 from embodied_eval.store import default_db_path
+from incident_logging.record import IncidentRecord
+from incident_logging.rule_base import decisive_rule
 from incident_logging.store import IncidentStore
 from incident_logging.thresholds import ThresholdTable, threshold_table
 from incident_logging.workflow import IncidentState
@@ -43,6 +46,45 @@ def load_protocol_option(path: Path | None) -> Protocol | None:
 def threshold_table_for(proto: Protocol | None) -> ThresholdTable:
     """The protocol's threshold table (defaults without a protocol)."""
     return threshold_table(proto.safety_thresholds if proto is not None else None)
+
+
+def window_of(window: str | None, proto: Protocol | None) -> str:
+    """The window a command acts on: --window, else the protocol's; both must agree."""
+    if window is not None and proto is not None and window != proto.window_id:
+        raise EvalError(
+            f"--window {window!r} is not the protocol's window {proto.window_id!r}", key="window"
+        )
+    win = window or (proto.window_id if proto is not None else None)
+    if not win:
+        raise EvalError("--window is required (or give --protocol)", key="window")
+    return win
+
+
+def check_exposure_in_window(entry: ExposureEntry, proto: Protocol) -> None:
+    """Refuse an exposure period outside the protocol window's dates (both days included)."""
+    from embodied_eval.embodiment.loading import check_exposure_dates
+
+    check_exposure_dates(
+        [entry], proto, fix="record only the hours inside the window (split the period)"
+    )
+
+
+def check_occurred_in_window(occurred_at: str, proto: Protocol) -> None:
+    """Refuse an incident of the protocol's window that occurred outside its dates (both days
+    included)."""
+    import datetime as dt
+
+    from embodied_eval.records import parse_utc
+
+    first = dt.datetime.combine(proto.window_start, dt.time(), tzinfo=dt.UTC)
+    after = dt.datetime.combine(proto.window_end + dt.timedelta(days=1), dt.time(), dt.UTC)
+    if not first <= parse_utc(occurred_at, key="occurred") < after:
+        raise EvalError(
+            f"--occurred {occurred_at}: outside window {proto.window_id!r} "
+            f"({proto.window_start.isoformat()} to {proto.window_end.isoformat()}); give the "
+            "time it occurred (--occurred) or the window it belongs to (--window)",
+            key="occurred",
+        )
 
 
 def choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
@@ -108,6 +150,27 @@ def rules_table(rules: Sequence[Mapping[str, Any]]) -> Table:
     return table
 
 
+def decided_by(rec: IncidentRecord) -> str:
+    """One line naming what decided the provisional severity: the rule with its measured value,
+    limit and margin, or the reporter's / reviewer's judgement when no rule gives it."""
+    rule = decisive_rule(rec.rules_fired, rec.provisional_severity)
+    if rule is None:
+        return (
+            f"{rec.provisional_severity} was judged (reported or reviewed); no classification "
+            "rule gives it"
+        )
+    unit = f" {rule['unit']}" if rule.get("unit") else ""
+    numbers = ""
+    if rule.get("measured") is not None and rule.get("limit") is not None:
+        numbers = (
+            f": measured {fmt_num(rule['measured'])}{unit}, limit {fmt_num(rule['limit'])}{unit}, "
+            f"margin {rule['margin']:+.4g}{unit}"
+        )
+    elif rule.get("measured") is not None:
+        numbers = f": measured {fmt_num(rule['measured'])}{unit}"
+    return f"{rec.provisional_severity} decided by {rule['rule']}{numbers} — {rule['basis']}"
+
+
 def incidents_table(states: Sequence[IncidentState]) -> Table:
     """One row per incident: id, seq, time, side, type, severity with review status, counts."""
     table = Table(title=f"{len(states)} incident(s)", box=box.SIMPLE_HEAD)
@@ -144,6 +207,7 @@ def state_json(state: IncidentState) -> dict[str, Any]:
         "provisional_severity": state.provisional_severity,
         "final_severity": state.final_severity,
         "reviewed": state.reviewed,
+        "decided_by": decisive_rule(state.current.rules_fired, state.provisional_severity),
         "amendments": [dict(a) for a in state.amendments],
         "reviews": [dict(r) for r in state.reviews],
     }

@@ -81,7 +81,7 @@ def amend_exposure(
     *,
     reason: str,
     author: str,
-    role: str,
+    role: str | None,
     key: Ed25519PrivateKey | None = None,
 ) -> dict[str, Any]:
     """Correct an exposure entry by an amendment record (its window must still be open)."""

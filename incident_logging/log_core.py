@@ -306,21 +306,27 @@ class IncidentLogCore:
         return payload
 
     def signer_identity(
-        self, author: str, role: str, key: Ed25519PrivateKey | None
+        self, author: str, role: str | None, key: Ed25519PrivateKey | None
     ) -> tuple[str, str]:
-        """(author, role) of a change; with a key they must match its registration."""
-        check_role(role)
-        if key is not None:
-            info = self.key_info(key)
-            if author and author.strip() and author.strip() != info["holder"]:
-                raise EvalError(
-                    f"author: {author!r} but the key belongs to {info['holder']!r}", key="author"
-                )
-            if role != info["role"]:
-                raise EvalError(
-                    f"role: {role!r} but the key is registered as {info['role']!r}", key="role"
-                )
-            return info["holder"], role
-        if not author.strip():
-            raise EvalError("author: name who makes the amendment (--author)", key="author")
-        return author.strip(), role
+        """(author, role) of a change; with a key they must match its registration.
+
+        `role` None means: the key's registered role when a key signs, else `technician`.
+        """
+        if key is None:
+            if not author.strip():
+                raise EvalError("author: name who makes the amendment (--author)", key="author")
+            return author.strip(), check_role(role if role is not None else "technician")
+        info = self.key_info(key)
+        registered = str(info["role"])
+        role = check_role(role if role is not None else registered)
+        if author and author.strip() and author.strip() != info["holder"]:
+            raise EvalError(
+                f"author: {author!r} but the key belongs to {info['holder']!r}", key="author"
+            )
+        if role != registered:
+            raise EvalError(
+                f"role: {role!r} but the key is registered as {registered!r} (leave out --role "
+                "to sign in the key's role)",
+                key="role",
+            )
+        return info["holder"], role

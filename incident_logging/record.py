@@ -57,6 +57,7 @@ MEASUREMENT_KEYS = (
     "reduced_speed_required",
     "contact_force_n",
     "contact_pressure_ncm2",
+    "force_limit_n",
     "body_region",
     "contact_type",
     "contact_with",
@@ -320,6 +321,7 @@ class IncidentRecord(Record):
             kind=self.event_type,
             uncontrolled_hazard=flags["uncontrolled_hazard"],
             standards_breach=flags["standards_breach"],
+            damage_reported=bool(self.damage_description.strip()),
         )
 
     def with_classification(

@@ -171,7 +171,7 @@ class IncidentStore(IncidentLogCore):
         *,
         reason: str,
         author: str,
-        role: str,
+        role: str | None = None,
         key: Ed25519PrivateKey | None = None,
         table: ThresholdTable | None = None,
     ) -> dict[str, Any]:
@@ -247,7 +247,7 @@ class IncidentStore(IncidentLogCore):
         *,
         reason: str,
         author: str,
-        role: str,
+        role: str | None = None,
         key: Ed25519PrivateKey | None = None,
     ) -> dict[str, Any]:
         """Correct an exposure entry by an amendment record (its window must be open)."""

@@ -7,11 +7,17 @@ Defaults (the project's safety notes; each lab checks them against its licensed 
   abdomen 110, pelvis 180, upper arm 150, lower arm 160, hands/fingers 140, thighs/knees 220,
   lower legs 130.
 * Transient contact: 2 × the quasi-static limit, except skull/forehead and face, which have no
-  transient allowance (contact there is not permissible at all).
+  transient allowance: the quasi-static value is their limit for every contact (and any contact
+  there is at least minor). A force or pressure on a person above the limit is a standards
+  breach (critical).
 * Pressure limits (N/cm²) for the regions the notes give: chest 120, hands/fingers 200 — the low
   ends of the quoted ranges (chest 120–170, hands 200–300), i.e. the conservative choice.
 * Near-miss band α = 0.8: a permitted contact between α·limit and the limit is a near-miss.
 * Reduced speed: TCP ≤ 0.25 m/s (250 mm/s).
+* Contact with the environment: 150 N, the robot's force limit a contact above which is a
+  breach of a force margin (near-miss; minor with property damage). 150 N is the default of the
+  sim's fixture-contact monitor and of the twin's force monitor; the notes give no figure and
+  each lab sets its robot's (a stricter limit reported by the robot with the event wins).
 * Property-damage reporting threshold: 1000 (currency units of the lab's price card). The notes
   give no figure; every lab should set its own.
 
@@ -23,6 +29,7 @@ A protocol overrides any of these in its `[incidents.thresholds]` table::
     transient_factor = 2.0
     reduced_speed_mps = 0.25
     damage_threshold = 2500.0
+    environment_force_limit_n = 150.0
     body_regions = { chest = 120.0 }  # N, merged over the defaults
     pressure_limits_ncm2 = { chest = 110.0 }
     no_transient_regions = ["skull_forehead", "face"]
@@ -61,6 +68,8 @@ DEFAULT_BODY_REGION_LIMITS_N: dict[str, float] = {
 }
 #: Quasi-static pressure limits, N/cm² (low ends of the ranges in the notes).
 DEFAULT_PRESSURE_LIMITS_NCM2: dict[str, float] = {"chest": 120.0, "hands_fingers": 200.0}
+#: Contact force with the environment above which a contact breaches a force margin, N.
+DEFAULT_ENVIRONMENT_FORCE_LIMIT_N = 150.0
 #: Regions with no transient allowance: any contact there is at least minor.
 DEFAULT_NO_TRANSIENT_REGIONS: tuple[str, ...] = ("skull_forehead", "face")
 
@@ -91,6 +100,7 @@ _KEYS = (
     "transient_factor",
     "reduced_speed_mps",
     "damage_threshold",
+    "environment_force_limit_n",
     "body_regions",
     "pressure_limits_ncm2",
     "no_transient_regions",
@@ -107,9 +117,12 @@ class ThresholdTable:
         transient_factor: transient limit = factor × quasi-static (≥ 1).
         reduced_speed_mps: TCP speed limit while reduced speed is required, m/s.
         damage_threshold: property-damage reporting threshold, currency units.
+        environment_force_limit_n: contact force with the environment above which a contact is a
+            breach of a force margin, N.
         body_regions: quasi-static force limit per region, N.
         pressure_limits_ncm2: quasi-static pressure limit per region, N/cm².
-        no_transient_regions: regions where no contact is permissible (no transient allowance).
+        no_transient_regions: regions without a transient allowance (the quasi-static limit
+            applies to every contact there; any contact is at least minor).
     """
 
     version: str = DEFAULT_VERSION
@@ -117,6 +130,7 @@ class ThresholdTable:
     transient_factor: float = 2.0
     reduced_speed_mps: float = 0.25
     damage_threshold: float = 1000.0
+    environment_force_limit_n: float = DEFAULT_ENVIRONMENT_FORCE_LIMIT_N
     body_regions: Mapping[str, float] = field(
         default_factory=lambda: dict(DEFAULT_BODY_REGION_LIMITS_N)
     )
@@ -132,6 +146,7 @@ class ThresholdTable:
             "transient_factor": self.transient_factor,
             "reduced_speed_mps": self.reduced_speed_mps,
             "damage_threshold": self.damage_threshold,
+            "environment_force_limit_n": self.environment_force_limit_n,
             "body_regions": dict(sorted(self.body_regions.items())),
             "pressure_limits_ncm2": dict(sorted(self.pressure_limits_ncm2.items())),
             "no_transient_regions": sorted(self.no_transient_regions),
@@ -154,16 +169,12 @@ class ThresholdTable:
             )
         return key
 
-    def force_limit_n(self, region: str, contact_type: str) -> float | None:
-        """The force limit for a contact, N: quasi-static, or factor × it when transient.
-
-        Returns None for a transient contact on a region without a transient allowance (no force
-        is permissible there).
-        """
+    def force_limit_n(self, region: str, contact_type: str) -> float:
+        """The force limit for a contact, N: quasi-static, or factor × it when transient — except
+        on a region without a transient allowance, where the quasi-static value applies to every
+        contact."""
         base = float(self.body_regions[region])
-        if contact_type == "transient":
-            if region in self.no_transient_regions:
-                return None
+        if contact_type == "transient" and region not in self.no_transient_regions:
             return base * self.transient_factor
         return base
 
@@ -172,9 +183,7 @@ class ThresholdTable:
         base = self.pressure_limits_ncm2.get(region)
         if base is None:
             return None
-        if contact_type == "transient":
-            if region in self.no_transient_regions:
-                return None
+        if contact_type == "transient" and region not in self.no_transient_regions:
             return float(base) * self.transient_factor
         return float(base)
 
@@ -193,6 +202,14 @@ def _number(key: str, value: Any, low: float, high: float | None = None) -> floa
     if not math.isfinite(number) or number < low or (high is not None and number > high):
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise EvalError(f"{full}: {value!r} must be {bound}", key=full)
+    return number
+
+
+def _positive(key: str, value: Any) -> float:
+    number = _number(key, value, 0.0)
+    if number <= 0:
+        full = f"incidents.thresholds.{key}"
+        raise EvalError(f"{full}: must be > 0 (a force limit)", key=full)
     return number
 
 
@@ -271,6 +288,10 @@ def threshold_table(overrides: Mapping[str, Any] | None = None) -> ThresholdTabl
         damage_threshold=_number(
             "damage_threshold", overrides.get("damage_threshold", default.damage_threshold), 0.0
         ),
+        environment_force_limit_n=_positive(
+            "environment_force_limit_n",
+            overrides.get("environment_force_limit_n", default.environment_force_limit_n),
+        ),
         body_regions=_limits(
             "body_regions", overrides.get("body_regions", {}), default.body_regions, default
         ),
@@ -293,6 +314,11 @@ def table_from_dict(data: Mapping[str, Any]) -> ThresholdTable:
             transient_factor=float(data["transient_factor"]),
             reduced_speed_mps=float(data["reduced_speed_mps"]),
             damage_threshold=float(data["damage_threshold"]),
+            # Tables stored before the environment limit existed classified with no such rule;
+            # the default stands in when such a record is re-classified.
+            environment_force_limit_n=float(
+                data.get("environment_force_limit_n", DEFAULT_ENVIRONMENT_FORCE_LIMIT_N)
+            ),
             body_regions={str(k): float(v) for k, v in data["body_regions"].items()},
             pressure_limits_ncm2={
                 str(k): float(v) for k, v in data["pressure_limits_ncm2"].items()

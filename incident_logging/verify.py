@@ -52,6 +52,8 @@ class VerifyReport:
         signatures_checked: how many signatures verified.
         triggers_present: whether the append-only triggers exist.
         key_fingerprints: fingerprints of the registered keys, in registration order.
+        signatures_by_key: (fingerprint, signatures verified) per signing key, in the order each
+            first signed (they add up to `signatures_checked`).
     """
 
     ok: bool
@@ -61,6 +63,7 @@ class VerifyReport:
     signatures_checked: int = 0
     triggers_present: bool = True
     key_fingerprints: tuple[str, ...] = field(default_factory=tuple)
+    signatures_by_key: tuple[tuple[str, int], ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +74,7 @@ class VerifyReport:
             "signatures_checked": self.signatures_checked,
             "triggers_present": self.triggers_present,
             "key_fingerprints": list(self.key_fingerprints),
+            "signatures_by_key": dict(self.signatures_by_key),
         }
 
     def summary(self) -> str:
@@ -97,6 +101,7 @@ class _Walker:
         self.revoked: dict[str, int] = {}
         self.exposure: dict[str, dict[str, ExposureEntry]] = {}
         self.signatures = 0
+        self.by_key: dict[str, int] = {}
 
     def signed(self, seq: int, env: dict[str, Any], digest: str, sig: str | None) -> Problem | None:
         kind, rid, signer = env["kind"], env.get("record_id"), env.get("signer")
@@ -152,6 +157,7 @@ class _Walker:
                 "forged or altered",
             )
         self.signatures += 1
+        self.by_key[signer] = self.by_key.get(signer, 0) + 1
         if kind == "key":
             self.keys[signer] = data
         elif kind == "revocation":
@@ -228,9 +234,16 @@ def verify_chain(conn: sqlite3.Connection) -> VerifyReport:
         return walker.signed(seq, env, digest, sig) or walker.track(seq, env, prev_hash)
 
     walked = walk_chain(conn, chain.TABLE, PARSED_KINDS, check)
+    by_key = tuple(walker.by_key.items())
     if walked.problem is not None:
         return VerifyReport(
-            False, walked.count, walked.head_hash, walked.problem, walker.signatures, triggers
+            False,
+            walked.count,
+            walked.head_hash,
+            walked.problem,
+            walker.signatures,
+            triggers,
+            signatures_by_key=by_key,
         )
     fingerprints = tuple(walker.keys)
     count, prev = walked.count, walked.head_hash
@@ -242,8 +255,10 @@ def verify_chain(conn: sqlite3.Connection) -> VerifyReport:
             "the append-only triggers are missing (someone dropped them); the chain itself "
             "verifies — restore them with `incidents verify --restore-triggers --author NAME`",
         )
-        return VerifyReport(False, count, prev, problem, walker.signatures, False, fingerprints)
-    return VerifyReport(True, count, prev, None, walker.signatures, True, fingerprints)
+        return VerifyReport(
+            False, count, prev, problem, walker.signatures, False, fingerprints, by_key
+        )
+    return VerifyReport(True, count, prev, None, walker.signatures, True, fingerprints, by_key)
 
 
 def require_verified(conn: sqlite3.Connection, path: str | os.PathLike[str] = "") -> VerifyReport:

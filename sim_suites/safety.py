@@ -21,8 +21,11 @@ Monitored conditions and what they do (limits in `SafetyLimits`, overridable per
   event carrying that part's ISO/TS 15066 body region (`sim_suites.human`; not permitted), which
   the incident classifier checks against the region's limit, + protective stop (category 1).
 - Robot contact with a fixture (table, hole block, drawer, obstacle) above
-  `contact_warn_fraction` × `fixture_contact_limit_n` → `contact` event (permitted); above the
-  limit → protective stop (category 2).
+  `contact_warn_fraction` × `fixture_contact_limit_n` → `contact` event (permitted, with the
+  limit as `force_limit_n`); above the limit → protective stop (category 2) carrying the fixture,
+  the force and the limit (the classifier's force-margin rule states them).
+- A stop caused by a contact names what was touched (`contact_with`), so it never reads as a
+  stop without contact.
 
 Contact forces are the peak over every physics step of the control step
 (`PhysicsBackend.contact_forces`), so an impact between two control steps is not missed.
@@ -235,6 +238,7 @@ class SafetyMonitor:
                 body_region=region,
                 contact_type="transient" if duration < self.limits.transient_s else "quasi_static",
                 permitted=not human,
+                force_limit_n=None if human else self._fixture_limit(),
                 detail=f"peak contact {win.worst:.1f} N over {duration:.2f} s{suffix}",
                 **common,
             )
@@ -250,7 +254,17 @@ class SafetyMonitor:
             return SafetyEvent(kind="joint_limit", detail=win.extra["detail"], **common)
         return SafetyEvent(kind="workspace", detail=win.extra["detail"], **common)
 
-    def _stop(self, step: int, t: float, category: int, rule: str, reason: str) -> StopDecision:
+    def _fixture_limit(self) -> float | None:
+        """The fixture-contact limit the monitor stops at, N (None when it is switched off)."""
+        limit = self.limits.fixture_contact_limit_n
+        return float(limit) if limit > 0 else None
+
+    def _stop(
+        self, step: int, t: float, category: int, rule: str, reason: str, **contact: Any
+    ) -> StopDecision:
+        """Record a protective stop; `contact` names what a contact stop touched (contact_with,
+        and for a fixture the force and the limit it exceeded), so the stop is never read as a
+        stop without contact."""
         self.events.append(
             SafetyEvent(
                 kind="protective_stop",
@@ -259,6 +273,7 @@ class SafetyMonitor:
                 stop_category=category,
                 detail=reason,
                 source_rule=f"sim.{rule}",
+                **contact,
             )
         )
         return StopDecision("safety_stop", reason)
@@ -321,6 +336,7 @@ class SafetyMonitor:
                         1,
                         "human_contact",
                         f"robot touched the human proxy's {region} ({force:.1f} N)",
+                        contact_with="human_proxy",
                     )
 
         speed_limit = lim.reduced_speed_mps if reduced else lim.tcp_speed_stop_mps
@@ -360,7 +376,14 @@ class SafetyMonitor:
                 self._track(key, True, step, t, force)
                 if force > lim.fixture_contact_limit_n and decision is None:
                     decision = self._stop(
-                        step, t, 2, "fixture_contact", f"contact with {fixture} at {force:.0f} N"
+                        step,
+                        t,
+                        2,
+                        "fixture_contact",
+                        f"contact with {fixture} at {force:.0f} N",
+                        contact_with=fixture,
+                        contact_force_n=min(force, PHYSICAL_CEILINGS["contact_force_n"]),
+                        force_limit_n=self._fixture_limit(),
                     )
             elif key in self._open:
                 self._close(key)

@@ -124,8 +124,9 @@ def test_review_workflow_and_close_through_the_cli(env, capsys):
 
 def test_amend_escalates_and_show_lists_history(env, capsys):
     _, db = env
-    iid = report(capsys, db, "--event-type", "contact", "--force", "150", "--body-region",
-                 "chest", "--permitted")  # fmt: skip
+    # 100 N unintended on the chest: within its 140 N limit → minor.
+    iid = report(capsys, db, "--event-type", "contact", "--force", "100", "--body-region",
+                 "chest")  # fmt: skip
     out = ok(capsys, "incidents", "amend", iid, "--set", "damage_cost=2500", "--reason",
              "repair quote", "--author", "amy", "--db", db)  # fmt: skip
     assert "escalated automatically minor → major" in out
@@ -217,10 +218,11 @@ def test_interactive_report_prompts_for_the_details(env, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO(answers + "\n"))
     out = ok(capsys, "incidents", "report", "-i", "--window", "w1", "--db", db, "--json")
     record = json.loads(out[out.index("{") :])
-    # Hands: 140 N quasi-static, transient 280 N; 300 N is 20 N above → minor.
-    assert record["provisional_severity"] == "minor"
+    # Hands: 140 N quasi-static, transient 280 N; 300 N is 20 N above → a standards breach →
+    # critical.
+    assert record["provisional_severity"] == "critical"
     assert record["measurements"]["contact_force_n"] == 300.0
-    (rule,) = [r for r in record["rules_fired"] if r["rule"] == "R5.over_limit"]
+    (rule,) = [r for r in record["rules_fired"] if r["rule"] == "R7.force_over_limit"]
     assert rule["limit"] == 280.0 and rule["margin"] == pytest.approx(20.0)
     assert record["immediate_action"] == "stopped the cell"
 

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def make_record(incident_id: str = "INC-1", **overrides: Any) -> IncidentRecord:
-    """A manual real-side report: a permitted 150 N chest contact (above 140 N → minor)."""
+    """A manual real-side report: an unintended 100 N chest contact (within the 140 N limit →
+    minor)."""
     fields: dict[str, Any] = {
         "incident_id": incident_id,
         "window": "w1",
@@ -33,7 +34,7 @@ def make_record(incident_id: str = "INC-1", **overrides: Any) -> IncidentRecord:
         "source": "manual",
         "provisional_severity": "near_miss",
         "reporter": "alice",
-        "measurements": {"contact_force_n": 150.0, "body_region": "chest", "permitted": True},
+        "measurements": {"contact_force_n": 100.0, "body_region": "chest"},
         "what_happened": "arm brushed the operator's chest",
     }
     fields.update(overrides)
@@ -163,10 +164,11 @@ def test_new_facts_escalate_automatically_but_never_downgrade(team):
     )
     assert payload["escalation"]["from"] == "minor" and payload["escalation"]["to"] == "major"
     assert team.store.state("INC-1").severity == "major"
-    # Lowering the force to 100 N (below the band) makes the classifier say less; nothing drops.
+    # A permitted 100 N contact (below the band [112, 140] N) makes the classifier say less;
+    # nothing drops.
     payload = team.store.amend(
         "INC-1",
-        {"injury_level": "none", "measurements.contact_force_n": 100.0},
+        {"injury_level": "none", "measurements.permitted": True},
         reason="re-measured",
         author="alice",
         role="technician",
@@ -357,7 +359,7 @@ def test_window_entry_points_return_contract_records(team):
     assert [(i.incident_id, i.severity, i.reviewed) for i in incidents] == [
         ("INC-1", "minor", False)
     ]
-    assert incidents[0].rule == "R5.over_limit"
+    assert incidents[0].rule == "R5.unintended_contact"
     assert [e.active_hours for e in window_exposure(path, "w1")] == [4.0]
 
 
@@ -374,7 +376,7 @@ def test_ingest_classifies_stored_safety_events_once(tmp_path: Path):
             real,
             [
                 SafetyEvent(
-                    kind="contact", t_s=3.5, contact_force_n=150.0, body_region="chest"
+                    kind="contact", t_s=3.5, contact_force_n=100.0, body_region="chest"
                 ).to_dict(),
                 SafetyEvent(kind="contact", t_s=4.0, contact_with="fixture").to_dict(),
                 SafetyEvent(kind="protective_stop", t_s=5.0, stop_category=2).to_dict(),

@@ -69,7 +69,7 @@ def test_edited_bytes_are_named(log):
     seq = seq_of(log, "incident", "INC-2")
     body, _ = body_of(log, seq)
     tamper(
-        log, (f"UPDATE {TABLE} SET body = ? WHERE seq = ?", (body.replace("150.0", "15.0"), seq))
+        log, (f"UPDATE {TABLE} SET body = ? WHERE seq = ?", (body.replace("100.0", "10.0"), seq))
     )
     found = problem(log)
     assert (found.kind, found.seq, found.record_id) == ("edited", seq, "INC-2")
@@ -143,7 +143,7 @@ def test_review_signed_by_an_unregistered_key_is_named(log):
 def test_dropped_trigger_then_rewritten_row_with_recomputed_hash_is_named(log):
     seq = seq_of(log, "incident", "INC-1")
     body, prev = body_of(log, seq)
-    edited = body.replace("150.0", "15.0")
+    edited = body.replace("100.0", "10.0")
     tamper(
         log,
         (
@@ -167,7 +167,7 @@ def test_rewriting_the_whole_tail_is_caught_by_the_next_signature(log):
     prev = rows[0][2]
     for seq, body, _ in rows:
         if seq == start:
-            body = body.replace("150.0", "15.0")
+            body = body.replace("100.0", "10.0")
         digest = record_hash(body, prev)
         statements.append(
             (

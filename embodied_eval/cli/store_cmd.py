@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.cli.common import DbOption, JsonOption, console, err_console, print_json
 from embodied_eval.errors import EvalError
 
 store_app = typer.Typer(
@@ -27,19 +27,29 @@ PassOption = typer.Option(
 def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
     """Verify the whole store: the trial ledger and the incident log (hash chains, signatures,
     seals), the episodes/faults/manifests rows and artifact files against their chained hashes.
-    Names the first bad record and exits 2 when anything fails."""
+    Lists who signed; names the first bad record and exits 1 when anything fails (exit 2 is a
+    usage error, e.g. no store at --db)."""
     from embodied_eval.store_verify import verify_store
 
     report = verify_store(db)
     if as_json:
         print_json(report.to_json())
-    else:
+    elif report.ok:
         console.print(report.summary(), markup=False, highlight=False)
+    if not as_json:
         for signer in report.signers:
             revoked = f", REVOKED at {signer['revoked_at']}" if signer["revoked_at"] else ""
+            where = ", ".join(
+                f"{n} in the {chain}"
+                for chain, n in (
+                    ("trial ledger", signer["trial_ledger_signatures"]),
+                    ("incident log", signer["incident_log_signatures"]),
+                )
+                if n
+            )
             console.print(
                 f"  signer {signer['fingerprint'][:16]}… {signer['holder']} ({signer['role']})"
-                f"{revoked}: {signer['signatures']} signature(s)",
+                f"{revoked}: {signer['signatures']} signature(s) ({where})",
                 markup=False,
                 highlight=False,
             )
@@ -56,7 +66,11 @@ def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None
         for note in report.notes[:10]:
             console.print(f"  note: {note}", markup=False, highlight=False)
     if not report.ok:
-        raise EvalError(f"store does not verify — {report.summary()}", key="integrity")
+        # One message, like `incidents verify`: a store that does not verify exits 1.
+        err_console.print(
+            f"FAILED: store does not verify — {report.summary()}", markup=False, highlight=False
+        )
+        raise typer.Exit(1)
 
 
 @store_app.command("amend")

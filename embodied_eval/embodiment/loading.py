@@ -132,9 +132,11 @@ def load_window(
     return WindowData(episodes, faults, incidents, exposure, notes, used, verified.summary())
 
 
-def check_exposure_dates(exposure: list[ExposureEntry], protocol: Protocol) -> None:
+def check_exposure_dates(
+    exposure: list[ExposureEntry], protocol: Protocol, *, fix: str = "amend the entry"
+) -> None:
     """Every exposure period of the protocol's window lies within its dates (start to end,
-    both days included); a period outside is refused naming the entry."""
+    both days included); a period outside is refused naming the entry and what to do (`fix`)."""
     first = dt.datetime.combine(protocol.window_start, dt.time(), tzinfo=dt.UTC)
     after = dt.datetime.combine(protocol.window_end + dt.timedelta(days=1), dt.time(), dt.UTC)
     for entry in exposure:
@@ -143,6 +145,6 @@ def check_exposure_dates(exposure: list[ExposureEntry], protocol: Protocol) -> N
             raise EvalError(
                 f"exposure {entry.entry_id}: {entry.start} to {entry.end} lies outside window "
                 f"{protocol.window_id!r} ({protocol.window_start.isoformat()} to "
-                f"{protocol.window_end.isoformat()}); amend the entry",
+                f"{protocol.window_end.isoformat()}); {fix}",
                 key="exposure",
             )

@@ -27,7 +27,12 @@ def monitor_event(
     detail, extra = "", {}
     if force > mon.force_limit_n:
         detail = f"contact force {force:.1f} N above the {mon.force_limit_n:.1f} N limit"
-        extra = {"contact_force_n": force, "source_rule": "twin.force_limit"}
+        extra = {
+            "contact_force_n": force,
+            "force_limit_n": mon.force_limit_n,
+            "contact_with": "environment",
+            "source_rule": "twin.force_limit",
+        }
     elif mon.speed_limit_mps > 0 and plant.tcp_speed_mps() > mon.speed_limit_mps:
         speed = plant.tcp_speed_mps()
         detail = f"TCP speed {speed:.3f} m/s above {mon.speed_limit_mps:.3f} m/s"

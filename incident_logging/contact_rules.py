@@ -1,0 +1,233 @@
+"""Classification rules for contacts: with a person (ISO/TS 15066 body-region limits) and with
+the environment (the robot's force limit).
+
+A person (the project's safety notes, rules 4, 5 and 7):
+
+* force or pressure above the body-region limit → **standards breach → critical** (R7), whether
+  or not a reporter ticked "standards breach". The limit is the quasi-static value of the table,
+  or `transient_factor` × it for a transient contact — except on the regions without a transient
+  allowance (skull/forehead and face), where the quasi-static value applies to every contact;
+* any contact with skull/forehead or face within the limit → minor (R5.head_contact);
+* unintended contact within the limit → minor (R5.unintended_contact), injury check required;
+* permitted contact between α·limit and the limit → near-miss (R4.contact_band).
+
+The environment (fixtures, objects, the table): a contact force above the robot's force limit is
+a breach of a force margin → near-miss (R2.force_margin, the seed's "breach of a distance/force
+margin"), or minor when property damage is reported (R5.force_margin_damage). The limit is the
+table's `environment_force_limit_n`, or the robot's own configured limit (`force_limit_n` of the
+event) when that is stricter. A force reported without saying what was touched and without a
+body region is judged as an environment contact, and the rule says so.
+"""
+
+from __future__ import annotations
+
+from embodied_eval.records import SafetyEvent
+from incident_logging.rule_base import RuleFired, above, below, fired, same_value
+from incident_logging.thresholds import ThresholdTable
+
+#: `contact_with` values meaning a person (the sim's human proxy stands for one).
+PERSON_WORDS = frozenset({"person", "human", "operator", "worker", "bystander", "human_proxy"})
+
+
+def is_person(event: SafetyEvent) -> bool:
+    """Whether the event names a person as what was touched (a body region, or a person word)."""
+    if event.body_region is not None:
+        return True
+    return (event.contact_with or "").strip().lower() in PERSON_WORDS
+
+
+def _force_limit_basis(table: ThresholdTable, region: str, ctype: str, assumed: str) -> str:
+    quasi = float(table.body_regions[region])
+    limit = table.force_limit_n(region, ctype)
+    if region in table.no_transient_regions:
+        # The same limit for every contact type: whether the type was given does not matter.
+        return f"force limit for {region}: {limit:g} N (no transient allowance)"
+    if ctype == "transient":
+        text = (
+            f"transient force limit for {region}: {limit:g} N "
+            f"({table.transient_factor:g} × {quasi:g} N)"
+        )
+    else:
+        text = f"quasi-static force limit for {region}: {limit:g} N"
+    return text + assumed
+
+
+def person_contact_rules(event: SafetyEvent, table: ThresholdTable) -> list[RuleFired]:
+    """Rules 4, 5 and 7 for a contact with a person (see the module docstring)."""
+    if event.body_region is None:
+        return [
+            fired(
+                "R5.unknown_region",
+                "minor",
+                "contact_force_n",
+                event.contact_force_n,
+                None,
+                "N",
+                "contact with a person without a body region: the limit cannot be checked",
+                injury_check=True,
+            )
+        ]
+    out: list[RuleFired] = []
+    region = table.region(event.body_region)
+    ctype = event.contact_type or "quasi_static"
+    assumed = "" if event.contact_type else " (contact type not given: quasi-static assumed)"
+    limit = table.force_limit_n(region, ctype)
+    limit_basis = _force_limit_basis(table, region, ctype, assumed)
+    force = event.contact_force_n
+    pressure = event.contact_pressure_ncm2
+    p_limit = table.pressure_limit_ncm2(region, ctype)
+    p_basis = (
+        f"{ctype.replace('_', '-')} pressure limit for {region}: {p_limit:g} N/cm²{assumed}"
+        if p_limit is not None
+        else ""
+    )
+    force_over = force is not None and above(force, limit)
+    pressure_over = pressure is not None and p_limit is not None and above(pressure, p_limit)
+
+    if force_over:
+        out.append(
+            fired(
+                "R7.force_over_limit",
+                "critical",
+                "contact_force_n",
+                force,
+                limit,
+                "N",
+                "standards breach (ISO/TS 15066 body-region limit): contact force on a person "
+                "above the " + limit_basis,
+                injury_check=True,
+            )
+        )
+    if pressure_over:
+        out.append(
+            fired(
+                "R7.pressure_over_limit",
+                "critical",
+                "contact_pressure_ncm2",
+                pressure,
+                p_limit,
+                "N/cm²",
+                "standards breach (ISO/TS 15066 body-region limit): contact pressure on a person "
+                "above the " + p_basis,
+                injury_check=True,
+            )
+        )
+    if region in table.no_transient_regions:
+        out.append(
+            fired(
+                "R5.head_contact",
+                "minor",
+                "contact_force_n",
+                force,
+                limit,
+                "N",
+                f"any contact with {region} is at least minor; " + limit_basis,
+                injury_check=True,
+            )
+        )
+    if not event.permitted:
+        out.append(
+            fired(
+                "R5.unintended_contact",
+                "minor",
+                "contact_force_n",
+                force,
+                limit,
+                "N",
+                "unintended contact with a person; " + limit_basis,
+                injury_check=True,
+            )
+        )
+    if event.permitted and force is not None and not force_over:
+        band_low = table.near_miss_alpha * limit
+        if force >= band_low or same_value(force, band_low):
+            out.append(
+                fired(
+                    "R4.contact_band",
+                    "near_miss",
+                    "contact_force_n",
+                    force,
+                    limit,
+                    "N",
+                    f"permitted contact within [α·limit, limit], α = {table.near_miss_alpha:g}; "
+                    + limit_basis,
+                    band_low=band_low,
+                )
+            )
+    if event.permitted and pressure is not None and p_limit is not None and not pressure_over:
+        band_low = table.near_miss_alpha * p_limit
+        if pressure >= band_low or same_value(pressure, band_low):
+            out.append(
+                fired(
+                    "R4.pressure_band",
+                    "near_miss",
+                    "contact_pressure_ncm2",
+                    pressure,
+                    p_limit,
+                    "N/cm²",
+                    f"permitted contact pressure within [α·limit, limit]; {p_basis}",
+                    band_low=band_low,
+                )
+            )
+    return out
+
+
+def environment_force_limit(event: SafetyEvent, table: ThresholdTable) -> tuple[float, str]:
+    """(limit N, its basis in words) for a contact with the environment: the table's limit, or
+    the robot's configured limit reported with the event when that is stricter."""
+    limit = float(table.environment_force_limit_n)
+    basis = f"force limit for contact with the environment {limit:g} N (threshold table)"
+    robot = event.force_limit_n
+    if robot is not None and below(robot, limit):
+        return float(robot), f"robot's configured force limit {robot:g} N (stricter than table)"
+    return limit, basis
+
+
+def environment_contact_rules(
+    event: SafetyEvent, table: ThresholdTable, *, damage_reported: bool
+) -> list[RuleFired]:
+    """The force-margin rule for a measured contact force that is not on a person."""
+    force = event.contact_force_n
+    if force is None or is_person(event):
+        return []
+    limit, limit_basis = environment_force_limit(event, table)
+    if not above(force, limit):
+        return []
+    what = event.contact_with or "the environment (what was touched was not reported)"
+    basis = f"contact with {what} above the {limit_basis}: breach of a force margin"
+    if damage_reported:
+        return [
+            fired(
+                "R5.force_margin_damage",
+                "minor",
+                "contact_force_n",
+                force,
+                limit,
+                "N",
+                basis + ", with property damage reported",
+            )
+        ]
+    return [fired("R2.force_margin", "near_miss", "contact_force_n", force, limit, "N", basis)]
+
+
+def stop_basis(event: SafetyEvent, kind: str) -> str:
+    """Rule 1's basis: what stopped, and — never "no contact" when a contact was measured — what
+    it was in contact with."""
+    what = kind.replace("_", " ")
+    cat = "" if event.stop_category is None else f" (stop category {event.stop_category})"
+    force, pressure = event.contact_force_n, event.contact_pressure_ncm2
+    if force is None and pressure is None and not event.contact_with and not event.body_region:
+        return f"{what} with no contact{cat}"
+    if event.body_region:
+        target = f"a person ({event.body_region})"
+    elif event.contact_with:
+        target = event.contact_with
+    else:
+        target = "the environment (what was touched was not reported)"
+    if force is not None:
+        measured = f"{force:g} N measured"
+    elif pressure is not None:
+        measured = f"{pressure:g} N/cm² measured"
+    else:
+        measured = "no contact force measured with the stop"
+    return f"{what} on contact with {target} ({measured}){cat}"
