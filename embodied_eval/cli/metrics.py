@@ -25,11 +25,14 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     AR                  estimate: first scored real attempts, cluster bootstrap over task instances
     AR_ppi              estimate: prediction-powered AR (every sim episode of the paired engine +
                         the pairs' real − λ·sim residuals; PPI++ λ; cluster jackknife over task
-                        instances, or iid CLT with few instances: see "method") + "effective_n"
-                        (real trials the classical estimate would need for the same variance),
-                        "lambda", "pairs", "sim_unpaired", "clusters", "in_use" (true when the
-                        protocol's [embodiment] ar_estimator = "ppi" puts it into E and the AR
-                        gate bound); null never (value null with a note below 2 pairs)
+                        instances) + "effective_n" (real trials the classical estimate would need
+                        for the same variance), "lambda", "pairs" (labelled pairs used),
+                        "sim_unpaired", "clusters", "valid", "below_floor" (the validity floors
+                        not met: then the estimate is the classical AR, said in "method" and
+                        "note"), "floor" {pairs, task_instances, events_from_edge, variance},
+                        "in_use" (true when the protocol's [embodiment] ar_estimator = "ppi" and
+                        the fit is valid: it is then in E and the AR gate bound); null never
+                        (value null with a note below 2 pairs)
     AR_sim              estimate: paired sim episodes (or sim reweighted to the real contexts)
     AR_with_retries     estimate: pairs succeeding at any scored attempt (Wilson); never in E
     S2R                 estimate + "mode" ("paired" | "reweighted" | "none"), "gap" (estimate of
@@ -165,7 +168,11 @@ def render(report: EmbodimentReport) -> None:
     _row(t, "AR", report.ar)
     if report.ar_ppi is not None:
         r = report.ar_ppi.result
-        eff = "" if r is None else f" (n_eff ≈ {r.effective_n:.0f} real trials, λ = {r.lam:.2f})"
+        eff = (
+            ""
+            if r is None
+            else f" ({r.n_pairs} pairs, n_eff ≈ {r.effective_n:.0f} real trials, λ = {r.lam:.2f})"
+        )
         _row(t, "AR_ppi", report.ar_ppi.estimate, 3, eff)
     _row(t, "AR_sim", report.ar_sim)
     _row(t, "AR with retries", report.ar_with_retries)

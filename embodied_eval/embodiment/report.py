@@ -339,13 +339,19 @@ def compute_embodiment(
     ar = actuation_reliability(sets, g_ar, r, level)
     ar_bound = actuation_reliability_bound(sets, level)
     use_ppi = protocol.ar_estimator == PPI
-    ar_ppi = prediction_powered_ar(sets, level, use_ppi)
+    ar_ppi = prediction_powered_ar(sets, level, use_ppi, classical=ar)
     ar_in_e, ppi_parts = ar, None
     if use_ppi:
         if ar_ppi.result is None:
             notes.append(
                 "protocol ar_estimator = 'ppi' but AR_ppi is undefined (fewer than 2 pairs): "
                 "E and the AR gate use the classical AR"
+            )
+        elif not ar_ppi.valid:
+            notes.append(
+                "protocol ar_estimator = 'ppi' but AR_ppi is below its validity floor ("
+                + "; ".join(ar_ppi.below_floor)
+                + "): E and the AR gate use the classical AR"
             )
         else:
             notes.append(
