@@ -146,9 +146,9 @@ def _paired_agreement_draws(
     w: NDArray, cp: Mapping[str, NDArray], rng: np.random.Generator
 ) -> tuple[NDArray, NDArray]:
     """S2R = 1 − |D| per resample from exact draws of the discordant shares (lower, upper side)."""
-    r = w.shape[0]
-    b_low, b_high = success_rate_draws(w, cp["pair_b"], cp["pair_n"], rng.random(r))
-    c_low, c_high = success_rate_draws(w, cp["pair_c"], cp["pair_n"], rng.random(r))
+    u_b, u_c = rng.random((2, w.shape[0]))
+    b_low, b_high = success_rate_draws(w, cp["pair_b"], cp["pair_n"], u_b)
+    c_low, c_high = success_rate_draws(w, cp["pair_c"], cp["pair_n"], u_c)
     largest = np.maximum(b_high - c_low, c_high - b_low)
     smallest = np.maximum(0.0, np.maximum(b_low - c_high, c_low - b_high))
     return 1.0 - largest, 1.0 - smallest

@@ -119,8 +119,9 @@ def prediction_powered_ar(
     if y.size < 2:
         est = Estimate(None, None, None, level, "prediction-powered mean", int(y.size), "two",
                        "fewer than 2 sim/real pairs: AR_ppi undefined")  # fmt: skip
-        reasons = ("fewer than 2 sim/real pairs",)
-        return PredictionPoweredAR(est, None, False, parts, reasons, in_use)
+        return PredictionPoweredAR(
+            est, None, False, parts, ("fewer than 2 sim/real pairs",), in_use
+        )
     pair_cluster = a.pair_task
     used = set(pair_cluster.tolist()) | set(sim_cluster.tolist())
     if len(used) >= MIN_FIT_CLUSTERS:
