@@ -52,10 +52,20 @@ def pair(k: int, task: str, real_ok: bool, sim_ok: bool, seconds: float = 60.0) 
         window=WINDOW, duration_s=seconds,
     )  # fmt: skip
     return [
-        make_episode(episode_id=f"p{k:03d}-sim-a1", side="sim", engine="mujoco",
-                     quality=0.9 if sim_ok else 0.5, **common),  # fmt: skip
-        make_episode(episode_id=f"p{k:03d}-real-a1", side="real", engine="ros2",
-                     quality=0.9 if real_ok else 0.5, **common),  # fmt: skip
+        make_episode(
+            episode_id=f"p{k:03d}-sim-a1",
+            side="sim",
+            engine="mujoco",
+            quality=0.9 if sim_ok else 0.5,
+            **common,
+        ),
+        make_episode(
+            episode_id=f"p{k:03d}-real-a1",
+            side="real",
+            engine="ros2",
+            quality=0.9 if real_ok else 0.5,
+            **common,
+        ),
     ]
 
 
@@ -297,9 +307,10 @@ def test_one_more_failure_never_raises_e_bound(layout, seed):
     if add:
         # A new pair in an existing instance changes the pair count of the gap's draws; the
         # flip keeps it: only flips are monotone for E by construction.
-        more_sizes, more_successes = sizes, [
-            s - 1 if i == where and s > 0 else s for i, s in enumerate(successes)
-        ]
+        more_sizes, more_successes = (
+            sizes,
+            [s - 1 if i == where and s > 0 else s for i, s in enumerate(successes)],
+        )
         if more_successes == successes:
             return
 

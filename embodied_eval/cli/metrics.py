@@ -23,6 +23,8 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     episodes            counts: real_counted, real_all, real_unscored, real_retries,
                         sim_counted, pairs, real_unpaired, window_real, window_sim
     AR                  estimate: first scored real attempts, cluster bootstrap over task instances
+                        with exact binomial draws per resample, never narrower than
+                        Clopper-Pearson (never a point on finite data)
     AR_ppi              estimate: prediction-powered AR (every sim episode of the paired engine +
                         the pairs' real − λ·sim residuals; PPI++ λ; cluster jackknife over task
                         instances) + "effective_n" (real trials the classical estimate would need
@@ -57,7 +59,9 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
                         "cost_per_hour", "cost_items_per_hour" {energy, wear, consumables,
                         operator}, "cost_share", "currency", "successes", "episodes", "hours"
     MTBF_h, MTTR_h, MTBSI_h   estimates in hours
-    E_raw, E            estimates: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê) (joint bootstrap)
+    E_raw, E            estimates: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê) (joint bootstrap over
+                        task instances with exact draws per resample: Clopper-Pearson beta for
+                        AR and the discordant pairs, Garwood gamma for each severity's rate)
     gate_bounds         the one-sided bounds gates use: {"AR", "E", "RA", "S2R", "MTBSI_h",
                         "rates_per_100h": {severity: estimate}}
     gates               {"AAI-2", "AAI-3", "AAI-4": {"name", "verdict", "checks": [{"id" (stable,

@@ -7,7 +7,9 @@
 Bounds: reported intervals are two-sided at the protocol's confidence; gates decide on one-sided
 bounds at the same confidence, listed under `gate_bounds`: AR exact Clopper–Pearson, RA exact
 Clopper–Pearson, S2R by TOST on Newcombe's paired interval, rates by Garwood, MTBSI by chi-square,
-E by the joint bootstrap.
+E by the joint bootstrap (exact draws per resample, so SS's and S2R's uncertainty enter it).
+AR_ppi replaces AR in E and the AR gate only above the PPI validity floor (`prediction`).
+No reported interval is a point on finite data, except E = SS = 0 under a critical incident.
 """
 
 from __future__ import annotations
