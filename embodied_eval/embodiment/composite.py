@@ -225,6 +225,7 @@ def embodiment_estimates(
     if transfer.mode == PAIRED:
         s2r_low, s2r_high = _paired_agreement_draws(w, cp, g_gap)
     else:
+        method = method.replace("AR and the discordant pairs", "AR, S2R against the reweighted sim")
         rw = resampled_ratio(w, cp["rw"], cp["real_n"])
         s2r_low, s2r_high = _reweighted_agreement_draws(rw, ar_low, ar_high)
     ss_low, ss_high = _ss_draws(safety, weights, g_ss, resamples)
