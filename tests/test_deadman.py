@@ -59,11 +59,11 @@ def test_the_twins_deadman_holds_within_200_ms_of_the_last_heartbeat_in_20_of_20
             link.stop_heartbeat()
             held: list[dict] = []
 
-            def hold_reported(held=held) -> bool:
+            def hold_reported(held=held, after_ns=last_hold_ns) -> bool:
                 nonlocal index
                 states, index = robot_states(link, index)
                 held.extend(
-                    s for s in states if s.get("mode") == "hold" and int(s["held_at_ns"]) > last_hold_ns
+                    s for s in states if s.get("mode") == "hold" and int(s["held_at_ns"]) > after_ns
                 )
                 return bool(held)
 
