@@ -32,14 +32,10 @@ from real_bridge.discovery import configure_process, domain_id_for_test, ros_env
 from real_bridge.recording import read_partial
 from real_bridge.twin.process import TwinProcess
 
-# Real-time tests against a separate twin process over DDS: on a loaded machine the OS can delay
-# a process past a deadline. A defect fails every run; scheduling noise does not, so each test
-# gets two more tries before it counts as failed.
 pytestmark = [
     pytest.mark.ros,
     pytest.mark.slow,
     pytest.mark.timeout(240),
-    pytest.mark.flaky(reruns=2, reruns_delay=2),
 ]
 
 #: One task instance, one real pair: the smallest protocol the runner accepts (m_min = 1).
