@@ -83,6 +83,8 @@ def _twin_settings(**opts: Any) -> Any:
             actuator_delay_s=opts["actuator_delay_s"],
             actuator_bandwidth_hz=opts["actuator_bandwidth_hz"],
             sensor_noise_std=opts["sensor_noise_std"],
+            contact_timeconst_s=opts["contact_timeconst_s"],
+            actuator_gain_scale=opts["actuator_gain_scale"],
         )
     monitors = Monitors(
         force_limit_n=opts["force_limit_n"],
@@ -125,6 +127,15 @@ def twin_run(
     ),
     payload_kg: float = typer.Option(0.05, "--payload-kg", help="Unmodelled payload, kg."),
     actuator_delay_s: float = typer.Option(0.02, "--actuator-delay-s", help="Actuator delay, s."),
+    actuator_gain_scale: float = typer.Option(
+        0.9, "--actuator-gain-scale", help="Servo stiffness × this."
+    ),
+    contact_timeconst_s: float = typer.Option(
+        0.04,
+        "--contact-timeconst-s",
+        help="Object contact softness as a solref time constant, s (larger: softer; 0: the "
+        "engine's own).",
+    ),
     sensor_noise_std: float = typer.Option(
         0.0005, "--sensor-noise-std", help="Joint-position noise, rad."
     ),
