@@ -19,6 +19,12 @@ SIM_ENGINES: dict[str, str] = {
     "pybullet": "sim_suites.episode:run_episode",
 }
 
+#: Task catalogs of sim engines, by the engine's import target: `catalog() -> {family: [task_id,
+#: ...]}`; `protocol check` and `run` refuse instances an engine's catalog does not hold.
+TASK_CATALOGS: dict[str, str] = {
+    "sim_suites.episode:run_episode": "sim_suites.tasks.catalog:task_catalog",
+}
+
 #: Builds a policy from its name and a task id: `load(name, task_id) -> Policy` (import paths with
 #: `?key=value` options, policy server URLs); used by `embodied-eval policy serve`.
 POLICY_LOADER = "sim_suites.policies:load_policy"

@@ -106,7 +106,7 @@ def test_a_run_where_every_episode_fails_exits_non_zero_with_the_first_error(
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert "every one of the 5 episode(s) run failed; first error:" in err
+    assert "5 of the 5 episode(s) settled by this run ended `error`; first error:" in err
     assert "the environment's info has no 'is_success'" in err
     assert "Traceback" not in err
 

@@ -22,6 +22,7 @@ from embodied_eval.remote.client import parse_policy_url
 from embodied_eval.runner.backend import backend_target
 from embodied_eval.runner.plan import Manifest, plan_manifest
 from embodied_eval.runner.work import GYM_ENGINE, GymSource
+from embodied_eval.task_catalog import check_instances
 
 #: Bounds of the run options (a larger value is a typing mistake).
 MAX_RETRIES = 1000
@@ -139,6 +140,8 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
                 key="engine",
             )
         targets = {e: SIM_ENGINES[e] for e in engines}
+        if "sim" in options.sides:
+            check_instances(protocol, engines)
         sim_policy = options.policy or protocol.sim_policy
         sim_source = ""
     backend = options.robot_backend or protocol.real_backend
