@@ -20,8 +20,9 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[embodiment]` anchors L, U for φ_E; `ar_estimator` ("classical" or "ppi")
 - `[price_card]` energy, wear, consumables, operator time
 - `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
-  parts; certify refuses assisted episodes unless the protocol declares it); `[real]` backend,
-  robot_id, policy
+  parts; certify refuses assisted episodes unless the protocol declares it),
+  out_of_range_actions ("refuse": an action outside the action space ends the episode `error`;
+  "clip": clipped and counted); `[real]` backend, robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
 - `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
@@ -345,7 +346,12 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "embodiment": {k: v for k, v in emb.items() if k != "ar_estimator"}
         | ({"ar_estimator": emb["ar_estimator"]} if emb["ar_estimator"] != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
-        "sim": sim,
+        # A non-default action-range rule only, so other protocols keep their hashes.
+        "sim": {
+            k: v
+            for k, v in sim.items()
+            if not (k == "out_of_range_actions" and v == "refuse")
+        },
         "real": real,
         "stopping": stopping.canonical(),
         "baselines": dict(baselines),
@@ -388,6 +394,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
         ar_estimator=emb["ar_estimator"],
+        out_of_range_actions=sim["out_of_range_actions"],
         maintenance=maintenance,
         expansion=expansion,
     )

@@ -14,7 +14,13 @@ import re
 from typing import Any
 
 from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES
-from embodied_eval.protocol_model import AR_ESTIMATORS, DEFAULT_M_MIN, DRIFT_KEYS, GRASP_MODES
+from embodied_eval.protocol_model import (
+    AR_ESTIMATORS,
+    DEFAULT_M_MIN,
+    DRIFT_KEYS,
+    GRASP_MODES,
+    OUT_OF_RANGE_ACTIONS,
+)
 from embodied_eval.validation import MAX_INT64, Key
 
 #: Dates a window may span (episodes recorded before 1970 or after 2200 are typing mistakes).
@@ -137,6 +143,8 @@ SIM_KEYS: dict[str, Key] = {
     "policy": Key(str, "sim_suites.policies:scripted", nonempty=True),
     # "assisted": a weld holds grasped parts (certify refuses it unless declared here)
     "grasp": Key(str, "contact", choices=GRASP_MODES),
+    # in the hash only when not the default ("refuse")
+    "out_of_range_actions": Key(str, "refuse", choices=OUT_OF_RANGE_ACTIONS),
 }
 REAL_KEYS: dict[str, Key] = {
     "backend": Key(str, "ros2", check=_backend_problem),

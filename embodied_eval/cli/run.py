@@ -67,6 +67,11 @@ def print_summary(summary: RunSummary) -> None:
             console.print(f"anytime stopping: {decision}: {reason}")
     if summary.real_stopped:
         console.print(f"real side stopped: {summary.real_stopped}")
+    if summary.actions_clipped:
+        console.print(
+            f"actions clipped to the action space: {summary.actions_clipped} step(s) "
+            '([sim] out_of_range_actions = "clip")'
+        )
     if summary.incident_log:
         console.print(f"safety events: {summary.incident_log}")
     if summary.dry_run:

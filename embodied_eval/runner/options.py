@@ -128,6 +128,15 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
                 check_gym_id(env_id)
         engines: tuple[str, ...] = (GYM_ENGINE,)
         targets: dict[str, str] = {}
+        if options.policy is None and "sim" in options.sides:
+            raise EvalError(
+                "--gym-id / --engine gymnasium: name the policy with --policy module:factory, "
+                "a factory(env, seed) -> act(observation) -> action (or ws://HOST:PORT); the "
+                f"protocol's [sim] policy {protocol.sim_policy!r} is a policy for the built-in "
+                f"sims and is not replaced silently. --policy {RANDOM_POLICY} runs uniform "
+                "random actions",
+                key="policy",
+            )
         sim_policy = options.policy or RANDOM_POLICY
         sim_source = gym.label
     else:

@@ -154,8 +154,10 @@ class RunSummary:
         settled: manifest rows this invocation settled (their last attempt ran in it).
         failed / first_error: rows this invocation settled as `error` (their retries spent), and
             the first one's reason; a run with any exits non-zero naming both.
-        spent: rows of the selected sides that ended `error` in an earlier invocation and used
-            their retries, so re-running does not run them again (see `RetriesSpent`).
+        spent: rows of the selected sides that ended `error` and used their retries, so
+            re-running does not run them again (`retries_spent`).
+        actions_clipped: policy actions clipped to the action space in the stored episodes of
+            the selected sides (only with `[sim] out_of_range_actions = "clip"`).
     """
 
     run_id: str
@@ -184,6 +186,7 @@ class RunSummary:
     failed: int = 0
     first_error: str = ""
     spent: dict[str, Any] | None = None
+    actions_clipped: int = 0
 
     def failure(self) -> str:
         """Why this invocation counts as failed ("" when it does not): episodes that ended

@@ -296,6 +296,12 @@ def run_trials(
         attempts = stored_attempts(store, manifest)
         summary.rows = progress_rows(manifest, attempts, options.max_retries, options.sides)
         summary.spent = retries_spent(manifest, attempts, options.max_retries, options.sides)
+        summary.actions_clipped = sum(
+            int(ep.control.get("actions_clipped") or 0)
+            for eps in attempts.values()
+            for ep in eps
+            if ep.side in options.sides
+        )
         ids = {ep.episode_id for eps in attempts.values() for ep in eps}
         with_events = sorted({ev["episode_id"] for ev in store.safety_events()} & ids)
         if not options.dry_run:
