@@ -62,7 +62,9 @@ from embodied_eval.protocol_keys import (
     SAMPLING_KEYS,
     SIM_KEYS,
     STOPPING_KEYS,
+    WHOLE_DR_KNOBS,
     WINDOW_KEYS,
+    whole_problem,
 )
 from embodied_eval.protocol_model import (
     AR_ESTIMATORS,
@@ -224,6 +226,14 @@ def _read_randomization(root: TableReader) -> dict[str, tuple[float, float]]:
                 f"randomization.{knob}: high {pair[1]} is above the maximum {high}",
                 key=f"randomization.{knob}",
             )
+        if knob in WHOLE_DR_KNOBS:
+            fractional = [v for v in pair if whole_problem(v)]
+            if fractional:
+                raise EvalError(
+                    f"randomization.{knob}: {fractional[0]!r} is not a whole number of control "
+                    "steps; give whole numbers, e.g. [0, 2]",
+                    key=f"randomization.{knob}",
+                )
         out[knob] = (float(pair[0]), float(pair[1]))
     dr.done()
     return out

@@ -92,6 +92,11 @@ INSTANCE_KEYS: dict[str, Key] = {
     "env_id": Key(str, ""),
     "make_kwargs": Key(dict, {}),
 }
+def whole_problem(value: float) -> str | None:
+    """Why `value` is not a whole number (e.g. a count of control steps), or None."""
+    return None if float(value).is_integer() else f"{value!r} is not a whole number of steps"
+
+
 DRIFT_TABLE_KEYS: dict[str, Key] = {
     "day": Key(int, 0, low=0, high=100_000),
     "weight": Key(float, 1.0, low=0.0, high=1e6),
@@ -99,7 +104,14 @@ DRIFT_TABLE_KEYS: dict[str, Key] = {
         k: Key(str, None, nonempty=True) if k == "firmware" else Key(float, None, low=0.0, high=1e6)
         for k in DRIFT_KEYS
     },
+    # A delay is a whole number of control steps; a control rate must be positive.
+    "latency_steps": Key(float, None, low=0.0, high=1000.0, check=whole_problem),
+    "control_rate_hz": Key(float, None, low=1e-3, high=100_000.0),
 }
+#: DR knobs whose range ends are whole numbers (a delay of 0.5 control steps does not exist).
+WHOLE_DR_KNOBS = ("action_latency_steps",)
+
+
 SAMPLING_KEYS: dict[str, Key] = {
     "seeds_per_instance": Key(int, 1, low=1, high=100_000),
     "drifts": Key(list, None, nonempty=True, check=_names_problem),

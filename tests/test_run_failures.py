@@ -147,3 +147,35 @@ def test_an_error_retried_into_a_scored_episode_is_not_a_failure(
     assert main(sim_run(tmp_path, "--json")) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["written"] == 44 and summary["settled"] == 40 and summary["failed"] == 0
+
+
+def test_progress_lines_when_stdout_is_not_a_terminal(tmp_path: Path, capsys, raising_engines):
+    argv = sim_run(tmp_path, "--engine", "mujoco")
+    argv.remove("--no-progress")
+    assert main(argv) == 0  # attempt 1 of push/block_2's s0 pairs fails, its retry succeeds
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("progress ")]
+    # One line per settled manifest row: 5 instances × 2 drifts × 2 seeds = 20 MuJoCo rows, all
+    # of family push.
+    assert len(lines) == 20
+    assert lines[0].startswith("progress sim · mujoco 1/20 · push 1/20 · ")
+    assert lines[-1].startswith("progress sim · mujoco 20/20 · push 20/20 · ")
+    assert all(" ok q=" in ln for ln in lines)
+
+
+def test_the_run_table_fits_80_columns_without_cutting_names():
+    from rich.console import Console
+
+    from embodied_eval.runner.progress import summary_table
+
+    rows = [
+        {"side": side, "engine": engine, "family": family, "planned": 150, "done": 150,
+         "scored": 150, "successes": 120, "unscored": 10, "attempts": 1500}
+        for side, engine in (("sim", "pybullet"), ("real", "ros2"))
+        for family in ("drawer_open", "peg_insert")
+    ]  # fmt: skip
+    console = Console(width=80, record=True)
+    console.print(summary_table(rows))
+    text = console.export_text()
+    assert "drawer_open" in text and "pybullet" in text and "…" not in text
+    assert "150/150" in text and "120/150" in text and "0.800" in text and "1500" in text
+    assert max(len(line) for line in text.splitlines()) <= 80

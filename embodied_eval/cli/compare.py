@@ -27,7 +27,14 @@ from pathlib import Path
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    open_store,
+    print_json,
+    window_id,
+)
 from embodied_eval.cli.run import default_out_dir
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import load_protocol
@@ -102,6 +109,7 @@ def compare(
     as_json: bool = JsonOption,
 ) -> None:
     """Sequential A/B comparison of two policies (anytime-valid; stops when it decides)."""
+    window = window_id(window)
     test = SequentialComparison(
         delta=delta, alpha=alpha, power=power, max_trials=max_trials, graded=graded
     )

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    open_store,
+    print_json,
+    window_id,
+)
 from embodied_eval.errors import EvalError
 from embodied_eval.interchange import (
     episodes_from_frame,
@@ -96,6 +103,7 @@ def export_file(
 ) -> None:
     """Export from the store to CSV or Parquet (written atomically), or as a LeRobotDataset
     folder (`export lerobot --out DIR [--side sim|real]`)."""
+    window = window_id(window)
     if side is not None and side not in ("sim", "real"):
         raise EvalError(f"--side {side!r}: expected sim or real", key="side")
     if kind is Kind.lerobot:
