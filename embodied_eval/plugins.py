@@ -13,7 +13,8 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 
-#: Sim engines by name: a callable running one episode (see `sim_suites.runner.run_episode`).
+#: Sim engines by name: a callable running one episode (see `sim_suites.episode.run_episode`),
+#: called as `engine(spec, protocol, max_steps=..., record_dir=..., started_at=ISO time)`.
 SIM_ENGINES: dict[str, str] = {
     "mujoco": "sim_suites.episode:run_episode",
     "pybullet": "sim_suites.episode:run_episode",
