@@ -275,13 +275,16 @@ def trial_record(
     import sys
 
     from embodied_eval.protocol import load_protocol
+    from embodied_eval.records import utc_now_iso
     from embodied_eval.store import Store, default_db_path
     from real_bridge import entry
     from real_bridge.manual import (
+        check_in_window,
         choose_spec,
         describe_spec,
         episode_from_answers,
         load_manifest_specs,
+        record_window,
         store_entry,
         summary_lines,
         write_entry_artifact,
@@ -339,6 +342,8 @@ def trial_record(
             f"{', '.join(missing)} as flags, or answer at a terminal)",
             key=missing[0].split()[0].lstrip("-"),
         ) from exc
+    window = record_window(header, protocol)
+    check_in_window(answers.started_at or utc_now_iso(), window)
     if interactive and not yes:
         for line in summary_lines(spec, answers):
             prompter.say(line)
@@ -346,7 +351,13 @@ def trial_record(
             typer.echo("not stored: nothing was written (run the command again to re-enter)")
             raise typer.Exit(1)
     artifacts = () if record_dir is None else (write_entry_artifact(record_dir, spec, answers),)
-    outcome = episode_from_answers(spec, answers, protocol=protocol, artifacts=artifacts)
+    outcome = episode_from_answers(
+        spec,
+        answers,
+        protocol=protocol,
+        artifacts=artifacts,
+        window=window,
+    )
     result = store_entry(db_path, outcome, protocol)
     ep = result.outcome.episode
     if as_json:

@@ -94,7 +94,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.cli.common import DbOption, JsonOption, console, print_json, window_id
 from embodied_eval.cli.summaries import print_remains, print_verdict
 from embodied_eval.embodiment.expansion import expansion_audit
 from embodied_eval.embodiment.loading import load_window
@@ -252,6 +252,7 @@ def metrics(
 ) -> None:
     """Embodiment metrics (AR, S2R, SS, RA, QC, $_phys, MTBF/MTTR/MTBSI, E) and the robotics
     gates AAI-2..4 for one window."""
+    window = window_id(window)
     notes: list[str] = []
     if protocol is None:
         protocol = example_protocol_path()
