@@ -170,36 +170,30 @@ def metrics(
     evidence: Mapping[str, Any] | None = None,
     seed: int | None = None,
 ) -> EmbodimentReport:
-    """The embodiment metrics and robotics gates of one window (as `embodied-eval metrics`).
+    """The embodiment metrics and robotics gates of one window: the same evaluation (closures
+    from the store, seed rule, gates) as `embodied-eval metrics`, `certify` and `verify --db`.
 
     Args:
         store: an opened store or its path. protocol: a Protocol or its TOML file.
         window: the window id (default: the protocol's). policy: the evaluated policy.
         evidence: closures, P, W, delivery attestation (see `embodied-eval metrics --help`).
-        seed: bootstrap seed (default: derived from the protocol's base seed).
+        seed: bootstrap seed (default: the certificate's, derived from the protocol's base
+            seed and the window).
 
     Returns:
         EmbodimentReport with `.to_frame()` (one row per estimate) and `.to_json()`.
     """
-    import numpy as np
+    from embodied_eval.certificate.compute import evaluate_window
 
-    from embodied_eval.embodiment.loading import load_window
-    from embodied_eval.embodiment.report import compute_embodiment
-
-    proto = _protocol(protocol)
-    data = load_window(_store_path(store), proto, window)
-    return compute_embodiment(
-        data.episodes,
-        data.faults,
-        data.incidents,
-        data.exposure,
-        proto,
-        rng=np.random.default_rng(seed) if seed is not None else None,
-        evidence=dict(evidence) if evidence is not None else None,
-        policy=policy,
-        notes=list(data.notes),
+    _, results = evaluate_window(
+        _protocol(protocol),
+        _store_path(store),
         window=window,
+        gate_overrides=dict(evidence) if evidence is not None else None,
+        seed=seed,
+        policy=policy,
     )
+    return results.report
 
 
 def certify(

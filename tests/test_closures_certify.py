@@ -243,3 +243,31 @@ def test_metrics_shows_the_same_computed_closures(
     cert = issued["result"].certificate["closures"]
     assert checks["maintenance"]["verdict"] == cert["maintenance"]["verdict"]
     assert checks["expansion"]["verdict"] == cert["expansion"]["verdict"] == "inconclusive"
+
+
+def test_metrics_api_certify_and_verify_are_one_evaluation(
+    issued: dict[str, Any], capsys: pytest.CaptureFixture
+) -> None:
+    """`metrics`, `ee.metrics`, `certify` and `verify --db` compute a window once, the same way:
+    every estimate, gate and closure verdict agrees exactly (same seed rule, same closures)."""
+    import embodied_eval as ee
+    from embodied_eval.cli.main import main
+
+    args = ["metrics", "--db", str(issued["db"]), "--protocol", str(issued["protocol"]), "--json"]
+    assert main(args) == 0
+    cli = json.loads(capsys.readouterr().out)
+    api = json.loads(json.dumps(ee.metrics(issued["db"], issued["protocol"]).to_json()))
+    certified = issued["result"].certificate["embodiment"]
+    # `verify --db`: recomputes the certificate from the store and stops at any difference.
+    recompute_check(verify_bundle(issued["result"].path), issued["db"])
+    for name in ("AR", "AR_sim", "S2R", "SS", "E", "E_raw", "RA", "MTBSI_h"):
+        assert cli[name] == api[name], name
+        assert {k: cli[name][k] for k in ("value", "low", "high")} == {
+            k: certified[name][k] for k in ("value", "low", "high")
+        }, name
+    assert cli["gate_bounds"] == api["gate_bounds"]
+    assert cli["gates"] == api["gates"]
+    for level, gate in certified["gates"].items():
+        assert [c["verdict"] for c in cli["gates"][level]["checks"]] == [
+            c["verdict"] for c in gate["checks"]
+        ], level

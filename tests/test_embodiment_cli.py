@@ -7,9 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from embodied_eval import plugins
+from embodied_eval.certificate.compute import default_seed
 from embodied_eval.cli.main import main
 from embodied_eval.embodiment import compute_embodiment
 from embodied_eval.interchange import read_table, write_table
@@ -76,12 +78,17 @@ def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
 
 def test_json_equals_the_report_object(store_db, fake_log, capsys):
     out = run_json(capsys, "--db", str(store_db), "--protocol", PROTOCOL_FILE)
+    protocol = load_protocol_fixture()
+    # The certificate's seed rule: default_rng(default_seed(base seed, window)).spawn(3)[0] is
+    # the embodiment stream (`certificate.compute.compute_results`).
+    seed = default_seed(protocol.base_seed, protocol.window_id)
     expected = compute_embodiment(
         load_episodes("ss_pos"),
         load_faults("ss_pos"),
         load_incidents("ss_pos"),
         load_exposure("ss_pos"),
-        load_protocol_fixture(),
+        protocol,
+        rng=np.random.default_rng(seed).spawn(3)[0],
     ).to_json()
     assert out.pop("amendments_used") == []  # no chained audit or correction in this store
     verdict = window_verdict(

@@ -22,7 +22,9 @@ seed.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,10 +38,11 @@ from embodied_eval.certificate.closures import (
     merge_closures,
     require_auditors,
 )
-from embodied_eval.certificate.inputs import WindowInputs
+from embodied_eval.certificate.inputs import WindowInputs, gather_inputs
 from embodied_eval.embodiment import EmbodimentReport, compute_embodiment
 from embodied_eval.errors import EvalError
 from embodied_eval.gates import GateResult, Verdict
+from embodied_eval.protocol import Protocol
 from embodied_eval.runner.plan import derive_seed
 from embodied_eval.scoring import ScoreReport, score_evidence
 
@@ -168,13 +171,25 @@ def assign_certified_level(score: ScoreReport, report: EmbodimentReport) -> dict
     }
 
 
-def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, seed: int) -> Results:
+def compute_results(
+    inputs: WindowInputs,
+    evidence: Mapping[str, Any] | None,
+    seed: int,
+    *,
+    policy: str | None = None,
+    gate_overrides: Mapping[str, Any] | None = None,
+) -> Results:
     """Compute the embodiment report, the AAI score and the certified level.
 
     Args:
         inputs: the window's data (see `gather_inputs`).
         evidence: the software-only evidence (axes other than E, κ, closures, CHC, ...), or None.
-        seed: RNG seed; default_rng(seed).spawn(2) gives the embodiment and scoring streams.
+        seed: RNG seed; default_rng(seed).spawn(3) gives the embodiment, scoring and closure
+            streams.
+        policy: the evaluated policy (default: see `embodiment.selection.choose_policy`).
+        gate_overrides: §7 gate evidence given directly (`embodied-eval metrics --evidence`:
+            "maintenance_closure", "expansion_closure", "P", "W", "delivery_attestation");
+            each item given replaces what the scoring core and the store say.
 
     Returns:
         Results.
@@ -197,7 +212,8 @@ def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, se
         list(inputs.exposure),
         protocol,
         rng=g_embodiment,
-        evidence=gate_evidence(pre, store),
+        evidence={**gate_evidence(pre, store), **dict(gate_overrides or {})},
+        policy=policy,
         notes=inputs.notes,
     )
     merged = dict(supplied)
@@ -213,3 +229,37 @@ def compute_results(inputs: WindowInputs, evidence: Mapping[str, Any] | None, se
         report=report,
         closures=closures_section(store, evidence, score.to_json()),
     )
+
+
+def evaluate_window(
+    protocol: Protocol,
+    db: str | os.PathLike[str] | None,
+    *,
+    window: str | None = None,
+    evidence: Mapping[str, Any] | None = None,
+    gate_overrides: Mapping[str, Any] | None = None,
+    seed: int | None = None,
+    policy: str | None = None,
+    notes: Sequence[str] = (),
+) -> tuple[WindowInputs, Results]:
+    """The one evaluation of a window: `embodied-eval metrics`, `ee.metrics`, `certify` and
+    `verify --db` all compute their numbers here, so they agree exactly.
+
+    Args:
+        protocol: the window's protocol. db: the store (default: $EMBODIED_EVAL_DB).
+        window: the window id (default: the protocol's).
+        evidence: scoring-core evidence (as `certify --evidence`), or None.
+        gate_overrides: §7 gate evidence given directly (as `metrics --evidence`), or None.
+        seed: the RNG seed (default: `default_seed(base_seed, window id)`, the certificate's).
+        policy: the evaluated policy. notes: notes from the caller, reported first.
+    Returns:
+        (the window's inputs, the results).
+    """
+    inputs = gather_inputs(protocol, db, window=window)
+    if notes:
+        inputs = dataclasses.replace(inputs, notes=(*notes, *inputs.notes))
+    chosen = seed if seed is not None else default_seed(protocol.base_seed, inputs.window_id)
+    results = compute_results(
+        inputs, evidence, chosen, policy=policy, gate_overrides=gate_overrides
+    )
+    return inputs, results

@@ -49,6 +49,7 @@ class WindowInputs:
             and incident heads, counts, exposure hours, signer; or None), amendments_used.
         notes: what the window selection had to say (e.g. episodes imported without a window).
         patches: technician-entered human patches of the window (maintenance closure).
+        window_id: the window read (the protocol's unless another was asked for).
     """
 
     protocol: Protocol
@@ -65,6 +66,7 @@ class WindowInputs:
     notes: tuple[str, ...] = ()
     patches: tuple[HumanPatch, ...] = ()
     ledger: dict[str, Any] | None = None
+    window_id: str = ""
 
     def episodes_digest(self) -> str:
         """SHA-256 of the canonical JSON of the episodes (sorted by id): what was certified."""
@@ -129,6 +131,7 @@ def gather_inputs(
     db: str | os.PathLike[str] | None,
     *,
     signer_fingerprint: str | None = None,
+    window: str | None = None,
 ) -> WindowInputs:
     """Read the protocol window's data from the store and the incident log.
 
@@ -137,16 +140,18 @@ def gather_inputs(
         db: the store file (default: $EMBODIED_EVAL_DB or ./embodied-eval.db); must exist.
         signer_fingerprint: the certificate signer's key; its registration in the incident log
             (holder, role), if any, is read into `chain["signer_registration"]`.
+        window: the window id (default: the protocol's; `metrics --window`).
 
     Returns:
         The window's inputs. Raises EvalError when the store is missing, holds no episode of
         this protocol window, or the incident log does not verify.
     """
     db_path = Path(db) if db is not None else default_db_path()
+    window_id = window if window is not None else protocol.window_id
     with Store(db_path, create=False) as store:
         manifests = []
         for row in store.manifests(protocol_hash=protocol.protocol_hash):
-            if row["window"] != protocol.window_id:
+            if row["window"] != window_id:
                 continue
             manifests.append(
                 {
@@ -155,14 +160,14 @@ def gather_inputs(
                     "manifest": store.manifest(row["manifest_hash"]),
                 }
             )
-    chain, states = _incident_log_state(db_path, protocol.window_id, signer_fingerprint)
+    chain, states = _incident_log_state(db_path, window_id, signer_fingerprint)
     # The same window selection as `embodied-eval metrics` (one place decides which episodes,
     # faults, incidents and exposure belong to a window); the log was verified just above.
-    window = load_window(db_path, protocol)
-    refuse_undeclared_assistance(protocol, window.episodes)
+    window_data = load_window(db_path, protocol, window_id)
+    refuse_undeclared_assistance(protocol, window_data.episodes)
     with Store(db_path, create=False) as store:
         ledger_count, ledger_head = ledger.head(store.conn)
-        seal_row = ledger.find(store.conn, "seal", protocol.window_id)
+        seal_row = ledger.find(store.conn, "seal", window_id)
     seal = None
     if seal_row is not None:
         seal = {
@@ -183,22 +188,23 @@ def gather_inputs(
     return WindowInputs(
         protocol=protocol,
         db_path=db_path,
-        episodes=tuple(window.episodes),
-        faults=tuple(window.faults),
-        incidents=tuple(window.incidents),
-        exposure=tuple(window.exposure),
+        episodes=tuple(window_data.episodes),
+        faults=tuple(window_data.faults),
+        incidents=tuple(window_data.incidents),
+        exposure=tuple(window_data.exposure),
         manifests=tuple(manifests),
         amendments=tuple(amendments),
         reviews=tuple(reviews),
         chain=chain,
         threshold_tables=tuple(tables),
-        notes=tuple(window.notes),
-        patches=tuple(window_patches(db_path, protocol.window_id)),
+        notes=tuple(window_data.notes),
+        patches=tuple(window_patches(db_path, window_id)),
+        window_id=window_id,
         ledger={
             "head_hash": ledger_head,
             "record_count": ledger_count,
-            "verification": window.verification,
+            "verification": window_data.verification,
             "seal": seal,
-            "amendments_used": list(window.amendments_used),
+            "amendments_used": list(window_data.amendments_used),
         },
     )

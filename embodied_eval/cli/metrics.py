@@ -90,24 +90,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import typer
 from rich.table import Table
 
+from embodied_eval.certificate.compute import evaluate_window
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json, window_id
 from embodied_eval.cli.summaries import print_remains, print_verdict
-from embodied_eval.embodiment.expansion import expansion_audit
-from embodied_eval.embodiment.loading import load_window
-from embodied_eval.embodiment.maintenance import maintenance_audit
-from embodied_eval.embodiment.report import EmbodimentReport, compute_embodiment
+from embodied_eval.embodiment.report import EmbodimentReport
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import read_user_json
-from embodied_eval.patches import window_patches
 from embodied_eval.protocol import example_protocol_path, load_protocol
 from embodied_eval.records import SEVERITIES
-from embodied_eval.runner.plan import derive_seed
 from embodied_eval.stats import Estimate
-from embodied_eval.store import default_db_path
 from embodied_eval.verdict import WindowVerdict, window_verdict
 
 
@@ -258,38 +252,24 @@ def metrics(
         protocol = example_protocol_path()
         notes.append("no --protocol given: using the packaged example protocol")
     proto = load_protocol(protocol)
-    data = load_window(db, proto, window)
-    rng = np.random.default_rng(seed) if seed is not None else None
-    gate_evidence = dict(_read_evidence(evidence) or {})
-    # Closures the protocol declares are computed from the store (as certify does) unless the
-    # evidence supplies them.
-    patches = window_patches(db if db is not None else default_db_path(), window or proto.window_id)
-    closure_seed = seed if seed is not None else derive_seed(proto.base_seed, "closures")
-    m = maintenance_audit(
-        data.episodes, data.incidents, patches, proto, rng=np.random.default_rng(closure_seed)
-    )
-    x = expansion_audit(data.episodes, proto)
-    for key, result in (("maintenance_closure", m), ("expansion_closure", x)):
-        if result is not None:
-            gate_evidence.setdefault(key, result.closure)
-    report = compute_embodiment(
-        data.episodes,
-        data.faults,
-        data.incidents,
-        data.exposure,
+    # The one window evaluation `certify`, `verify --db` and `ee.metrics` use (same seed rule).
+    inputs, results = evaluate_window(
         proto,
-        rng=rng,
-        evidence=gate_evidence or None,
-        policy=policy,
-        notes=[*notes, *data.notes],
+        db,
         window=window,
+        gate_overrides=_read_evidence(evidence),
+        seed=seed,
+        policy=policy,
+        notes=notes,
     )
+    report = results.report
+    amendments_used = (inputs.ledger or {}).get("amendments_used", [])
     if as_json:
         print_json(
             {
                 **report.to_json(),
                 "verdict": report_verdict(report).to_json(),
-                "amendments_used": data.amendments_used,
+                "amendments_used": amendments_used,
             }
         )
     else:
