@@ -66,6 +66,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "embodied_eval.cli.compare",
         "Sequential A/B comparison of two policies (stops when it decides).",
     ),
+    "rank": (
+        "embodied_eval.cli.rank",
+        "Leaderboard of many policies: Bradley–Terry strengths, intervals, P(best).",
+    ),
     "store": (
         "embodied_eval.cli.store_cmd",
         "The store's integrity: verify the ledgers; amend an episode.",
