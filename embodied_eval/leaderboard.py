@@ -22,6 +22,7 @@ import numpy as np
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, first_attempts
+from embodied_eval.stats.bradley_terry import TIE_MODELS
 from embodied_eval.stats.estimate import Estimate
 from embodied_eval.stats.proportions import wilson_interval
 from embodied_eval.stats.ranking import (
@@ -172,6 +173,8 @@ def build_leaderboard(
         graded: compare quality q rather than success.
         model, resamples, level: as `stats.ranking.rank_policies`.
     """
+    if model not in TIE_MODELS:
+        raise EvalError(f"--ties: {model!r} is not one of {', '.join(TIE_MODELS)}", key="ties")
     if side is not None and side not in ("sim", "real"):
         raise EvalError(f"--side: {side!r} must be sim or real", key="side")
     scored = first_attempts([e for e in episodes if e.scored and (side is None or e.side == side)])
@@ -188,8 +191,10 @@ def build_leaderboard(
         )
     if alone:
         raise EvalError(
-            f"{', '.join(repr(p) for p in alone)} shares no instance (task, seed, drift) with "
-            "the other policies: run it on their manifest rows or leave it out with --policies",
+            f"{', '.join(repr(p) for p in alone)} "
+            f"{'shares' if len(alone) == 1 else 'share'} no instance (task, seed, drift) with "
+            "the other policies: run them on the same manifest rows or leave them out with "
+            "--policies",
             key="policies",
         )
     ranking = rank_policies(data, rng, model=model, resamples=resamples, level=level)

@@ -184,10 +184,13 @@ def fit_strengths(
     w[:, idx, idx] = 0.0
     t[:, idx, idx] = 0.0
     b = w.shape[0]
-    exists = strongly_connected(w, t)
     if model == "davidson":
+        # A tie does not bound two strengths apart in Davidson's model (ν can grow with the
+        # gap), so the wins alone must connect every policy both ways, and ν needs a tie.
         n_ties, n_all = t.sum(axis=(-2, -1)) / 2.0, w.sum(axis=(-2, -1)) + t.sum(axis=(-2, -1)) / 2
-        exists &= (n_ties > 0) & (n_ties < n_all)
+        exists = strongly_connected(w, np.zeros_like(t)) & (n_ties > 0)
+    else:
+        exists = strongly_connected(w, t)
     lam = (
         np.where(exists, 0.0, RIDGE)
         if ridge is None
@@ -203,7 +206,12 @@ def fit_strengths(
     for iterations in range(1, MAX_ITERATIONS + 1):  # noqa: B007
         sel = np.flatnonzero(active)
         grad, neg_h = _newton_system(model, x[sel], w[sel], t[sel], lam[sel])
-        step = np.linalg.solve(neg_h, grad[..., None])[..., 0]
+        try:
+            step = np.linalg.solve(neg_h, grad[..., None])[..., 0]
+        except np.linalg.LinAlgError:  # only with a caller's ridge of 0 on non-existent MLEs
+            jitter = 1e-9 * np.eye(neg_h.shape[-1])
+            step = np.stack([np.linalg.lstsq(h + jitter, g, rcond=None)[0]
+                             for h, g in zip(neg_h, grad, strict=True)])  # fmt: skip
         base = obj[sel]
         scale = np.ones(sel.size)
         todo = np.ones(sel.size, dtype=bool)

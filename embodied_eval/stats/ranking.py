@@ -317,5 +317,9 @@ def _why_not(wins: NDArray, ties: NDArray, model: str, names: list[str]) -> str:
     if model == "davidson" and ties.sum() == 0:
         return "no ties, so Davidson's tie parameter is 0"
     if model == "davidson":
-        return "every comparison is a tie"
+        lost = wins.sum(axis=0)
+        never = [names[i] for i in range(len(names)) if lost[i] == 0]
+        if never:
+            return f"{', '.join(never)} never lost, and ties do not bound Davidson's strengths"
+        return "the wins alone do not link every policy both ways (Davidson's model)"
     return "some policies beat every policy outside their group"
