@@ -205,11 +205,31 @@ def graph_pieces(data: PairwiseOutcomes) -> list[list[int]]:
     return sorted(pieces, key=lambda p: (-len(p), min(data.policies[i] for i in p)))
 
 
-def resample_instance_counts(n: int, resamples: int, rng: np.random.Generator) -> NDArray:
-    """[resamples, n] multiplicities of a with-replacement resample of n instances."""
-    idx = rng.integers(0, n, size=(resamples, n))
-    flat = (idx + (np.arange(resamples) * n)[:, None]).ravel()
-    return np.bincount(flat, minlength=resamples * n).reshape(resamples, n).astype(float)
+def instance_types(cells: sparse.csr_matrix) -> tuple[NDArray, NDArray]:
+    """Group instances with identical comparisons: (distinct rows [T, cells], counts [T]).
+
+    Resampling n instances with replacement draws each distinct kind of instance a
+    Multinomial(n, counts/n) number of times, so the bootstrap works on these sufficient
+    statistics (exactly, and far faster when one pair meets per instance)."""
+    cells = cells.tocsr()
+    cells.sort_indices()
+    keys = [
+        (tuple(cells.indices[a:b].tolist()), tuple(cells.data[a:b].tolist()))
+        for a, b in zip(cells.indptr[:-1], cells.indptr[1:], strict=True)
+    ]
+    first: dict[tuple[tuple[int, ...], tuple[float, ...]], int] = {}
+    label = np.array([first.setdefault(key, len(first)) for key in keys], dtype=np.int64)
+    reps = np.zeros(len(first), dtype=np.int64)
+    reps[label] = np.arange(label.size)  # any instance of a type stands for it: rows are equal
+    return np.asarray(cells[reps].todense()), np.bincount(label, minlength=len(first))
+
+
+def resample_type_counts(
+    freq: NDArray, resamples: int, rng: np.random.Generator
+) -> NDArray[np.float64]:
+    """[resamples, T] multiplicities of each instance type in a with-replacement resample."""
+    n = int(freq.sum())
+    return rng.multinomial(n, freq / n, size=resamples).astype(float)
 
 
 def _piece_counts(cells: NDArray, piece: list[int], k: int) -> tuple[NDArray, NDArray]:
@@ -251,9 +271,8 @@ def rank_policies(
     cells_by_instance = data.instance_cells()
     point_cells = np.asarray(cells_by_instance.sum(axis=0)).ravel()
     used = np.flatnonzero(np.asarray(cells_by_instance.sum(axis=1)).ravel() > 0)
-    x = cells_by_instance[used]
-    counts = resample_instance_counts(used.size, int(resamples), rng)
-    boot_cells = np.asarray((x.T @ counts.T).T)  # [resamples, 2·K·K]
+    types, freq = instance_types(cells_by_instance[used])
+    boot_cells = resample_type_counts(freq, int(resamples), rng) @ types  # [resamples, 2·K·K]
     per_policy = np.bincount(np.concatenate([data.first, data.second]), minlength=k)
     tail = (1.0 - level) / 2.0
     method = f"percentile bootstrap over instances ({resamples} resamples)"
