@@ -184,3 +184,29 @@ def design_sd(delta: float, shared: float = 0.0, centre: float = 0.5) -> float:
     qa, qb = centre + delta / 2, centre - delta / 2
     differ = shared * abs(qa - qb) + (1 - shared) * (qa * (1 - qb) + qb * (1 - qa))
     return math.sqrt(differ - (qa - qb) ** 2)
+
+
+def round_robin_matching(
+    rates: Sequence[float],
+    decide: str,
+    target: float,
+    rng: np.random.Generator,
+    *,
+    alpha: float = 0.05,
+    reps: int = 1000,
+    shared: float = 0.0,
+    most: int = 2000,
+) -> int:
+    """Fewest instances n (bisection) with which the fixed design's correct-decision rate
+    reaches `target` (as the adaptive rule's), or `most` when it does not by then."""
+    lo, hi = 2, most
+    if (
+        round_robin_oc(rates, decide, hi, rng, alpha=alpha, reps=reps, shared=shared).correct
+        < target
+    ):
+        return most
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        oc = round_robin_oc(rates, decide, mid, rng, alpha=alpha, reps=reps, shared=shared)
+        lo, hi = (mid, hi) if oc.correct < target else (lo, mid)
+    return hi
