@@ -273,11 +273,23 @@ def _not_an_artifact(item: Any) -> Artifact:
     )
 
 
+#: A protocol hash: the SHA-256 of the canonical protocol, in lowercase hex.
+_HASH_RE = re.compile(r"[0-9a-f]{64}")
+
+
 def _episode_from_flat(values: dict[str, Any]) -> Episode:
     if "artifacts" in values:
         values["artifacts"] = tuple(
             Artifact.from_dict(a) if isinstance(a, dict) else _not_an_artifact(a)
             for a in values["artifacts"]
+        )
+    protocol_hash = values.get("protocol_hash", "")
+    if protocol_hash and not _HASH_RE.fullmatch(str(protocol_hash)):
+        raise EvalError(
+            f"column 'protocol_hash': {str(protocol_hash)!r:.70} is not a protocol hash (64 "
+            "lowercase hex digits, as `embodied-eval protocol check` prints); leave it empty "
+            "when the protocol is not known",
+            key="protocol_hash",
         )
     stated = values.pop("success", None)
     episode = Episode(**values)

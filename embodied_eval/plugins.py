@@ -13,10 +13,17 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 
-#: Sim engines by name: a callable running one episode (see `sim_suites.runner.run_episode`).
+#: Sim engines by name: a callable running one episode (see `sim_suites.episode.run_episode`),
+#: called as `engine(spec, protocol, max_steps=..., record_dir=..., started_at=ISO time)`.
 SIM_ENGINES: dict[str, str] = {
     "mujoco": "sim_suites.episode:run_episode",
     "pybullet": "sim_suites.episode:run_episode",
+}
+
+#: Task catalogs of sim engines, by the engine's import target: `catalog() -> {family: [task_id,
+#: ...]}`; `protocol check` and `run` refuse instances an engine's catalog does not hold.
+TASK_CATALOGS: dict[str, str] = {
+    "sim_suites.episode:run_episode": "sim_suites.tasks.catalog:task_catalog",
 }
 
 #: Builds a policy from its name and a task id: `load(name, task_id) -> Policy` (import paths with

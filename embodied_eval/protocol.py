@@ -20,8 +20,9 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[embodiment]` anchors L, U for φ_E; `ar_estimator` ("classical" or "ppi")
 - `[price_card]` energy, wear, consumables, operator time
 - `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
-  parts; certify refuses assisted episodes unless the protocol declares it); `[real]` backend,
-  robot_id, policy
+  parts; certify refuses assisted episodes unless the protocol declares it),
+  out_of_range_actions ("refuse": an action outside the action space ends the episode `error`;
+  "clip": clipped and counted); `[real]` backend, robot_id, policy
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
 - `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
@@ -62,7 +63,9 @@ from embodied_eval.protocol_keys import (
     SAMPLING_KEYS,
     SIM_KEYS,
     STOPPING_KEYS,
+    WHOLE_DR_KNOBS,
     WINDOW_KEYS,
+    whole_problem,
 )
 from embodied_eval.protocol_model import (
     AR_ESTIMATORS,
@@ -224,6 +227,14 @@ def _read_randomization(root: TableReader) -> dict[str, tuple[float, float]]:
                 f"randomization.{knob}: high {pair[1]} is above the maximum {high}",
                 key=f"randomization.{knob}",
             )
+        if knob in WHOLE_DR_KNOBS:
+            fractional = [v for v in pair if whole_problem(v)]
+            if fractional:
+                raise EvalError(
+                    f"randomization.{knob}: {fractional[0]!r} is not a whole number of control "
+                    "steps; give whole numbers, e.g. [0, 2]",
+                    key=f"randomization.{knob}",
+                )
         out[knob] = (float(pair[0]), float(pair[1]))
     dr.done()
     return out
@@ -354,7 +365,12 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         "embodiment": {k: v for k, v in emb.items() if k != "ar_estimator"}
         | ({"ar_estimator": emb["ar_estimator"]} if emb["ar_estimator"] != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
-        "sim": sim,
+        # A non-default action-range rule only, so other protocols keep their hashes.
+        "sim": {
+            k: v
+            for k, v in sim.items()
+            if not (k == "out_of_range_actions" and v == "refuse")
+        },
         # Declared-only keys at their defaults stay out: protocols that do not set them keep
         # their hash.
         "real": {
@@ -405,6 +421,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
         ar_estimator=emb["ar_estimator"],
+        out_of_range_actions=sim["out_of_range_actions"],
         maintenance=maintenance,
         expansion=expansion,
     )

@@ -14,7 +14,13 @@ import re
 from typing import Any
 
 from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES
-from embodied_eval.protocol_model import AR_ESTIMATORS, DEFAULT_M_MIN, DRIFT_KEYS, GRASP_MODES
+from embodied_eval.protocol_model import (
+    AR_ESTIMATORS,
+    DEFAULT_M_MIN,
+    DRIFT_KEYS,
+    GRASP_MODES,
+    OUT_OF_RANGE_ACTIONS,
+)
 from embodied_eval.validation import MAX_INT64, Key
 
 #: Dates a window may span (episodes recorded before 1970 or after 2200 are typing mistakes).
@@ -86,6 +92,11 @@ INSTANCE_KEYS: dict[str, Key] = {
     "env_id": Key(str, ""),
     "make_kwargs": Key(dict, {}),
 }
+def whole_problem(value: float) -> str | None:
+    """Why `value` is not a whole number (e.g. a count of control steps), or None."""
+    return None if float(value).is_integer() else f"{value!r} is not a whole number of steps"
+
+
 DRIFT_TABLE_KEYS: dict[str, Key] = {
     "day": Key(int, 0, low=0, high=100_000),
     "weight": Key(float, 1.0, low=0.0, high=1e6),
@@ -93,7 +104,14 @@ DRIFT_TABLE_KEYS: dict[str, Key] = {
         k: Key(str, None, nonempty=True) if k == "firmware" else Key(float, None, low=0.0, high=1e6)
         for k in DRIFT_KEYS
     },
+    # A delay is a whole number of control steps; a control rate must be positive.
+    "latency_steps": Key(float, None, low=0.0, high=1000.0, check=whole_problem),
+    "control_rate_hz": Key(float, None, low=1e-3, high=100_000.0),
 }
+#: DR knobs whose range ends are whole numbers (a delay of 0.5 control steps does not exist).
+WHOLE_DR_KNOBS = ("action_latency_steps",)
+
+
 SAMPLING_KEYS: dict[str, Key] = {
     "seeds_per_instance": Key(int, 1, low=1, high=100_000),
     "drifts": Key(list, None, nonempty=True, check=_names_problem),
@@ -137,6 +155,8 @@ SIM_KEYS: dict[str, Key] = {
     "policy": Key(str, "sim_suites.policies:scripted", nonempty=True),
     # "assisted": a weld holds grasped parts (certify refuses it unless declared here)
     "grasp": Key(str, "contact", choices=GRASP_MODES),
+    # in the hash only when not the default ("refuse")
+    "out_of_range_actions": Key(str, "refuse", choices=OUT_OF_RANGE_ACTIONS),
 }
 REAL_KEYS: dict[str, Key] = {
     "backend": Key(str, "ros2", check=_backend_problem),

@@ -20,6 +20,9 @@ DEFAULT_M_MIN = 5
 
 #: How simulated grasps are held: by contact friction, or by an assisting weld (declared).
 GRASP_MODES = ("contact", "assisted")
+#: What happens to a policy action outside the action space's bounds: "refuse" ends the episode
+#: `error` naming the step and value (the default); "clip" clips it and counts it.
+OUT_OF_RANGE_ACTIONS = ("refuse", "clip")
 
 #: `[embodiment] ar_estimator`: which AR enters E and the AR gate ("ppi" = prediction-powered).
 AR_ESTIMATORS = ("classical", "ppi")
@@ -164,6 +167,7 @@ class Protocol:
     ar_estimator: str = "classical"
     scene_tolerance_m: float = 0.01
     scene_tolerance_rad: float = 0.05
+    out_of_range_actions: str = "refuse"
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:

@@ -203,6 +203,12 @@ def level_rows(level_gates: Iterable[Mapping[str, Any]], level: int) -> list[dic
     return rows
 
 
+#: Above these amounts "What to do next" says "not reachable at this rate" instead of "Run about
+#: 5246 more trials": a plan sentence names amounts a lab can schedule.
+MAX_PLANNED_TRIALS = 1000
+MAX_PLANNED_HOURS = 2000
+
+
 def next_steps(verdict: WindowVerdict, *, has_evidence: bool) -> list[str]:
     """What to do next, most urgent first, decided from the verdict alone.
 
@@ -228,8 +234,23 @@ def next_steps(verdict: WindowVerdict, *, has_evidence: bool) -> list[str]:
             "the robot or the set-up, then evaluate a new window. Running more trials of this "
             "policy does not turn a failed check into a pass."
         )
-    trials = [c.remaining["trials"] for c in verdict.inconclusive if "trials" in c.remaining]
-    hours = [c.remaining["hours"] for c in verdict.inconclusive if "hours" in c.remaining]
+    far = [
+        c
+        for c in verdict.inconclusive
+        if c.remaining.get("trials", 0.0) > MAX_PLANNED_TRIALS
+        or c.remaining.get("hours", 0.0) > MAX_PLANNED_HOURS
+    ]
+    near = [c for c in verdict.inconclusive if c not in far]
+    if far:
+        # Thousands of trials are not a plan: the policy sits too close to the threshold.
+        steps.append(
+            f"Not reachable at this rate: {'; '.join(c.name for c in far)} would need more than "
+            f"{MAX_PLANNED_TRIALS:,} more trials or {MAX_PLANNED_HOURS:,} more exposure hours; "
+            "improve the policy or the set-up (or revisit the gate) rather than run more of the "
+            "same (`embodied-eval plan` gives the exact amounts)."
+        )
+    trials = [c.remaining["trials"] for c in near if "trials" in c.remaining]
+    hours = [c.remaining["hours"] for c in near if "hours" in c.remaining]
     if trials or hours:
         amounts = []
         if trials:
@@ -237,13 +258,11 @@ def next_steps(verdict: WindowVerdict, *, has_evidence: bool) -> list[str]:
         if hours:
             amounts.append(f"about {max(hours):.4g} more exposure hours")
         steps.append(
-            f"Run {' and '.join(amounts)} to settle the {len(verdict.inconclusive)} inconclusive "
+            f"Run {' and '.join(amounts)} to settle the {len(near)} inconclusive "
             "check(s) (`embodied-eval plan` recomputes the amounts)."
         )
-    elif verdict.inconclusive:
-        steps.append(
-            f"Collect more data for the {len(verdict.inconclusive)} inconclusive check(s)."
-        )
+    elif near:
+        steps.append(f"Collect more data for the {len(near)} inconclusive check(s).")
     if verdict.missing and not has_evidence:
         steps.append(
             "To be certified above AAI-0, supply the software-axis evidence (A, G, P, M, T, R, "

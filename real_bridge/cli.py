@@ -83,6 +83,8 @@ def _twin_settings(**opts: Any) -> Any:
             actuator_delay_s=opts["actuator_delay_s"],
             actuator_bandwidth_hz=opts["actuator_bandwidth_hz"],
             sensor_noise_std=opts["sensor_noise_std"],
+            contact_timeconst_s=opts["contact_timeconst_s"],
+            actuator_gain_scale=opts["actuator_gain_scale"],
         )
     monitors = Monitors(
         force_limit_n=opts["force_limit_n"],
@@ -125,6 +127,15 @@ def twin_run(
     ),
     payload_kg: float = typer.Option(0.05, "--payload-kg", help="Unmodelled payload, kg."),
     actuator_delay_s: float = typer.Option(0.02, "--actuator-delay-s", help="Actuator delay, s."),
+    actuator_gain_scale: float = typer.Option(
+        0.9, "--actuator-gain-scale", help="Servo stiffness × this."
+    ),
+    contact_timeconst_s: float = typer.Option(
+        0.04,
+        "--contact-timeconst-s",
+        help="Object contact softness as a solref time constant, s (larger: softer; 0: the "
+        "engine's own).",
+    ),
     sensor_noise_std: float = typer.Option(
         0.0005, "--sensor-noise-std", help="Joint-position noise, rad."
     ),
@@ -264,13 +275,16 @@ def trial_record(
     import sys
 
     from embodied_eval.protocol import load_protocol
+    from embodied_eval.records import utc_now_iso
     from embodied_eval.store import Store, default_db_path
     from real_bridge import entry
     from real_bridge.manual import (
+        check_in_window,
         choose_spec,
         describe_spec,
         episode_from_answers,
         load_manifest_specs,
+        record_window,
         store_entry,
         summary_lines,
         write_entry_artifact,
@@ -328,6 +342,8 @@ def trial_record(
             f"{', '.join(missing)} as flags, or answer at a terminal)",
             key=missing[0].split()[0].lstrip("-"),
         ) from exc
+    window = record_window(header, protocol)
+    check_in_window(answers.started_at or utc_now_iso(), window)
     if interactive and not yes:
         for line in summary_lines(spec, answers):
             prompter.say(line)
@@ -335,7 +351,13 @@ def trial_record(
             typer.echo("not stored: nothing was written (run the command again to re-enter)")
             raise typer.Exit(1)
     artifacts = () if record_dir is None else (write_entry_artifact(record_dir, spec, answers),)
-    outcome = episode_from_answers(spec, answers, protocol=protocol, artifacts=artifacts)
+    outcome = episode_from_answers(
+        spec,
+        answers,
+        protocol=protocol,
+        artifacts=artifacts,
+        window=window,
+    )
     result = store_entry(db_path, outcome, protocol)
     ep = result.outcome.episode
     if as_json:

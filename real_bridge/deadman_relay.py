@@ -39,6 +39,9 @@ class DeadmanRelay:
         self.last_heartbeat_s: float | None = None
         self.positions: dict[str, float] = {}
         self.holds: list[int] = []  # wall time (ns) of every hold sent
+        #: Per hold: wall time (ns) of the last heartbeat before it (the relay's own log).
+        self.last_beat_before_hold: list[int] = []
+        self._last_beat_ns = 0
         self.pub = node.create_publisher(
             message_class("trajectory_msgs/msg/JointTrajectory"), t.command, qos_profile(q.command)
         )
@@ -58,6 +61,7 @@ class DeadmanRelay:
     def _beat(self, msg: Any) -> None:
         with self._lock:
             self.last_heartbeat_s = time.monotonic()
+            self._last_beat_ns = time.time_ns()
 
     def _state(self, msg: Any) -> None:
         with self._lock:
@@ -93,6 +97,7 @@ class DeadmanRelay:
                 continue
             self.pub.publish(msg)
             self.holds.append(time.time_ns())
+            self.last_beat_before_hold.append(self._last_beat_ns)
             with self._lock:
                 if self.last_heartbeat_s == last:
                     self.last_heartbeat_s = None  # hold once; re-armed by the next heartbeat

@@ -70,6 +70,7 @@ class HomingReport:
     trajectories: int = 0
     residual_rad: float = float("nan")
     seconds: float = 0.0
+    resent: int = 0
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -78,6 +79,8 @@ class HomingReport:
             "homing_trajectories": self.trajectories,
             "homing_s": round(self.seconds, 3),
         }
+        if self.resent:
+            out["homing_resent"] = self.resent
         if math.isfinite(self.residual_rad):
             out["homing_residual_rad"] = round(self.residual_rad, 4)
         if self.notes:
@@ -206,7 +209,7 @@ class Homing:
                     np.max(np.abs(home - q) / (HOMING_SPEED_SHARE * np.asarray(robot.velocity_max)))
                 ),
             )
-            self.link.publish_command(robot.arm_joints, home, duration)
+            self._send_confirmed(home, duration)
             self.report.trajectories += 1
             self._wait(duration)
             q = self._settle()
@@ -227,6 +230,23 @@ class Homing:
         )
 
     # ------------------------------------------------------------------ steps
+
+    def _send_confirmed(self, target: np.ndarray, duration_s: float) -> None:
+        """Send a homing trajectory; on a robot that echoes applied commands, send it again when
+        no echo came within `deadlines.resend_s` (a robot holding for a moment — a late
+        heartbeat on a loaded machine — drops what arrives meanwhile)."""
+        command_id, _ = self.link.publish_command(self.robot.arm_joints, target, duration_s)
+        if not self.config.topics.applied:
+            return
+        while True:
+            until = time.monotonic() + self.config.deadlines.resend_s
+            while time.monotonic() < until:
+                if self.link.applied_echo(command_id) is not None:
+                    return
+                self._wait(0.01)
+            self.report.notes.append("homing trajectory not applied by the robot: sent again")
+            self.report.resent += 1
+            command_id, _ = self.link.publish_command(self.robot.arm_joints, target, duration_s)
 
     def _retreat_if_low(self, home: np.ndarray, *, always: bool = False) -> None:
         if self.kin is None or self.robot.retreat_m <= 0:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from embodied_eval.records import (
     EpisodeOutcome,
     EpisodeSpec,
     iso_utc,
+    parse_utc,
     utc_now_iso,
 )
 from embodied_eval.store import Store
@@ -36,22 +37,58 @@ from real_bridge.entry import ManualAnswers, Prompter, collect_answers
 ENGINE = "manual"
 
 
+def record_window(
+    header: Mapping[str, Any] | None, protocol: Protocol | None
+) -> tuple[str, date, date] | None:
+    """(window id, first day, last day) of the reporting window an entry must fall in: from the
+    escrowed manifest's header, else the protocol; None when neither says."""
+    if header and header.get("window_start") and header.get("window_end"):
+        return (
+            str(header.get("window", "")),
+            date.fromisoformat(str(header["window_start"])),
+            date.fromisoformat(str(header["window_end"])),
+        )
+    if protocol is not None:
+        return protocol.window_id, protocol.window_start, protocol.window_end
+    return None
+
+
+def check_in_window(started_at: str, window: tuple[str, date, date] | None) -> None:
+    """Refuse a start time outside the window's days (UTC, first and last day included)."""
+    if window is None:
+        return
+    name, first, last = window
+    moment = parse_utc(started_at, key="started_at")
+    low = datetime.combine(first, datetime.min.time(), UTC)
+    high = datetime.combine(last, datetime.min.time(), UTC) + timedelta(days=1)
+    if not low <= moment < high:
+        raise EvalError(
+            f"--started-at: {started_at} is outside the reporting window {name} ({first} to "
+            f"{last}, UTC); give the time the episode really started (--started-at, ISO 8601), "
+            "within the window; nothing was stored",
+            key="started_at",
+        )
+
+
 def episode_from_answers(
     spec: EpisodeSpec,
     answers: ManualAnswers,
     *,
     protocol: Protocol | None = None,
     artifacts: tuple[Artifact, ...] = (),
+    window: tuple[str, date, date] | None = None,
 ) -> EpisodeOutcome:
     """The real-side episode (and its safety events) a technician's answers describe.
 
     The episode keeps the manifest row's engine (so it fills that row for the runner's resume
     logic) and says in `control.entry` that it was entered by hand. `started_at` defaults to
-    "now minus the duration" (the entry is made right after the run).
+    "now minus the duration" (the entry is made right after the run). A start time outside the
+    reporting window (`window`, default: the protocol's) is refused.
     """
     started_at = answers.started_at or iso_utc(
         datetime.now(UTC) - timedelta(seconds=answers.duration_s)
     )
+    check_in_window(started_at, window or record_window(None, protocol))
     faults = tuple(f.replace(episode_id=spec.episode_id) for f in answers.faults)
     reason = ""
     if answers.status != "ok":

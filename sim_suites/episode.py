@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import io
 import zipfile
+from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+from gymnasium import spaces
 
 from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
+from embodied_eval.policy_contract import CLIP, ActionCheck
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from sim_suites.env import ENGINES, PandaTaskEnv
@@ -143,8 +146,20 @@ def run_episode(
     trace_action, trace_tcp = trace["action"], trace["tcp"]
     trace_object, trace_q = trace["object"], trace["q"]
     actions = 0
+    space = cast(spaces.Box, env.action_space)
+    check = ActionCheck(
+        str(policy_name),
+        space.shape,
+        space.low,
+        space.high,
+        clip=protocol is not None and protocol.out_of_range_actions == CLIP,
+    )
+    pending: deque[np.ndarray] = deque()
     while True:
-        action = agent.act(obs)
+        if not pending:
+            # A chunk (H, 4) runs row by row before the policy is asked again.
+            pending.extend(check.rows(agent.act(obs), actions))
+        action = pending.popleft()
         if record:
             # What the policy saw when it chose this action (images included), for exports.
             record_observation(trace, obs, actions * env.control_dt)
@@ -160,6 +175,7 @@ def run_episode(
         if terminated or truncated:
             break
     summary = env.episode_summary()
+    summary["control"]["actions_clipped"] = check.clipped
     if hasattr(agent, "latency_summary"):
         # A remote policy: the inference round trips of this episode.
         summary["control"]["policy_latency_ms"] = agent.latency_summary()

@@ -3,6 +3,7 @@ and the interpreter settings of the policy loop."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -98,3 +99,69 @@ def test_homing_is_timed_by_the_joint_speed_share_and_the_tcp_speed():
     chord = np.linalg.norm(kin.forward(q)[0] - kin.forward(home)[0])
     timed = homing_duration(q, home, robot, kin)
     assert timed >= chord / 0.25 > 0.57 / (0.3 * 2.175)
+
+
+class DroppingLink:
+    """A link to a robot that drops the first homing trajectory (it was holding for a moment)
+    and jumps to each applied target: what homing sees of a robot that echoes applied commands."""
+
+    def __init__(self, q0, drop_first=1):
+        import time as _time
+
+        self._time = _time
+        self.q = np.array(q0, dtype=float)
+        self.sent: list[str] = []
+        self.applied: set[str] = set()
+        self.drop = drop_first
+        self.diagnostics_total = 0
+        self.arm_command = None
+
+    def publish_command(self, joints, positions, duration_s, stream="command"):
+        command_id = f"c{len(self.sent)}"
+        self.sent.append(command_id)
+        if stream == "command":
+            if self.drop > 0:
+                self.drop -= 1
+            else:
+                self.applied.add(command_id)
+                self.q = np.array(positions, dtype=float)
+                self.arm_command = self.q.copy()
+        return command_id, None
+
+    def applied_echo(self, command_id):
+        return (0, (), self.q) if command_id in self.applied else None
+
+    def latest_state(self):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(position=self.q.copy(), received_s=self._time.monotonic())
+
+    def state_age_s(self):
+        return 0.0
+
+    def diagnostics_since(self, index):
+        return [], 0
+
+
+def _homing_config(applied_topic):
+    from real_bridge.bridge_config import load_bridge_config, profile_path
+
+    config = load_bridge_config(profile_path("twin"))
+    return config.replace(
+        topics=dataclasses.replace(config.topics, applied=applied_topic, gripper_command=""),
+        deadlines=dataclasses.replace(config.deadlines, resend_s=0.1, homing_s=10.0),
+    )
+
+
+@pytest.mark.timeout(30)
+def test_a_dropped_homing_trajectory_is_sent_again_when_the_robot_echoes_commands():
+    from real_bridge.homing import Homing
+
+    config = _homing_config("/joint_trajectory_controller/applied")
+    home = np.asarray(config.robot.home, dtype=float)
+    link = DroppingLink(home + np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3]))
+    report = Homing(link, config, lambda state: state.position[:7]).run()
+    # The first trajectory was dropped: no echo within resend_s = 0.1 s, so it went out again.
+    assert link.sent == ["c0", "c1"] and link.applied == {"c1"}
+    assert report.trajectories == 1 and report.resent == 1
+    assert report.summary()["homing_resent"] == 1 and report.residual_rad == 0.0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 
 import numpy as np
 import pytest
@@ -37,14 +36,7 @@ from real_bridge.judges import verify_judge_record
 from real_bridge.ros2_backend import Ros2Backend
 from real_bridge.twin.process import TwinProcess, shm_leftovers
 
-# Real-time tests against a separate twin process over DDS: on a loaded machine the OS can delay
-# a process past a deadline. A defect fails every run; scheduling noise does not, so each test
-# gets two more tries before it counts as failed.
-pytestmark = [
-    pytest.mark.ros,
-    pytest.mark.timeout(180),
-    pytest.mark.flaky(reruns=2, reruns_delay=2),
-]
+pytestmark = [pytest.mark.ros, pytest.mark.timeout(180)]
 
 _counter = itertools.count(10)
 ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
@@ -272,6 +264,8 @@ def _robot_state(link):
 
 
 def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
+    """20 heartbeat losses: the relay holds within 200 ms of the last heartbeat it received,
+    every time, by its own log (a safety property: never rerun)."""
     from real_bridge.deadman_relay import DeadmanRelay
 
     config = load_bridge_config(profile_path("twin")).replace(domain_id=twin.domain_id)
@@ -279,14 +273,19 @@ def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
     try:
         with backend(twin.domain_id) as robot:  # its heartbeat runs while connected
             link = robot.link
-            assert link.session.wait_for(lambda: relay.last_heartbeat_s is not None, 10.0)
-            stopped_ns = time.time_ns()
-        assert relay.session.wait_for(lambda: bool(relay.holds), 5.0)
-        assert (relay.holds[0] - stopped_ns) / 1e6 < 200.0
+            for trial in range(1, 21):
+                assert link.session.wait_for(lambda: relay.last_heartbeat_s is not None, 10.0)
+                link.stop_heartbeat()
+                assert relay.session.wait_for(lambda t=trial: len(relay.holds) >= t, 5.0)
+                link.start_heartbeat()
+        gaps_ms = [
+            (hold - beat) / 1e6
+            for hold, beat in zip(relay.holds, relay.last_beat_before_hold, strict=True)
+        ]
+        assert len(gaps_ms) >= 20 and all(g < 200.0 for g in gaps_ms[:20]), gaps_ms
         hold = relay.hold_message()
         assert (hold.header.stamp.sec, hold.header.stamp.nanosec) == (0, 0)
         assert tuple(hold.joint_names) == ARM and _tfs(hold) == pytest.approx(0.1)
-        assert len(relay.holds) == 1  # once per heartbeat loss
     finally:
         relay.close()
 

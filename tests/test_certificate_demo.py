@@ -20,10 +20,7 @@ from embodied_eval.demo import FAMILIES_ENV, REAL_FRACTION_ENV, demo_protocol_te
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import protocol_from_mapping
 
-# Real-time tests against a separate twin process over DDS: on a loaded machine the OS can delay
-# a process past a deadline. A defect fails every run; scheduling noise does not, so each test
-# gets two more tries before it counts as failed.
-pytestmark = [pytest.mark.timeout(420), pytest.mark.flaky(reruns=1, reruns_delay=2)]
+pytestmark = [pytest.mark.timeout(420)]
 
 
 def test_demo_protocol_scales_down() -> None:

@@ -93,8 +93,9 @@ def test_piped_metrics_table_is_not_cut_and_gate_checks_have_stable_ids(tmp_path
     # (longer than 80 characters by itself) stays on the row's one line.
     e_row = next(line for line in lines if "E = φ_E(Ê)" in line)
     assert (
-        "joint cluster bootstrap over task instances (AR, S2R) with Poisson incident redraws "
-        "(SS), percentile, 300 resamples" in e_row
+        "joint cluster bootstrap over task instances (AR, S2R) with exact draws per resample "
+        "(Clopper–Pearson beta for AR and the discordant pairs, Garwood gamma for each "
+        "severity's rate over H), percentile, 300 resamples" in e_row
     )
     done = run_cli("metrics", "--db", str(db), "--protocol", str(protocol), "--json", "--seed", "3")
     gates = json.loads(done.stdout)["gates"]

@@ -429,3 +429,15 @@ def test_run_condition_needs_an_expansion_table(
         == 2
     )
     assert "declares no [expansion] audit" in capsys.readouterr().err
+
+
+def test_a_control_that_never_ran_keeps_the_expansion_closure_inconclusive() -> None:
+    # Only the treated push rows ran: the pick-and-place control (the families the capability
+    # is not needed by) has no row, so the gain would be the treated difference alone
+    # (b = 10 → lower 0.698855 > 0) and pass against a control never measured.
+    treated_only = [e for e in expansion_episodes(False) if e.family == "push"]
+    result = expansion_audit(treated_only, expansion_protocol(0.35))
+    assert result.rows["control_rows"] == 0
+    check = next(c for c in result.closure.checks if c.name == "frozen control measured")
+    assert check.verdict is Verdict.INCONCLUSIVE and "0 matched control row(s)" in check.detail
+    assert result.closure.verdict is Verdict.INCONCLUSIVE

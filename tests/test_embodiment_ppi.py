@@ -59,20 +59,37 @@ def ppi_protocol():
     return protocol_from_mapping(data)
 
 
+def doubled(episodes):
+    """The fixture run twice: every pair again under a new pair id (same instances, seeds + 50)."""
+    copies = []
+    for e in episodes:
+        pair = f"{e.pair_id}b"
+        copies.append(
+            e.replace(
+                pair_id=pair,
+                episode_id=e.episode_id.replace(e.pair_id, pair, 1),
+                seed=e.seed + 50,
+            )
+        )
+    return list(episodes) + copies
+
+
 def test_ar_ppi_beside_ar_by_hand():
-    # Fixture ss_pos: 40 pairs in 10 task instances (4 each), real 36/40 with one real failure in
-    # each of cube_2, cube_3, block_2, block_3; every sim episode is paired, so λ = 0 and AR_ppi
-    # is the real mean 0.9. Jackknife over the 10 instances: leaving out an instance with 4
-    # successes gives 32/36 = 0.888889 (6 of them), with 3 gives 33/36 = 0.916667 (4 of them);
+    # Fixture ss_pos run twice: 80 pairs in 10 task instances (8 each), real 72/80 with two real
+    # failures in each of cube_2, cube_3, block_2, block_3; every sim episode is paired, so λ = 0
+    # and AR_ppi is the real mean 0.9 (above the floor: 80 ≥ 50 pairs, 10 instances, 0.9 is
+    # more than 5/80 from 1). Jackknife over the 10 instances: leaving out an instance with 8
+    # successes gives 64/72 = 0.888889 (6 of them), with 6 gives 66/72 = 0.916667 (4 of them);
     # V = 9/10 · (6 · 0.011111² + 4 · 0.016667²) = 9/10 · 0.00185185 = 0.00166667;
     # half = t(0.975; 9) · √V = 2.262157 · 0.040825 = 0.092351 → [0.807649, 0.992351];
-    # the classical variance is the same, so n_eff = 40.
-    out = report(load_episodes("ss_pos")).to_json()
+    # the classical variance is the same, so n_eff = 80.
+    out = report(doubled(load_episodes("ss_pos"))).to_json()
     ppi = out["AR_ppi"]
     assert ppi["value"] == pytest.approx(0.9)
     assert ppi["low"] == pytest.approx(0.807649, abs=1e-5)
     assert ppi["high"] == pytest.approx(0.992351, abs=1e-5)
-    assert ppi["effective_n"] == pytest.approx(40.0)
+    assert ppi["effective_n"] == pytest.approx(80.0)
+    assert ppi["pairs"] == 80 and ppi["valid"] is True and ppi["below_floor"] == []
     assert ppi["lambda"] == 0.0 and ppi["clusters"] == 10 and ppi["in_use"] is False
     assert "jackknife" in ppi["method"] and "task instance" in ppi["method"]
     assert "reported beside AR" in ppi["method"]
@@ -81,7 +98,7 @@ def test_ar_ppi_beside_ar_by_hand():
 
 
 def test_ar_ppi_uses_unpaired_sim_episodes():
-    eps = load_episodes("ss_pos")
+    eps = doubled(load_episodes("ss_pos"))
     extra = unpaired_sim(eps)
     rep = report(eps + extra)
     # The same fit done directly on arrays built from the episodes.
@@ -100,7 +117,7 @@ def test_ar_ppi_uses_unpaired_sim_episodes():
     ppi = rep.to_json()["AR_ppi"]
     assert ppi["value"] == pytest.approx(direct.estimate.value)
     assert ppi["lambda"] == pytest.approx(direct.lam)
-    assert ppi["sim_unpaired"] == 20 and ppi["pairs"] == 40
+    assert ppi["sim_unpaired"] == 20 and ppi["pairs"] == 80 and ppi["valid"] is True
     assert ppi["effective_n"] == pytest.approx(direct.effective_n, rel=1e-3)
 
 
@@ -114,7 +131,7 @@ def agreeing_sim(episodes):
 
 
 def test_opt_in_puts_ar_ppi_into_e_and_the_gate_and_says_so():
-    base = agreeing_sim(load_episodes("ss_pos"))
+    base = agreeing_sim(doubled(load_episodes("ss_pos")))
     eps = base + unpaired_sim(base, per_task=4, fail_every=3)
     rep = report(eps, ppi_protocol())
     out = rep.to_json()

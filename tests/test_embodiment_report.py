@@ -376,9 +376,12 @@ def test_saturated_family_success_is_noted():
 def test_all_real_successes_do_not_give_e_a_bound_of_one():
     # Three task instances, one paired sim/real episode each, every episode a success, no
     # incidents: cluster resampling alone would give every resample AR = S2R = SS = 1 and an E
-    # bound of 1. With AR ~ Beta(3, 1) per resample the bound of Ê is the cube root of the
-    # Clopper–Pearson bound 0.05^(1/3) for 3/3: 0.05^(1/9) = exp(−2.995732/9) = 0.716871, and
-    # E = φ_E(Ê) = (0.716871 − 0.5)/0.5 = 0.433742 with the fixture's anchors (0.5, 1).
+    # bound of 1. AR per resample is drawn from Beta(n_r, 1) (n_r the resample's real
+    # episodes, mean 3), whose α-quantile is at most the Clopper–Pearson bound 0.05^(1/3) for
+    # 3/3 (P(AR ≤ x) = E[x^n_r] ≥ x^3); SS and S2R draws are ≤ 1. So Ê's bound is at most
+    # 0.05^(1/9) = exp(−2.995732/9) = 0.716871 and E's at most (0.716871 − 0.5)/0.5 = 0.433742
+    # with the fixture's anchors (0.5, 1); SS's Garwood draws over the fixture's hours pull it
+    # lower still.
     keep = {"pick_place/cube_0", "pick_place/cube_1", "push/block_0"}
     chosen: dict[tuple[str, str], object] = {}
     for e in load_episodes("ss_pos"):
@@ -389,5 +392,6 @@ def test_all_real_successes_do_not_give_e_a_bound_of_one():
         rng=np.random.default_rng(7), resamples=20000,
     )  # fmt: skip
     assert r.embodiment.score.value == 1.0
-    assert r.embodiment.bound.low == pytest.approx(0.433742, abs=0.01)
-    assert "Beta(n, 1)" in r.embodiment.bound.method
+    assert r.embodiment.bound.low is not None
+    assert r.embodiment.bound.low <= 0.433742 + 0.005
+    assert "Clopper–Pearson beta for AR" in r.embodiment.bound.method

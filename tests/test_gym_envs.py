@@ -17,6 +17,7 @@ import pytest
 from embodied_eval.cli.main import main
 from embodied_eval.protocol import protocol_from_mapping
 from embodied_eval.runner.gym_physics import apply_randomization
+from embodied_eval.runner.gym_side import RANDOM_POLICY
 from embodied_eval.runner.plan import plan_manifest
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import GymSource
@@ -93,6 +94,8 @@ def test_a_run_where_every_episode_fails_exits_non_zero_with_the_first_error(
             "sim",
             "--gym-id",
             "Pusher-v5",
+            "--policy",
+            "embodied_eval.runner.gym_side:random_policy",
             "--executor",
             "sequential",
             "--max-retries",
@@ -106,7 +109,7 @@ def test_a_run_where_every_episode_fails_exits_non_zero_with_the_first_error(
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert "every one of the 5 episode(s) run failed; first error:" in err
+    assert "5 of the 5 episode(s) settled by this run ended `error`; first error:" in err
     assert "the environment's info has no 'is_success'" in err
     assert "Traceback" not in err
 
@@ -130,6 +133,7 @@ def test_pusher_is_recorded_under_its_own_id_with_simulated_time_and_randomizati
     options = RunOptions(
         executor="sequential",
         sides=("sim",),
+        policy=RANDOM_POLICY,
         gym=GymSource("Pusher-v5", f"{HERE}:steps_quality"),
     )
     summary = run_trials(
@@ -141,6 +145,7 @@ def test_pusher_is_recorded_under_its_own_id_with_simulated_time_and_randomizati
         proto,
         engines=["gymnasium"],
         sim_policy="embodied_eval.runner.gym_side:random_policy",
+        real_policy="embodied_eval.runner.gym_side:random_policy",  # --policy names both sides
         sim_source=options.gym.label,
         sim_task="Pusher-v5",
     )
@@ -185,6 +190,8 @@ def test_reacher_mapped_per_instance_keeps_the_protocol_task_ids(
             "sim",
             "--engine",
             "gymnasium",
+            "--policy",
+            RANDOM_POLICY,
             "--executor",
             "sequential",
             "--quality",
@@ -222,6 +229,7 @@ def test_a_gymnasium_robotics_maze_runs_randomized_and_without_dt_in_wall_time(t
     options = RunOptions(
         executor="sequential",
         sides=("sim",),
+        policy=RANDOM_POLICY,
         gym=GymSource("gymnasium_robotics:PointMaze_UMaze-v3", f"{HERE}:maze_quality"),
     )
     run_trials(

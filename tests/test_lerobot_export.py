@@ -137,6 +137,7 @@ def test_rendered_frames_become_videos_that_decode_to_one_frame_per_step(tmp_pat
     db = tmp_path / "s.db"
     command = [sys.executable, "-m", "embodied_eval", "run", str(proto), "--side", "sim"]
     command += ["--engine", "gymnasium", "--quality", "tests.test_gym_envs:steps_quality"]
+    command += ["--policy", "embodied_eval.runner.gym_side:random_policy"]
     command += ["--record", "--executor", "sequential", "--db", str(db)]
     run = subprocess.run(
         [*command, "--out", str(tmp_path / "run"), "--no-progress"],

@@ -34,7 +34,6 @@ pytestmark = [
     pytest.mark.ros,
     pytest.mark.slow,
     pytest.mark.timeout(240),
-    pytest.mark.flaky(reruns=2, reruns_delay=2),
 ]
 
 STEPS = 30

@@ -65,8 +65,9 @@ def test_small_protocol_on_both_engines_is_recorded_and_deterministic(tmp_path: 
         assert ep.status in ("ok", "safety_stop", "out_of_bounds"), ep.status_reason
         assert ep.engine in ("mujoco", "pybullet") and ep.actions <= 80
         assert ep.seed == other.seed and ep.drift == other.drift
-        # Same spec, same outcome: everything but where the recording was written.
-        assert ep.replace(artifacts=()) == other.replace(artifacts=())
+        # Same spec, same outcome: everything but where the recording was written and when the
+        # episode started (each carries its actual start time).
+        assert ep.replace(artifacts=(), started_at=other.started_at) == other.replace(artifacts=())
         [mine], [theirs] = ep.artifacts, other.artifacts
         assert mine.kind == "trajectory" and mine.sha256 == theirs.sha256
         assert file_sha256(mine.path) == mine.sha256

@@ -278,6 +278,7 @@ def test_a_gymnasium_environment_as_the_sim_side(tmp_path: Path):
     rand = RunOptions(
         executor="sequential",
         sides=("sim",),
+        policy="embodied_eval.runner.gym_side:random_policy",
         gym=GymSource("CartPole-v1", f"{HERE}:cartpole_quality"),
     )
     run(tmp_path / "rand", proto, rand)

@@ -112,14 +112,19 @@ def test_graded_type_one_error():
 
 
 def test_power_scenario_uses_fewer_trials_than_fixed_n():
-    # A: 0.7, B: 0.5 (Δ = δ = 0.2), independent within pairs: σ²_D = 0.21 + 0.25 = 0.46,
-    # fixed n = 91 (above). The sequential test must have power ≥ 0.8 and use fewer trials.
+    # A: 0.7, B: 0.5 (Δ = δ = 0.2), independent within pairs: σ²_D = 0.21 + 0.25 = 0.46.
+    # "No difference" needs the 95 % sequence inside ±δ, which at Δ = δ happens with probability
+    # ≤ α/2, so runs that the ±δ tests alone would have stopped as "no difference" go on to
+    # "A better": power ≥ 0.95. The fixed-n design with that power: (z_.975 + z_.95)² · 0.46 /
+    # 0.04 = (1.959964 + 1.644854)² · 11.5 = 12.994713 · 11.5 = 149.4 → 150 pairs; the
+    # sequential test must use fewer.
+    assert fixed_n_pairs(0.2, math.sqrt(0.46), 0.05, 0.95) == 150
     rng = np.random.default_rng(77)
     xa, xb = paired_outcomes(0.7, 0.5, 2000, 400, rng)
     oc = sequential_comparison_oc(xa, xb, delta=0.2, alpha=0.05, power=0.8)
-    ratio = oc.mean_trials / 91
+    ratio = oc.mean_trials / 150
     print(f"power {oc.a_better:.3f}, mean trials {oc.mean_trials:.1f}, ratio {ratio:.2f}")
-    assert oc.a_better >= 0.8 - 2 * math.sqrt(0.16 / 2000)
+    assert oc.a_better >= 0.95 - 2 * math.sqrt(0.95 * 0.05 / 2000)
     assert oc.b_better == 0.0
     assert ratio < 1.0
     # No test with these error rates can average fewer than Wald's floor, 59.69 pairs (below).

@@ -93,9 +93,30 @@ def _headline_card(name: str, words: str, est: Mapping[str, Any] | None) -> str:
     )
 
 
+def _by_family(emb: Mapping[str, Any]) -> str:
+    """The per-family S2R values and one-sided bounds the S2R gates decide on, beside the
+    overall S2R (an overall 1.000 can stand next to a family at 0.500 that fails its gate)."""
+    families = emb.get("S2R_by_family") or {}
+    parts = []
+    for family in sorted(families):
+        t = families[family] or {}
+        if t.get("value") is None:
+            continue
+        bound = (t.get("lower_bound") or {}).get("low")
+        shown = "—" if bound is None else f"{float(bound):.3f}"
+        parts.append(f"{esc(family)} {float(t['value']):.3f} (bound {shown})")
+    if not parts:
+        return ""
+    return (
+        '<p id="headline-S2R-families">S2R by family, as the S2R gates use it: '
+        f"{'; '.join(parts)}.</p>"
+    )
+
+
 def _headline(cert: Mapping[str, Any]) -> str:
     emb = cert.get("embodiment") or {}
     cards = "".join(_headline_card(n, w, emb.get(n)) for n, w in HEADLINE)
+    cards_after = _by_family(emb)
     phys = emb.get("PHYS") or {}
     throughput = (
         f"{float(phys['value']):.3g} {esc(phys.get('unit', ''))} {_interval(phys)} "
@@ -105,7 +126,7 @@ def _headline(cert: Mapping[str, Any]) -> str:
     )
     window = cert.get("window", {})
     return (
-        f'<div class="headline">{cards}</div>'
+        f'<div class="headline">{cards}</div>{cards_after}'
         f'<p>E = {_short(emb.get("E"))} <span class="muted">(embodiment, '
         f"(AR·SS·S2R)^(1/3) normalized)</span>; throughput $_phys = {throughput}; exposure "
         f"H = {fmt_number(window.get('exposure_hours'), 4)} h "

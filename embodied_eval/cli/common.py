@@ -11,6 +11,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from embodied_eval.errors import EvalError
 from embodied_eval.store import Store, default_db_path
 
 #: Width of tables written to a pipe or file: wide enough that no column is cut or folded (Rich
@@ -43,3 +44,14 @@ def open_store(db: Path | None, *, create: bool = True) -> Store:
 def print_json(data: Any) -> None:
     """Print JSON to stdout (no rich markup, so it can be piped)."""
     typer.echo(json.dumps(data, indent=2, sort_keys=True, allow_nan=False, default=str))
+
+
+def window_id(window: str | None) -> str | None:
+    """The `--window` value, or None when not given; an empty id is refused (it names no
+    window, and would otherwise read as "the protocol's")."""
+    if window is not None and not window.strip():
+        raise EvalError(
+            "--window: the window id must not be empty (omit --window for the protocol's)",
+            key="window",
+        )
+    return window

@@ -6,16 +6,19 @@
 
 The first form runs interleaved paired trials in sim (A and B on the same manifest row: task
 instance, seed, drift) and records every episode in the store; the second replays stored episodes.
-Decisions: "A better", "B better", "no difference" (|Δ| < δ), "undecided" at the trial cap, or
+Stored pairs are replayed in a random order stratified by family, fixed (with a recorded seed,
+`--order-seed`) before any outcome is read. Decisions: "A better", "B better", "no difference"
+(|Δ| < δ, only once the confidence sequence lies inside ±δ), "undecided" at the trial cap, or
 "continue" when stored pairs ran out first. Guarantees (any number of looks): P(a winner is
 declared between equal policies) ≤ α; P("no difference" | |Δ| ≥ δ) ≤ 1 − power.
 
 JSON (`--json`): {"policy_a", "policy_b", "source", "decision", "trials", "max_trials", "delta",
 "alpha", "power", "outcome" ("binary success" | "graded quality q"), "mean_a", "mean_b",
 "effect" (estimate of Δ = mean(A − B) with its confidence sequence), "e_values" {"A", "B", "E+",
-"E-"}, "fixed_n_trials" (pairs a fixed-n paired z-test with the same α and power at δ would need,
-at the observed spread), "method", "episodes" [{"a", "b"}], "first_in_pair", "episodes_reused",
-"pairs_available"}.
+"E-"}, "fixed_n_trials" (pairs the fixed-n paired z-test design with the same α and power needs
+at |Δ| = δ for any outcome law, σ²_D = 1 − δ²), "fixed_n_design", "method", "families"
+[{"family", "pairs", "mean_a", "mean_b", "effect"}], "episodes" [{"a", "b"}], "first_in_pair",
+"pair_order", "order_seed" (stored pairs; null in sim), "episodes_reused", "pairs_available"}.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from pathlib import Path
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    open_store,
+    print_json,
+    window_id,
+)
 from embodied_eval.cli.run import default_out_dir
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import load_protocol
@@ -50,12 +60,20 @@ def _print(run: ComparisonRun) -> None:
             f"[{eff['low']:+.3f}, {eff['high']:+.3f}]",
             markup=False,
         )
-    if out["fixed_n_trials"] is not None:
-        console.print(
-            f"a fixed-n design with the same α and power would need {out['fixed_n_trials']} "
-            "paired trials",
-            markup=False,
-        )
+        for fam in out["families"]:
+            fe = fam["effect"]
+            console.print(
+                f"  {fam['family']}: {fam['pairs']} pair(s), mean A {fam['mean_a']:.3f}, mean B "
+                f"{fam['mean_b']:.3f}; Δ {fe['value']:+.3f} [{fe['low']:+.3f}, {fe['high']:+.3f}]",
+                markup=False,
+            )
+    if run.order_seed is not None:
+        console.print(f"pair order: {run.pair_order} (seed {run.order_seed})", markup=False)
+    console.print(
+        f"a fixed-n paired design with the same α and power (any outcome law, |Δ| = δ) needs "
+        f"{out['fixed_n_trials']} paired trials",
+        markup=False,
+    )
     if t.decision == "continue":
         console.print(f"not decided with the {run.available} stored pair(s)")
 
@@ -80,17 +98,29 @@ def compare(
         help="Trial cap in paired trials (in sim: at most the manifest's rows).",
     ),
     graded: bool = typer.Option(False, "--graded", help="Compare graded quality q, not 0/1."),
+    order_seed: int | None = typer.Option(
+        None,
+        "--order-seed",
+        help="Stored episodes: seed of the family-stratified random pair order (default: from "
+        "the policy names and pair keys; printed either way).",
+    ),
     db: Path | None = DbOption,
     out: Path | None = typer.Option(None, "--out", help="Folder for artifacts of errored runs."),
     as_json: bool = JsonOption,
 ) -> None:
     """Sequential A/B comparison of two policies (anytime-valid; stops when it decides)."""
+    window = window_id(window)
     test = SequentialComparison(
         delta=delta, alpha=alpha, power=power, max_trials=max_trials, graded=graded
     )
     if protocol_file is not None:
         if a or b:
             raise EvalError("--a/--b name stored policies; with a protocol use --policy-a/-b")
+        if order_seed is not None:
+            raise EvalError(
+                "--order-seed orders stored pairs; a protocol runs the manifest's order",
+                key="order_seed",
+            )
         if not policy_a or not policy_b:
             raise EvalError("compare PROTOCOL needs --policy-a and --policy-b", key="policy_a")
         protocol = load_protocol(protocol_file)
@@ -117,7 +147,7 @@ def compare(
             raise EvalError("compare needs a PROTOCOL, or --db with --a and --b", key="a")
         with open_store(db, create=False) as store:
             episodes = store.episodes(window=window)
-        run = compare_stored(episodes, a, b, test, side)
+        run = compare_stored(episodes, a, b, test, side, order_seed)
     if as_json:
         print_json(run.to_json())
     else:

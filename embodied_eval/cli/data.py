@@ -1,4 +1,4 @@
-"""`embodied-eval import|export episodes|faults|incidents` and `embodied-eval protocol check`."""
+"""`embodied-eval import|export episodes|faults|incidents` and `embodied-eval protocol check|tasks`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,14 @@ from pathlib import Path
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    open_store,
+    print_json,
+    window_id,
+)
 from embodied_eval.errors import EvalError
 from embodied_eval.interchange import (
     episodes_from_frame,
@@ -19,9 +26,10 @@ from embodied_eval.interchange import (
     write_table,
 )
 from embodied_eval.pair_rules import check_pairs, stored_partners
-from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.plugins import INCIDENT_LOG, SIM_ENGINES, resolve
 from embodied_eval.protocol import Protocol, load_protocol
 from embodied_eval.sensitivity import run_sweep, sweep_table
+from embodied_eval.task_catalog import catalog_listing, check_instances
 
 
 class Kind(str, Enum):
@@ -95,6 +103,7 @@ def export_file(
 ) -> None:
     """Export from the store to CSV or Parquet (written atomically), or as a LeRobotDataset
     folder (`export lerobot --out DIR [--side sim|real]`)."""
+    window = window_id(window)
     if side is not None and side not in ("sim", "real"):
         raise EvalError(f"--side {side!r}: expected sim or real", key="side")
     if kind is Kind.lerobot:
@@ -148,8 +157,12 @@ def protocol_check(
     ),
 ) -> None:
     """Validate a protocol file and print its hash and battery (and, with --sensitivity, how
-    much each declared knob changes the reference policy's success and quality)."""
+    much each declared knob changes the reference policy's success and quality).
+
+    Every instance (but those mapped to a Gymnasium env) must be in the task catalog of each of
+    the protocol's sim engines (`embodied-eval protocol tasks` lists it)."""
     proto = load_protocol(file)
+    check_instances(proto)
     if sensitivity:
         _print_sensitivity(proto, engine, instances_per_family, seeds, max_steps, as_json)
         return
@@ -163,6 +176,35 @@ def protocol_check(
             f"  {family}: {len(insts)} instances, q* = "
             f"{', '.join(sorted({f'{i.target_quality:g}' for i in insts}))}"
         )
+
+
+@protocol_app.command("tasks")
+def protocol_tasks(
+    engine: list[str] = typer.Option(
+        [], "--engine", help="Only this sim engine's catalog (repeatable; default: every engine)."
+    ),
+    as_json: bool = JsonOption,
+) -> None:
+    """List the task ids a protocol may name: each family, its instances and the engines that
+    run them."""
+    unknown = [e for e in engine if e not in SIM_ENGINES]
+    if unknown:
+        raise EvalError(
+            f"--engine {unknown[0]!r} is not a registered sim engine (known: "
+            f"{', '.join(sorted(SIM_ENGINES))})",
+            key="engine",
+        )
+    listing = catalog_listing(engine or None)
+    if as_json:
+        print_json({"families": listing})
+        return
+    if not listing:
+        console.print("no sim engine registers a task catalog")
+        return
+    for entry in listing:
+        typer.echo(f"{entry['family']}  (engines: {', '.join(entry['engines'])})")
+        for task_id in entry["instances"]:
+            typer.echo(f"  {task_id}")
 
 
 def _print_sensitivity(

@@ -23,13 +23,18 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     episodes            counts: real_counted, real_all, real_unscored, real_retries,
                         sim_counted, pairs, real_unpaired, window_real, window_sim
     AR                  estimate: first scored real attempts, cluster bootstrap over task instances
+                        with exact binomial draws per resample, never narrower than
+                        Clopper-Pearson (never a point on finite data)
     AR_ppi              estimate: prediction-powered AR (every sim episode of the paired engine +
                         the pairs' real − λ·sim residuals; PPI++ λ; cluster jackknife over task
-                        instances, or iid CLT with few instances: see "method") + "effective_n"
-                        (real trials the classical estimate would need for the same variance),
-                        "lambda", "pairs", "sim_unpaired", "clusters", "in_use" (true when the
-                        protocol's [embodiment] ar_estimator = "ppi" puts it into E and the AR
-                        gate bound); null never (value null with a note below 2 pairs)
+                        instances) + "effective_n" (real trials the classical estimate would need
+                        for the same variance), "lambda", "pairs" (labelled pairs used),
+                        "sim_unpaired", "clusters", "valid", "below_floor" (the validity floors
+                        not met: then the estimate is the classical AR, said in "method" and
+                        "note"), "floor" {pairs, task_instances, events_from_edge, variance},
+                        "in_use" (true when the protocol's [embodiment] ar_estimator = "ppi" and
+                        the fit is valid: it is then in E and the AR gate bound); null never
+                        (value null with a note below 2 pairs)
     AR_sim              estimate: paired sim episodes (or sim reweighted to the real contexts)
     AR_with_retries     estimate: pairs succeeding at any scored attempt (Wilson); never in E
     S2R                 estimate + "mode" ("paired" | "reweighted" | "none"), "gap" (estimate of
@@ -54,7 +59,9 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
                         "cost_per_hour", "cost_items_per_hour" {energy, wear, consumables,
                         operator}, "cost_share", "currency", "successes", "episodes", "hours"
     MTBF_h, MTTR_h, MTBSI_h   estimates in hours
-    E_raw, E            estimates: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê) (joint bootstrap)
+    E_raw, E            estimates: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê) (joint bootstrap over
+                        task instances with exact draws per resample: Clopper-Pearson beta for
+                        AR and the discordant pairs, Garwood gamma for each severity's rate)
     gate_bounds         the one-sided bounds gates use: {"AR", "E", "RA", "S2R", "MTBSI_h",
                         "rates_per_100h": {severity: estimate}}
     gates               {"AAI-2", "AAI-3", "AAI-4": {"name", "verdict", "checks": [{"id" (stable,
@@ -87,7 +94,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.cli.common import DbOption, JsonOption, console, print_json, window_id
 from embodied_eval.cli.summaries import print_remains, print_verdict
 from embodied_eval.embodiment.expansion import expansion_audit
 from embodied_eval.embodiment.loading import load_window
@@ -165,7 +172,11 @@ def render(report: EmbodimentReport) -> None:
     _row(t, "AR", report.ar)
     if report.ar_ppi is not None:
         r = report.ar_ppi.result
-        eff = "" if r is None else f" (n_eff ≈ {r.effective_n:.0f} real trials, λ = {r.lam:.2f})"
+        eff = (
+            ""
+            if r is None
+            else f" ({r.n_pairs} pairs, n_eff ≈ {r.effective_n:.0f} real trials, λ = {r.lam:.2f})"
+        )
         _row(t, "AR_ppi", report.ar_ppi.estimate, 3, eff)
     _row(t, "AR_sim", report.ar_sim)
     _row(t, "AR with retries", report.ar_with_retries)
@@ -241,6 +252,7 @@ def metrics(
 ) -> None:
     """Embodiment metrics (AR, S2R, SS, RA, QC, $_phys, MTBF/MTTR/MTBSI, E) and the robotics
     gates AAI-2..4 for one window."""
+    window = window_id(window)
     notes: list[str] = []
     if protocol is None:
         protocol = example_protocol_path()

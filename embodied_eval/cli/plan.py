@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, print_json
+from embodied_eval.cli.common import DbOption, JsonOption, print_json, window_id
 from embodied_eval.errors import EvalError
 from embodied_eval.stats.planner import (
     HoursPlan,
@@ -155,6 +155,13 @@ def plan_success(
 ) -> None:
     """Remaining straight successes to show a success rate >= the gate (one-sided CP bound);
     with --with-sim, real trials needed with and without the sim's help."""
+    if threshold == 1.0:
+        raise EvalError(
+            "--threshold 1: a success rate of 1 can never be demonstrated (a confidence bound "
+            "from finitely many trials stays below 1); give a gate below 1, e.g. 0.99",
+            key="threshold",
+        )
+    window = window_id(window)
     if with_sim:
         _plan_with_sim(threshold, level, db, protocol, window, policy, sim_episodes, as_json)
         return

@@ -19,7 +19,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.protocol import load_protocol
 from embodied_eval.runner.gym_side import GymSource
 from embodied_eval.runner.progress import summary_table
-from embodied_eval.runner.summary import RunSummary
+from embodied_eval.runner.summary import RunSummary, retries_spent_message
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.store import default_db_path
 
@@ -67,6 +67,11 @@ def print_summary(summary: RunSummary) -> None:
             console.print(f"anytime stopping: {decision}: {reason}")
     if summary.real_stopped:
         console.print(f"real side stopped: {summary.real_stopped}")
+    if summary.actions_clipped:
+        console.print(
+            f"actions clipped to the action space: {summary.actions_clipped} step(s) "
+            '([sim] out_of_range_actions = "clip")'
+        )
     if summary.incident_log:
         console.print(f"safety events: {summary.incident_log}")
     if summary.dry_run:
@@ -74,7 +79,10 @@ def print_summary(summary: RunSummary) -> None:
     elif summary.interrupted:
         console.print("[yellow]interrupted[/]: re-run the same command to continue")
     elif summary.complete:
-        console.print(f"done: {summary.written} episode(s) recorded in this run")
+        failed = f", {summary.failed} ended `error`" if summary.failed else ""
+        console.print(f"done: {summary.written} episode(s) recorded in this run{failed}")
+    if summary.spent and summary.written and not summary.failed:
+        console.print(f"[yellow]note[/]: {retries_spent_message(summary.spent)}")
 
 
 def run_command(
@@ -192,12 +200,9 @@ def run_command(
     if summary.real_halted:
         console.print(f"[red]halted[/]: {summary.real_stopped}")
         raise typer.Exit(3)
-    if summary.all_failed:
-        raise EvalError(
-            f"every one of the {summary.written} episode(s) run failed; first error: "
-            f"{summary.first_error}",
-            key="run",
-        )
+    failure = "" if summary.dry_run else summary.failure()
+    if failure:
+        raise EvalError(failure, key="run")
 
 
 def register(app: typer.Typer) -> None:

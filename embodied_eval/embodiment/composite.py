@@ -1,14 +1,31 @@
 """The embodiment axis: Ê = (AR·SS·S2R)^(1/3) and E = φ_E(Ê), with a joint bootstrap interval.
 
-Joint bootstrap (what the E interval means): each resample draws task-instance clusters with
-replacement (one set of multiplicities shared by every part), recomputes AR and the paired sim−real
-gap on the drawn clusters — so AR and S2R move together as they do in the data — and redraws the
-incident counts as independent Poisson(N_x) over the fixed exposure H for SS. Ê and E are then
-recomputed per resample; the interval is the percentile interval and the gate bound the one-sided
-α-quantile. When every real episode succeeded, AR per resample is drawn from Beta(n, 1) instead
-(`_all_successes_ar`), so a handful of successes cannot give E a bound of 1. With zero incidents SS is 1 in every resample, so the E interval then reflects AR and
-S2R only; SS's own exact interval is reported beside it. A critical incident forces SS = 0 and
-E = 0 (interval [0, 0]).
+Joint bootstrap (what the E interval means). Each resample draws task-instance clusters with
+replacement (one set of multiplicities shared by AR and the paired gap, so they move together as
+they do in the data) and then, inside the resample, each part from the exact distributions of its
+counts (`resampling`), at one uniform per part and resample:
+
+* AR: Beta(S, F + 1) on the lower side and Beta(S + 1, F) on the upper side, S and F the
+  resample's real successes and failures (Clopper–Pearson's beta distributions);
+* S2R = 1 − |D| on paired episodes: the shares of sim-only (b) and real-only (c) pairs are drawn
+  the same way and |D| is taken at its largest, max(b_hi − c_lo, c_hi − b_lo), on the lower side
+  (at its smallest on the upper side), so concordant pairs alone do not make S2R certain; in
+  reweighted mode D = reweighted sim rate − the AR draws;
+* SS: each severity's rate ν_x is drawn from Garwood's exact construction over the fixed exposure
+  H — Gamma(N_x + 1, 1)/H on the lower-SS side, Gamma(N_x, 1)/H (0 when N_x = 0) on the upper
+  side — independently across severities, and SS = 1 − min(1, Σ w_x ν_x). Zero incidents are
+  not a zero rate: a few incident-free minutes draw rates in the hundreds per 100 h, so SS and
+  E's bound are then near 0 (SS's own interval is [0, 1] there too).
+
+Ê and E are computed per resample from the lower-side draws and from the upper-side draws; the
+two-sided interval is [α/2-quantile of the lower-side E, (1 − α/2)-quantile of the upper-side E]
+and the gate bound the α-quantile of the lower-side E. With one task instance and one part
+uncertain, the bound is that part's exact bound (e.g. AR's one-sided Clopper–Pearson α^(1/n) for
+n/n). Every draw is monotone in its counts for fixed clusters and uniforms (the parts use their
+own child generators), so one more real failure whose sim partner also failed, or one more
+incident, never raises E's bound. A critical incident forces SS = 0 and E = 0 (interval [0, 0]:
+a rule, §7). With `ar_estimator = "ppi"` (above its validity floor) AR per resample is AR_ppi
+recomputed on the drawn task instances.
 """
 
 from __future__ import annotations
@@ -24,7 +41,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from embodied_eval.embodiment.prediction import resampled_ppi
-from embodied_eval.embodiment.resampling import percentile_estimate, resampled_ratio
+from embodied_eval.embodiment.resampling import (
+    event_rate_draws,
+    resampled_ratio,
+    success_rate_draws,
+    two_sided_estimate,
+)
 from embodied_eval.embodiment.safety import SafetySummary
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets, context_stratum
 from embodied_eval.embodiment.transfer import PAIRED, REWEIGHTED, TransferResult
@@ -85,11 +107,12 @@ def _cluster_parts(sets: EpisodeSets, transfer: TransferResult) -> dict[str, NDA
         "real_s": a.per_task(a.real_task, a.real_z.astype(float)),
     }
     zeros = np.zeros(len(a.tasks))
-    parts.update(pair_n=zeros, pair_sim=zeros, pair_real=zeros, rw=zeros)
+    parts.update(pair_n=zeros, pair_b=zeros, pair_c=zeros, rw=zeros)
     if transfer.mode == PAIRED:
+        sim_z, real_z = a.pair_sim_z.astype(bool), a.pair_real_z.astype(bool)
         parts["pair_n"] = a.per_task(a.pair_task)
-        parts["pair_sim"] = a.per_task(a.pair_task, a.pair_sim_z.astype(float))
-        parts["pair_real"] = a.per_task(a.pair_task, a.pair_real_z.astype(float))
+        parts["pair_b"] = a.per_task(a.pair_task, (sim_z & ~real_z).astype(float))
+        parts["pair_c"] = a.per_task(a.pair_task, (~sim_z & real_z).astype(float))
     elif transfer.mode == REWEIGHTED:
         # Σ over the cluster's real episodes of the sim success rate of their stratum: strata
         # nest in task instances, so resampling clusters reweights strata exactly.
@@ -106,35 +129,40 @@ def _cluster_parts(sets: EpisodeSets, transfer: TransferResult) -> dict[str, NDA
     return parts
 
 
-def _ss_replicates(
+def _ss_draws(
     safety: SafetySummary, weights: Mapping[str, float], rng: np.random.Generator, r: int
-) -> NDArray:
-    """SS per resample from Poisson(N_x) redraws of the incident counts over fixed H."""
-    total = np.zeros(r)
-    for sev in SEVERITIES:
-        n_x = rng.poisson(safety.counts[sev], size=r)
-        total += weights[sev] * PER_HOURS * n_x / safety.exposure_h
-    out: NDArray = 1.0 - np.minimum(1.0, total)
-    return out
+) -> tuple[NDArray, NDArray]:
+    """SS per resample from Garwood draws of every severity's rate (lower side, upper side)."""
+    uniforms = rng.random((len(SEVERITIES), r))
+    low_sum, high_sum = np.zeros(r), np.zeros(r)
+    for sev, u in zip(SEVERITIES, uniforms, strict=True):
+        rate_low, rate_high = event_rate_draws(safety.counts[sev], safety.exposure_h, u, PER_HOURS)
+        low_sum += weights[sev] * rate_high
+        high_sum += weights[sev] * rate_low
+    return 1.0 - np.minimum(1.0, low_sum), 1.0 - np.minimum(1.0, high_sum)
 
 
-def _all_successes_ar(n_real: NDArray, rng: np.random.Generator) -> NDArray:
-    """AR per resample when every real episode succeeded: a draw from Beta(n, 1).
+def _paired_agreement_draws(
+    w: NDArray, cp: Mapping[str, NDArray], rng: np.random.Generator
+) -> tuple[NDArray, NDArray]:
+    """S2R = 1 − |D| per resample from exact draws of the discordant shares (lower, upper side)."""
+    u_b, u_c = rng.random((2, w.shape[0]))
+    b_low, b_high = success_rate_draws(w, cp["pair_b"], cp["pair_n"], u_b)
+    c_low, c_high = success_rate_draws(w, cp["pair_c"], cp["pair_n"], u_c)
+    largest = np.maximum(b_high - c_low, c_high - b_low)
+    smallest = np.maximum(0.0, np.maximum(b_low - c_high, c_low - b_high))
+    return 1.0 - largest, 1.0 - smallest
 
-    Resampling clusters cannot move AR when every episode succeeded (each resample is n/n = 1),
-    so the percentile bound would claim certainty from any n. Each resample instead draws AR
-    from Beta(n, 1) for its n real episodes; its α-quantile α^(1/n) is exactly the one-sided
-    Clopper–Pearson lower bound for n/n (statistics notes, "Success rates"), so the E bound then
-    carries the same uncertainty as the AR gate.
 
-    Args:
-        n_real: real episodes in each resample, shape [R] (all > 0). rng: the generator.
-
-    Returns:
-        float array [R] in (0, 1].
-    """
-    out: NDArray = rng.beta(np.asarray(n_real, dtype=float), 1.0)
-    return out
+def _reweighted_agreement_draws(
+    rw: NDArray, ar_low: NDArray, ar_high: NDArray
+) -> tuple[NDArray, NDArray]:
+    """S2R = 1 − |rw − AR| over AR's two sides: its smallest and largest value per resample."""
+    g1, g2 = rw - ar_low, rw - ar_high
+    largest = np.maximum(np.abs(g1), np.abs(g2))
+    straddles = (np.minimum(g1, g2) <= 0.0) & (np.maximum(g1, g2) >= 0.0)
+    smallest = np.where(straddles, 0.0, np.minimum(np.abs(g1), np.abs(g2)))
+    return 1.0 - largest, 1.0 - smallest
 
 
 def embodiment_estimates(
@@ -165,8 +193,9 @@ def embodiment_estimates(
     """
     low_a, high_a = anchors
     method = (
-        f"joint cluster bootstrap over {CLUSTER_UNIT}s (AR, S2R) with Poisson incident "
-        f"redraws (SS), percentile, {resamples} resamples"
+        f"joint cluster bootstrap over {CLUSTER_UNIT}s (AR, S2R) with exact draws per resample "
+        "(Clopper–Pearson beta for AR and the discordant pairs, Garwood gamma for each "
+        f"severity's rate over H), percentile, {resamples} resamples"
     )
     n = len(sets.real)
     if safety.counts["critical"] > 0:
@@ -184,26 +213,30 @@ def embodiment_estimates(
     raw_value = embodiment_raw(ar_v, ss_v, s2r_v)
     score_value = embodiment_score(raw_value, low_a, high_a)
     cp = _cluster_parts(sets, transfer)
-    w = cluster_weights(cp["real_n"].size, rng, resamples)
-    if ar_ppi is None and 0 < cp["real_s"].sum() == cp["real_n"].sum():
-        ar_b = _all_successes_ar(w @ cp["real_n"], rng)
-        method += "; every real episode succeeded, so AR per resample ~ Beta(n, 1)"
-    elif ar_ppi is None:
-        ar_b = resampled_ratio(w, cp["real_s"], cp["real_n"])
+    # One child generator per part: the clusters, AR, the gap and SS draw independently of
+    # each other, so a change in one part's counts leaves the others' draws as they were.
+    g_w, g_ar, g_gap, g_ss = rng.spawn(4)
+    w = cluster_weights(cp["real_n"].size, g_w, resamples)
+    if ar_ppi is None:
+        ar_low, ar_high = success_rate_draws(w, cp["real_s"], cp["real_n"], g_ar.random(resamples))
     else:
-        ar_b = resampled_ppi(w, dict(ar_ppi[0]), ar_ppi[1])
-        method = method.replace("(AR, S2R)", "(AR_ppi, S2R)")
+        ar_low = ar_high = resampled_ppi(w, dict(ar_ppi[0]), ar_ppi[1])
+        method = method.replace("(AR, S2R)", "(AR_ppi, S2R)").replace("beta for AR and", "beta for")
     if transfer.mode == PAIRED:
-        gap_b = resampled_ratio(w, cp["pair_sim"] - cp["pair_real"], cp["pair_n"])
+        s2r_low, s2r_high = _paired_agreement_draws(w, cp, g_gap)
     else:
-        gap_b = resampled_ratio(w, cp["rw"], cp["real_n"]) - ar_b
-    ss_b = _ss_replicates(safety, weights, rng, resamples)
-    raw_b = embodiment_raw(ar_b, ss_b, 1.0 - np.abs(gap_b))
-    score_b = embodiment_score(raw_b, low_a, high_a)
-    raw = percentile_estimate(raw_value, raw_b, level, method, n)
-    score = percentile_estimate(score_value, score_b, level, method, n)
-    bound = percentile_estimate(
-        score_value, score_b, level, method + ", one-sided", n, sided="lower"
+        method = method.replace("AR and the discordant pairs", "AR, S2R against the reweighted sim")
+        rw = resampled_ratio(w, cp["rw"], cp["real_n"])
+        s2r_low, s2r_high = _reweighted_agreement_draws(rw, ar_low, ar_high)
+    ss_low, ss_high = _ss_draws(safety, weights, g_ss, resamples)
+    raw_low = embodiment_raw(ar_low, ss_low, s2r_low)
+    raw_high = embodiment_raw(ar_high, ss_high, s2r_high)
+    score_low = embodiment_score(raw_low, low_a, high_a)
+    score_high = embodiment_score(raw_high, low_a, high_a)
+    raw = two_sided_estimate(raw_value, raw_low, raw_high, level, method, n)
+    score = two_sided_estimate(score_value, score_low, score_high, level, method, n)
+    bound = two_sided_estimate(
+        score_value, score_low, score_high, level, method + ", one-sided", n, sided="lower"
     )
     bound = dataclasses.replace(bound, high=1.0)
     return EmbodimentEstimates(raw, score, bound, resamples)

@@ -19,8 +19,10 @@ conditions, so every difference is a *paired* difference of proportions:
 
 All intervals are two-sided at 2c − 1 for the protocol's confidence c: the gain is decided on the
 lower end (a one-sided bound at c), and the two "≤ ε" ablation checks are equivalence tests
-(TOST) on the whole interval, as S2R's gap. Without control rows the control term is 0. The
-closure itself is `scoring.closures.expansion_closure`.
+(TOST) on the whole interval, as S2R's gap. Without control families the control term is 0 by
+design; with control families declared but fewer than 2 matched control rows the closure is
+inconclusive (a control never measured is not "no change"). The closure itself is
+`scoring.closures.expansion_closure`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from embodied_eval.closure_protocol import ExpansionPlan
-from embodied_eval.gates import GateResult
+from embodied_eval.gates import GateCheck, GateResult, Verdict
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, first_attempts
 from embodied_eval.runner.plan import manifest_row_key
@@ -155,7 +157,8 @@ def expansion_audit(episodes: Sequence[Episode], protocol: Protocol) -> Expansio
         c_pre, c_post = rates["control_pre"], rates["control_post"]
     else:
         gain, abl_did = gain_t, abl_t
-        c_pre = c_post = Estimate(0.0, 0.0, 0.0, level, "no control rows: control term 0")
+        # A term fixed by the design, not measured: a point without an interval.
+        c_pre = c_post = Estimate(0.0, None, None, level, "no control rows: control term 0")
     audit = ExpansionAudit(
         name=plan.name,
         pre=rates["pre"],
@@ -170,4 +173,16 @@ def expansion_audit(episodes: Sequence[Episode], protocol: Protocol) -> Expansio
         ablated_gain=abl_did,
     )
     closure = expansion_closure(audit, epsilon=plan.epsilon, level=level)
+    if plan.control_families and len(k_rows) < 2:
+        # Declared control families that have not run would otherwise count as "no change":
+        # the gain would pass against a control that was never measured.
+        check = GateCheck(
+            "frozen control measured",
+            Verdict.INCONCLUSIVE,
+            detail=(
+                f"{len(k_rows)} matched control row(s) in {', '.join(plan.control_families)}: "
+                "the gain is not a difference in differences until the control has run"
+            ),
+        )
+        closure = GateResult(closure.name, (*closure.checks, check))
     return ExpansionResult(plan, counts, rates, audit, closure, tuple(notes))

@@ -209,7 +209,7 @@ def s2r_families_check(
     checks = {f: _s2r_check(f, t, threshold) for f, t in by_family.items()}
     decided = {f: c for f, c in checks.items() if c.verdict is not Verdict.EVIDENCE_MISSING}
     if not decided:
-        return GateCheck(name, Verdict.EVIDENCE_MISSING, float(families), ">=", detail="no S2R")
+        return GateCheck(name, Verdict.EVIDENCE_MISSING, None, ">=", detail="no S2R")
     passed = [f for f, c in decided.items() if c.verdict is Verdict.PASS]
     pending = [f for f, c in decided.items() if c.verdict is Verdict.INCONCLUSIVE]
     remaining: dict[str, float] = {}
@@ -228,14 +228,13 @@ def s2r_families_check(
         bound = f"{c.bound:.3f}" if c.bound is not None else "—"
         value = f"{c.value:.3f}" if c.value is not None else "—"
         parts.append(f"{f} {value} (bound {bound}) {c.verdict.value}")
+    # The value/threshold columns hold S2R values elsewhere; counts of families go in words.
+    counted = (
+        f"{len(passed)} of {len(decided)} famil{'y' if len(decided) == 1 else 'ies'} pass "
+        f"(needs ≥ {families}): "
+    )
     return GateCheck(
-        name,
-        verdict,
-        float(families),
-        ">=",
-        value=float(len(passed)),
-        detail="; ".join(parts),
-        remaining=remaining,
+        name, verdict, None, ">=", detail=counted + "; ".join(parts), remaining=remaining
     )
 
 

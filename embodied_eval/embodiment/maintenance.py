@@ -14,6 +14,8 @@ on its day (by the drift name it records, else the one in its pair id), and per 
 The day-0 point is the baseline C₀; the closure is `scoring.closures.maintenance_closure` on the
 checkpoints after day 0 (bound ≥ α·C₀ at every checkpoint, the span reaching Y, zero human
 patches, the drift kinds covered), with the declared calendar's last day as the planned span.
+A day-0 index of 0 makes the index check inconclusive with the reason ("index ≥ α·0" would pass
+on nothing); without a day-0 index there is no audit yet (evidence missing, with a note).
 """
 
 from __future__ import annotations

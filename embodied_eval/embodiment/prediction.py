@@ -7,12 +7,17 @@ instance and seed. The prediction-powered estimator (`stats.ppi`) adds the pairs
 biased sim is corrected and a sim that predicts real well narrows the interval.
 
 Method: the cluster-aware PPI++ interval over task instances (delete-one-cluster jackknife, λ
-re-tuned per replicate, t quantile) when the window has at least `MIN_PPI_CLUSTERS` task
-instances, else the iid CLT interval with a note. Intervals are clipped to [0, 1].
+re-tuned per replicate, t quantile), clipped to [0, 1]. It is used only above the PPI validity
+floor (`stats.ppi.ppi_validity`: ≥ 50 labelled pairs, ≥ 10 task instances, the real rate at
+least 5/n from 0 and 1, a non-degenerate variance). Below the floor AR_ppi falls back to the
+classical AR (its estimate and interval) with a note naming the floors not met; the PPI fit's λ,
+effective n and pairs are still reported, to show how far the window is from the floor. With
+fewer than 3 task instances the fit is the iid one (diagnostic only: it is always below the
+floor). Never [1, 1] from 5 all-success pairs.
 
 AR_ppi is reported beside AR with its effective real sample size. It replaces AR in E and in the
-AR gate bound only when the protocol sets `[embodiment] ar_estimator = "ppi"`; the report's notes
-(and so the certificate) then say so.
+AR gate bound only when the protocol sets `[embodiment] ar_estimator = "ppi"` and the fit is above
+the floor; the report's notes (and so the certificate) then say so.
 """
 
 from __future__ import annotations
@@ -25,10 +30,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets
-from embodied_eval.stats import Estimate, PPIResult, ppi_mean, ppi_mean_clustered
+from embodied_eval.stats import Estimate, PPIResult, ppi_mean, ppi_mean_clustered, ppi_validity
+from embodied_eval.stats.ppi import EDGE_EVENTS, MIN_CLUSTERS, MIN_PAIRS
 
-#: Below this many task instances the cluster interval is not used (iid CLT instead, with a note).
-MIN_PPI_CLUSTERS = 10
+#: The cluster jackknife needs at least this many task instances to be computed at all.
+MIN_FIT_CLUSTERS = 3
 #: `[embodiment] ar_estimator` values.
 CLASSICAL, PPI = "classical", "ppi"
 
@@ -40,15 +46,25 @@ class PredictionPoweredAR:
     Attributes:
         estimate: AR_ppi (two-sided interval at the protocol's level, clipped to [0, 1]).
         result: the PPI fit (None when there are fewer than 2 pairs).
-        in_use: True when the protocol's `ar_estimator` is "ppi" (E and the AR gate use it).
+        in_use: True when the protocol's `ar_estimator` is "ppi" and the fit is above its
+            validity floor (E and the AR gate then use it).
         parts: per-task-instance sums for the joint bootstrap of E: pairs n/y/f and unlabeled
             m/g, aligned with `sets.arrays.tasks`, plus "extra_m"/"extra_g" for sim-only tasks.
+        below_floor: the validity floors not met (empty: the PPI interval is reported and valid).
+        requested: True when the protocol's `ar_estimator` is "ppi".
     """
 
     estimate: Estimate
     result: PPIResult | None
     in_use: bool
     parts: dict[str, Any]
+    below_floor: tuple[str, ...] = ()
+    requested: bool = False
+
+    @property
+    def valid(self) -> bool:
+        """True when the fit is above the PPI validity floor."""
+        return self.result is not None and not self.below_floor
 
     def to_json(self) -> dict[str, Any]:
         out = self.estimate.to_json()
@@ -61,16 +77,28 @@ class PredictionPoweredAR:
         out["sim_unpaired"] = 0 if r is None else r.n_sim
         out["clusters"] = None if r is None else r.clusters
         out["in_use"] = self.in_use
+        out["valid"] = self.valid
+        out["below_floor"] = list(self.below_floor)
+        out["floor"] = {
+            "pairs": MIN_PAIRS,
+            "task_instances": MIN_CLUSTERS,
+            "events_from_edge": EDGE_EVENTS,
+            "variance": "non-degenerate",
+        }
         return out
 
 
-def prediction_powered_ar(sets: EpisodeSets, level: float, in_use: bool) -> PredictionPoweredAR:
+def prediction_powered_ar(
+    sets: EpisodeSets, level: float, in_use: bool, classical: Estimate | None = None
+) -> PredictionPoweredAR:
     """AR_ppi of the selected episodes (see the module docstring).
 
     Args:
         sets: the selected episodes (pairs on the paired sim engine; its other sim episodes).
         level: two-sided level.
-        in_use: whether the protocol opted in (said in the result).
+        in_use: whether the protocol opted in (`ar_estimator = "ppi"`).
+        classical: the classical AR estimate reported instead below the validity floor (without
+            it, the fallback reports the PPI point with no interval).
 
     Returns:
         PredictionPoweredAR; value None with a note when fewer than 2 pairs exist.
@@ -91,24 +119,36 @@ def prediction_powered_ar(sets: EpisodeSets, level: float, in_use: bool) -> Pred
     if y.size < 2:
         est = Estimate(None, None, None, level, "prediction-powered mean", int(y.size), "two",
                        "fewer than 2 sim/real pairs: AR_ppi undefined")  # fmt: skip
-        return PredictionPoweredAR(est, None, in_use, parts)
+        return PredictionPoweredAR(
+            est, None, False, parts, ("fewer than 2 sim/real pairs",), in_use
+        )
     pair_cluster = a.pair_task
     used = set(pair_cluster.tolist()) | set(sim_cluster.tolist())
-    notes = []
-    if len(used) >= MIN_PPI_CLUSTERS:
+    if len(used) >= MIN_FIT_CLUSTERS:
         result = ppi_mean_clustered(y, f, pair_cluster, g, sim_cluster, level)
         method = result.estimate.method.replace("clusters", f"{CLUSTER_UNIT}s")
     else:
         result = ppi_mean(y, f, g, level)
         method = result.estimate.method
-        notes.append(
-            f"only {len(used)} {CLUSTER_UNIT}(s): iid CLT interval (episodes of one instance are "
-            "treated as independent)"
-        )
+    reasons = tuple(ppi_validity(result, y))
+    notes = []
     if g.size == 0:
         notes.append("no sim episode without a real episode: AR_ppi is the real mean")
     fit = result.estimate
-    assert fit.low is not None and fit.high is not None
+    assert fit.value is not None and fit.low is not None and fit.high is not None
+    if reasons:
+        why = "; ".join(reasons)
+        note = f"PPI below its validity floor ({why}): the classical AR is reported instead"
+        if classical is not None:
+            est = dataclasses.replace(
+                classical,
+                method=f"classical AR, {classical.method} (PPI below its validity floor)",
+                note="; ".join(x for x in (note, classical.note) if x),
+                extra={**classical.extra, "ppi_point": fit.value},
+            )
+        else:
+            est = Estimate(fit.value, None, None, level, method, fit.n, "two", note)
+        return PredictionPoweredAR(est, result, False, parts, reasons, in_use)
     est = dataclasses.replace(
         fit,
         low=max(0.0, fit.low),
@@ -116,12 +156,12 @@ def prediction_powered_ar(sets: EpisodeSets, level: float, in_use: bool) -> Pred
         method=method + ("; in E and the AR gate" if in_use else "; reported beside AR"),
         note="; ".join(notes),
     )
-    return PredictionPoweredAR(est, result, in_use, parts)
+    return PredictionPoweredAR(est, result, in_use, parts, (), in_use)
 
 
 def prediction_powered_ar_bound(sets: EpisodeSets, level: float) -> Estimate:
     """One-sided lower bound of AR_ppi at `level` (the low end of the (2·level − 1) interval),
-    the AR gate bound when the protocol opts in."""
+    the AR gate bound when the protocol opts in and the fit is above its validity floor."""
     est = prediction_powered_ar(sets, 2.0 * level - 1.0, True).estimate
     return dataclasses.replace(
         est, level=level, high=1.0 if est.value is not None else None, sided="lower",

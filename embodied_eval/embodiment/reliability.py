@@ -3,8 +3,10 @@
 Formulas and bounds:
 
 * AR = mean z over the first scored real attempts (selection rules in `selection`). Reported
-  interval: two-level cluster bootstrap over task instances (percentile). Gate bound: the exact
-  one-sided Clopper–Pearson lower bound at the protocol's confidence.
+  interval: cluster bootstrap over task instances with exact binomial draws inside each resample,
+  widened to contain the exact Clopper–Pearson interval (`clustered_success_rate`): never a point
+  on finite data. Gate bound: the exact one-sided Clopper–Pearson lower bound at the protocol's
+  confidence.
 * AR_with_retries = fraction of real pairs whose task succeeded at *any* scored attempt (Wilson).
   It is ≥ AR by construction and never enters E.
 * RA = faults recovered autonomously / faults, over every fault of the evaluated policy's real
@@ -28,12 +30,13 @@ from typing import Any
 
 import numpy as np
 
+from embodied_eval.embodiment.resampling import success_rate_draws, two_sided_estimate
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets
 from embodied_eval.records import Episode, Fault
 from embodied_eval.stats import (
     Estimate,
     clopper_pearson_interval,
-    cluster_bootstrap_mean,
+    cluster_weights,
     mtbf_interval,
     mttr_interval,
     wilson_interval,
@@ -43,7 +46,7 @@ from embodied_eval.stats import (
 FAILURE_CAUSE_KEY = "failure_cause"
 #: The failure cause that counts toward MTBF when causes are recorded.
 ACTUATION_CAUSE = "actuation"
-#: Below this many clusters the percentile cluster bootstrap under-covers (statistics notes).
+#: Below this many clusters the between-cluster spread is poorly estimated (statistics notes).
 MIN_BOOTSTRAP_CLUSTERS = 20
 
 
@@ -76,33 +79,61 @@ def clustered_success_rate(
     resamples: int,
     level: float,
 ) -> Estimate:
-    """Strict success rate Σs/Σn with a two-level cluster bootstrap over task instances.
+    """Strict success rate Σs/Σn with a cluster bootstrap over task instances that never claims
+    more than the exact binomial interval.
+
+    Each resample draws task instances with replacement and then the rate from the exact
+    binomial (Clopper–Pearson beta) draws of its counts (`resampling.success_rate_draws`); the
+    percentile interval is then widened to contain the exact two-sided Clopper–Pearson interval of
+    k/n. So the interval is never a point on finite data (20/20 on instances of sizes [1, 1, 18]
+    gives a lower end ≤ 0.8316) and one more failure never raises either end (same generator).
 
     Args:
         successes, counts: per task instance, shape [C] (clusters with no episode are dropped).
         rng: generator for the bootstrap. resamples: R. level: two-sided level.
 
     Returns:
-        Estimate(value = Σs/Σn, percentile interval, n = episodes); the note warns when there are
-        fewer than 20 clusters or the rate is 0 or 1 (the interval is then too short).
+        Estimate(value = Σs/Σn, interval, n = episodes); extra["exact"] is the Clopper–Pearson
+        interval, extra["bootstrap"] the bootstrap's own ends.
     """
     keep = counts > 0
     succ, count = successes[keep].astype(np.int64), counts[keep].astype(np.int64)
     n = int(count.sum())
     if n == 0:
         return Estimate(None, None, None, level, "no episodes", 0, "two", "no scored episodes")
-    est = cluster_bootstrap_mean(succ, count, rng, resamples, level, two_level=True)
+    k = int(succ.sum())
+    method = (
+        f"cluster bootstrap over {CLUSTER_UNIT}s with exact binomial draws per resample "
+        f"(percentile, {resamples} resamples), never narrower than Clopper–Pearson"
+    )
+    w = cluster_weights(succ.size, rng, resamples)
+    low_draws, high_draws = success_rate_draws(w, succ, count, rng.random(resamples))
+    boot = two_sided_estimate(k / n, low_draws, high_draws, level, method, n)
+    exact = clopper_pearson_interval(k, n, level)
+    assert boot.low is not None and boot.high is not None
+    assert exact.low is not None and exact.high is not None
     notes = []
     if succ.size < MIN_BOOTSTRAP_CLUSTERS:
-        notes.append(f"only {succ.size} task instance(s): the bootstrap interval may be short")
-    if est.value in (0.0, 1.0):
-        notes.append("rate at 0 or 1: the bootstrap interval collapses; see the exact bound")
-    return dataclasses.replace(
-        est,
-        method=f"{est.method} over {CLUSTER_UNIT}s",
-        n=n,
-        note="; ".join(notes),
-        extra={"clusters": int(succ.size), "successes": int(succ.sum())},
+        notes.append(
+            f"only {succ.size} task instance(s): the spread between instances rests on few of them"
+        )
+    if exact.low < boot.low or exact.high > boot.high:
+        notes.append("an end is the exact Clopper–Pearson one (the bootstrap's was narrower)")
+    return Estimate(
+        k / n,
+        min(boot.low, exact.low),
+        max(boot.high, exact.high),
+        level,
+        method,
+        n,
+        "two",
+        "; ".join(notes),
+        extra={
+            "clusters": int(succ.size),
+            "successes": k,
+            "exact": [exact.low, exact.high],
+            "bootstrap": [boot.low, boot.high],
+        },
     )
 
 

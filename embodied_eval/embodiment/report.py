@@ -7,7 +7,9 @@
 Bounds: reported intervals are two-sided at the protocol's confidence; gates decide on one-sided
 bounds at the same confidence, listed under `gate_bounds`: AR exact Clopper–Pearson, RA exact
 Clopper–Pearson, S2R by TOST on Newcombe's paired interval, rates by Garwood, MTBSI by chi-square,
-E by the joint bootstrap.
+E by the joint bootstrap (exact draws per resample, so SS's and S2R's uncertainty enter it).
+AR_ppi replaces AR in E and the AR gate only above the PPI validity floor (`prediction`).
+No reported interval is a point on finite data, except E = SS = 0 under a critical incident.
 """
 
 from __future__ import annotations
@@ -344,13 +346,19 @@ def compute_embodiment(
     ar = actuation_reliability(sets, g_ar, r, level)
     ar_bound = actuation_reliability_bound(sets, level)
     use_ppi = protocol.ar_estimator == PPI
-    ar_ppi = prediction_powered_ar(sets, level, use_ppi)
+    ar_ppi = prediction_powered_ar(sets, level, use_ppi, classical=ar)
     ar_in_e, ppi_parts = ar, None
     if use_ppi:
         if ar_ppi.result is None:
             notes.append(
                 "protocol ar_estimator = 'ppi' but AR_ppi is undefined (fewer than 2 pairs): "
                 "E and the AR gate use the classical AR"
+            )
+        elif not ar_ppi.valid:
+            notes.append(
+                "protocol ar_estimator = 'ppi' but AR_ppi is below its validity floor ("
+                + "; ".join(ar_ppi.below_floor)
+                + "): E and the AR gate use the classical AR"
             )
         else:
             notes.append(

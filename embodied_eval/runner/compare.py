@@ -8,7 +8,14 @@ Every episode is written to the store as it finishes (ids carry each policy's ru
 interrupted comparison resumes: rows already stored are read back, not run again.
 
 `compare_stored` pairs stored episodes of two policies on (side, engine, task instance, seed,
-drift) — first scored attempts — in the order A's episodes started, and replays the test.
+drift) — first scored attempts — and replays the test in an order fixed before any outcome is
+read: a random permutation of the pairs, stratified by family (`stratified_order`), from a seed
+that is recorded (by default derived from the two policy names and the pair keys, so the same
+store gives the same order). Reading pairs in id or start-time order would feed the test one
+family after another: a policy that fails only one family can look equal to the other until
+that family comes up, and the test may stop first.
+
+Both report the effect per family beside the overall one (`ComparisonRun.family_effects`).
 """
 
 from __future__ import annotations
@@ -18,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.canonical import canonical_json
+import numpy as np
+
+from embodied_eval.canonical import canonical_hash, canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import SIM_ENGINES, resolve
 from embodied_eval.protocol import Protocol
@@ -26,7 +35,11 @@ from embodied_eval.records import Episode, EpisodeSpec, first_attempts
 from embodied_eval.runner.plan import next_attempt, plan_manifest
 from embodied_eval.runner.summary import RETRY_ON
 from embodied_eval.runner.work import SimContext, run_sim_episode
-from embodied_eval.stats.comparison import CONTINUE, SequentialComparison
+from embodied_eval.stats.comparison import (
+    CONTINUE,
+    SequentialComparison,
+    effect_confidence_sequence,
+)
 from embodied_eval.store import Store
 
 
@@ -42,6 +55,31 @@ class ComparisonRun:
     order: list[str] = field(default_factory=list)
     reused: int = 0
     available: int = 0
+    families: list[str] = field(default_factory=list)
+    pair_order: str = "the manifest's run order"
+    order_seed: int | None = None
+
+    def family_effects(self) -> list[dict[str, Any]]:
+        """Per family of the pairs used: pairs, mean A, mean B and Δ = A − B with its
+        confidence sequence (the test's construction and level, on that family's pairs)."""
+        by_family: dict[str, list[tuple[float, float]]] = {}
+        for family, pair in zip(self.families, self.test.history, strict=True):
+            by_family.setdefault(family, []).append(pair)
+        out = []
+        for family in sorted(by_family):
+            xs = by_family[family]
+            d = np.array([a - b for a, b in xs])
+            effect = effect_confidence_sequence(d, self.test.alpha, self.test.delta)
+            out.append(
+                {
+                    "family": family,
+                    "pairs": len(xs),
+                    "mean_a": sum(a for a, _ in xs) / len(xs),
+                    "mean_b": sum(b for _, b in xs) / len(xs),
+                    "effect": effect.to_json(),
+                }
+            )
+        return out
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -50,8 +88,11 @@ class ComparisonRun:
             "source": self.source,
         }
         out.update(self.test.to_json())
+        out["families"] = self.family_effects()
         out["episodes"] = [{"a": a, "b": b} for a, b in self.pairs]
         out["first_in_pair"] = self.order
+        out["pair_order"] = self.pair_order
+        out["order_seed"] = self.order_seed
         out["episodes_reused"] = self.reused
         out["pairs_available"] = self.available
         return out
@@ -167,6 +208,7 @@ def compare_in_sim(
             xa, xb = outcome(got["A"], test.graded), outcome(got["B"], test.graded)
             decision = test.update(xa, xb)
             run.pairs.append((got["A"].episode_id, got["B"].episode_id))
+            run.families.append(sa.family)
             run.order.append(first)
             if on_trial is not None:
                 on_trial(test.trials, xa, xb, decision)
@@ -180,12 +222,49 @@ def _match_key(ep: Episode) -> tuple[str, ...]:
             canonical_json(dict(ep.drift)))  # fmt: skip
 
 
+def default_order_seed(policy_a: str, policy_b: str, keys: Sequence[tuple[str, ...]]) -> int:
+    """The order seed used when none is given: from the policy names and the pair keys only
+    (never the outcomes), so the same store gives the same order."""
+    digest = canonical_hash({"a": policy_a, "b": policy_b, "pairs": sorted(map(list, keys))})
+    return int(digest[:8], 16)
+
+
+def stratified_order(families: Sequence[str], seed: int) -> list[int]:
+    """A random order of items that interleaves their families in proportion.
+
+    Within each family the items are permuted at random; item i (0-based) of a family of n
+    items gets the position (i + U)/n with U ~ Uniform(0, 1), and all items are sorted by
+    position. Up to any position x in [0, 1] a family of n_f items has contributed ⌊n_f·x⌋ or
+    ⌊n_f·x⌋ + 1 of them, so every family comes up in proportion and none waits for the others.
+
+    Args:
+        families: the family of each item, in a canonical (e.g. sorted-key) order.
+        seed: the recorded seed of the random permutation.
+
+    Returns:
+        Indices into `families`, in the order to use.
+    """
+    rng = np.random.default_rng(seed)
+    members: dict[str, list[int]] = {}
+    for index, family in enumerate(families):
+        members.setdefault(family, []).append(index)
+    positions: list[tuple[float, int]] = []
+    for family in sorted(members):
+        items = members[family]
+        n = len(items)
+        shuffled = rng.permutation(n)
+        jitter = rng.random(n)
+        positions.extend(((i + jitter[i]) / n, items[j]) for i, j in enumerate(shuffled))
+    return [index for _, index in sorted(positions)]
+
+
 def compare_stored(
     episodes: Sequence[Episode],
     policy_a: str,
     policy_b: str,
     test: SequentialComparison,
     side: str | None = None,
+    order_seed: int | None = None,
 ) -> ComparisonRun:
     """Replay the comparison on stored episodes (see the module docstring).
 
@@ -193,6 +272,7 @@ def compare_stored(
         episodes: episodes of the store (any policies). policy_a, policy_b: the policy names.
         test: a fresh `SequentialComparison`.
         side: "sim" or "real" (default: real when both policies have real episodes, else sim).
+        order_seed: seed of the family-stratified pair order (default: `default_order_seed`).
 
     Returns:
         ComparisonRun; its test's decision is "continue" when the stored pairs ran out first.
@@ -211,23 +291,32 @@ def compare_stored(
         side = "real" if {policy_a, policy_b} <= real else "sim"
     if side not in ("sim", "real"):
         raise EvalError(f"--side: {side!r} must be sim or real", key="side")
+    if order_seed is not None and not 0 <= order_seed < 2**63:
+        raise EvalError("--order-seed: must be an integer in [0, 2**63)", key="order_seed")
     by_key: dict[str, dict[tuple[str, ...], Episode]] = {policy_a: {}, policy_b: {}}
     for e in sorted(scored, key=lambda e: (e.started_at, e.episode_id)):
         if e.side == side:
             by_key[e.policy].setdefault(_match_key(e), e)
     b_side = by_key[policy_b]
-    matched = [(a, b_side[k]) for k, a in by_key[policy_a].items() if k in b_side]
-    run = ComparisonRun(policy_a, policy_b, test, f"stored {side} episodes")
-    run.available = len(matched)
-    if not matched:
+    keys = sorted(k for k in by_key[policy_a] if k in b_side)
+    if not keys:
         raise EvalError(
             f"no {side} episodes of {policy_a!r} and {policy_b!r} share a task instance, seed "
             "and drift",
             key="b",
         )
-    for a, b in matched:
+    seed = default_order_seed(policy_a, policy_b, keys) if order_seed is None else order_seed
+    matched = [(by_key[policy_a][k], b_side[k]) for k in keys]
+    order = stratified_order([a.family for a, _ in matched], seed)
+    run = ComparisonRun(policy_a, policy_b, test, f"stored {side} episodes")
+    run.available = len(matched)
+    run.pair_order = "random, stratified by family, fixed before any outcome was read"
+    run.order_seed = seed
+    for index in order:
+        a, b = matched[index]
         decision = test.update(outcome(a, test.graded), outcome(b, test.graded))
         run.pairs.append((a.episode_id, b.episode_id))
+        run.families.append(a.family)
         run.reused += 2
         if decision != CONTINUE:
             break

@@ -18,23 +18,29 @@ from a quality function ("module:function" taking a `GymRollout`) or, without on
 else 0. Success z = 1{q ≥ q*} as for every episode.
 
 A policy is "module:factory" with `factory(env, seed) -> act`, `act(observation) -> action`, or a
-policy server `ws://HOST:PORT` (an array observation is sent as `{"observation": array}`).
+policy server `ws://HOST:PORT` (an array observation is sent as `{"observation": array}`). It
+must be named (`--policy`): the protocol's `[sim] policy` is a policy for the built-in sims and is
+never silently replaced. Its actions are checked as every policy's are (`policy_contract`): an
+element of the environment's action space (a Box action may come as a chunk of rows), finite,
+within the bounds unless the protocol says `[sim] out_of_range_actions = "clip"`.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
+from embodied_eval.policy_contract import CLIP, ActionCheck
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from embodied_eval.remote import is_remote_policy
@@ -203,11 +209,12 @@ def run_gym_episode(
             remote.reset(spec.seed)
             act = remote_act(remote)
         else:
-            act = factory(env, spec.seed)
+            act = gym_act(factory(env, spec.seed), spec.policy)
+        next_action = ActionSource(env, spec.policy, act, protocol.out_of_range_actions == CLIP)
         camera = record_dir is not None and getattr(env, "render_mode", None) == "rgb_array"
         total, steps, terminated, truncated, energy_j = 0.0, 0, False, False, 0.0
         while steps < max_steps and not (terminated or truncated):
-            action = act(observation)
+            action = next_action(observation, steps)
             if record_dir is not None:
                 trace["time"].append(steps * (step_dt or 0.0))
                 trace["action"].append(np.asarray(action, dtype=np.float64))
@@ -253,6 +260,7 @@ def run_gym_episode(
             "terminated": bool(terminated),
             "truncated": bool(truncated),
             "duration_source": "simulated" if step_dt is not None else "wall",
+            "actions_clipped": next_action.clipped(),
             **({"policy_latency_ms": remote.latency_summary()} if remote is not None else {}),
         },
         randomization=randomization,
@@ -262,6 +270,64 @@ def run_gym_episode(
         artifacts=artifacts,
     )
     return EpisodeOutcome(episode=episode)
+
+
+def gym_act(made: Any, policy: str) -> Callable[[Any], Any]:
+    """The `act` a Gymnasium policy factory returned, or an EvalError saying what was wrong."""
+    if callable(made):
+        return cast(Callable[[Any], Any], made)
+    hint = (
+        " (an object with reset/act is a policy for the built-in sims, made by factory(task_id))"
+        if hasattr(made, "act")
+        else ""
+    )
+    raise EvalError(
+        f"policy {policy}: with a Gymnasium environment a policy is factory(env, seed) -> "
+        f"act(observation) -> action; the factory returned a {type(made).__name__}, which is "
+        f"not callable{hint}",
+        key="policy",
+    )
+
+
+class ActionSource:
+    """The checked actions of a Gymnasium policy, step by step (see `policy_contract`).
+
+    A Box action space: each `act` result is checked (type, shape or a chunk of rows, finite,
+    within the bounds unless `clip`) and a chunk runs row by row. Any other space: the action
+    must be an element of it.
+    """
+
+    def __init__(self, env: Any, policy: str, act: Callable[[Any], Any], clip: bool) -> None:
+        from gymnasium import spaces
+
+        self.act = act
+        self.space = env.action_space
+        self.policy = policy
+        self.check = (
+            ActionCheck(policy, tuple(self.space.shape), self.space.low, self.space.high, clip)
+            if isinstance(self.space, spaces.Box)
+            else None
+        )
+        self.pending: deque[Any] = deque()
+
+    def __call__(self, observation: Any, step: int) -> Any:
+        if self.pending:
+            return self.pending.popleft()
+        action = self.act(observation)
+        if self.check is None:
+            if not self.space.contains(action):
+                raise EvalError(
+                    f"policy {self.policy} returned {action!r} at step {step}: expected an "
+                    f"element of {self.space}",
+                    key="policy",
+                )
+            return action
+        rows = self.check.rows(action, step)
+        self.pending.extend(row.astype(self.space.dtype) for row in rows[1:])
+        return rows[0].astype(self.space.dtype)
+
+    def clipped(self) -> int:
+        return self.check.clipped if self.check is not None else 0
 
 
 def remote_act(remote: RemotePolicy) -> Callable[[Any], Any]:

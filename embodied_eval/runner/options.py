@@ -22,6 +22,7 @@ from embodied_eval.remote.client import parse_policy_url
 from embodied_eval.runner.backend import backend_target
 from embodied_eval.runner.plan import Manifest, plan_manifest
 from embodied_eval.runner.work import GYM_ENGINE, GymSource
+from embodied_eval.task_catalog import check_instances
 
 #: Bounds of the run options (a larger value is a typing mistake).
 MAX_RETRIES = 1000
@@ -127,6 +128,15 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
                 check_gym_id(env_id)
         engines: tuple[str, ...] = (GYM_ENGINE,)
         targets: dict[str, str] = {}
+        if options.policy is None and "sim" in options.sides:
+            raise EvalError(
+                "--gym-id / --engine gymnasium: name the policy with --policy module:factory, "
+                "a factory(env, seed) -> act(observation) -> action (or ws://HOST:PORT); the "
+                f"protocol's [sim] policy {protocol.sim_policy!r} is a policy for the built-in "
+                f"sims and is not replaced silently. --policy {RANDOM_POLICY} runs uniform "
+                "random actions",
+                key="policy",
+            )
         sim_policy = options.policy or RANDOM_POLICY
         sim_source = gym.label
     else:
@@ -139,6 +149,8 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
                 key="engine",
             )
         targets = {e: SIM_ENGINES[e] for e in engines}
+        if "sim" in options.sides:
+            check_instances(protocol, engines)
         sim_policy = options.policy or protocol.sim_policy
         sim_source = ""
     backend = options.robot_backend or protocol.real_backend

@@ -227,6 +227,8 @@ def plan_manifest(
         "protocol_version": protocol.version,
         "protocol_hash": protocol.protocol_hash,
         "window": protocol.window_id,
+        "window_start": protocol.window_start.isoformat(),
+        "window_end": protocol.window_end.isoformat(),
         "base_seed": protocol.base_seed,
         "run_key": key,
         "sim_policy": sim_pol,

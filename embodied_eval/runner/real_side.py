@@ -45,6 +45,7 @@ class Recorder:
         self.progress = progress
         self.lock = threading.Lock()
         self.written = 0
+        self.settled = 0
         self.failed = 0
         self.first_error = ""
 
@@ -59,7 +60,9 @@ class Recorder:
         )
         with self.lock:
             self.written += 1
-            if ep.status == "error":
+            if settles:
+                self.settled += 1
+            if settles and ep.status == "error":
                 self.failed += 1
                 if not self.first_error:
                     self.first_error = f"{ep.episode_id}: {ep.status_reason}"

@@ -151,8 +151,13 @@ class RunSummary:
         real_error: why the real side could not run ("" if it could).
         written: episodes written by this invocation (attempts, including errors).
         interrupted: Ctrl-C stopped the run; re-running the command continues it.
-        failed / first_error: attempts of this invocation that ended `error`, and the first
-            one's reason (a run where every attempt failed exits non-zero with it).
+        settled: manifest rows this invocation settled (their last attempt ran in it).
+        failed / first_error: rows this invocation settled as `error` (their retries spent), and
+            the first one's reason; a run with any exits non-zero naming both.
+        spent: rows of the selected sides that ended `error` and used their retries, so
+            re-running does not run them again (`retries_spent`).
+        actions_clipped: policy actions clipped to the action space in the stored episodes of
+            the selected sides (only with `[sim] out_of_range_actions = "clip"`).
     """
 
     run_id: str
@@ -177,13 +182,23 @@ class RunSummary:
     real_halted: bool = False
     real_error: str = ""
     incident_log: str = ""
+    settled: int = 0
     failed: int = 0
     first_error: str = ""
+    spent: dict[str, Any] | None = None
+    actions_clipped: int = 0
 
-    @property
-    def all_failed(self) -> bool:
-        """This invocation ran episodes and every one of them ended `error`."""
-        return self.written > 0 and self.failed == self.written
+    def failure(self) -> str:
+        """Why this invocation counts as failed ("" when it does not): episodes that ended
+        `error`, or nothing run because the errors of earlier runs used their retries."""
+        if self.failed:
+            return (
+                f"{self.failed} of the {self.settled} episode(s) settled by this run ended "
+                f"`error`; first error: {self.first_error}"
+            )
+        if self.spent and not self.written:
+            return retries_spent_message(self.spent)
+        return ""
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -197,6 +212,41 @@ class RunSummary:
             row["done"] >= row["planned"] or (row["side"] == "real" and decided)
             for row in self.rows
         )
+
+
+def retries_spent(
+    manifest: Manifest,
+    attempts: Mapping[Slot, Sequence[Episode]],
+    max_retries: int,
+    sides: Iterable[str],
+) -> dict[str, Any] | None:
+    """The rows of `sides` settled as `error` after using their retries (None when there are
+    none): how many, the first one's reason, and the `--max-retries` that runs each once more."""
+    wanted = set(sides)
+    count, most, first = 0, 0, ""
+    for spec in manifest.specs:
+        if spec.side not in wanted:
+            continue
+        tried = attempts.get(spec_slot(spec), [])
+        final, _ = settle(tried, max_retries)
+        if final is None or final.status != "error" or final.scored:
+            continue
+        count += 1
+        most = max(most, policy_attempts(tried))
+        first = first or f"{final.episode_id}: {final.status_reason}"
+    if not count:
+        return None
+    return {"episodes": count, "max_retries": max_retries, "retry_with": most, "first_error": first}
+
+
+def retries_spent_message(spent: Mapping[str, Any]) -> str:
+    """What to do when rows ended `error` and have no retries left."""
+    return (
+        f"{spent['episodes']} episode(s) ended `error` and used their retries (--max-retries "
+        f"{spent['max_retries']}), so they are not run again; first error: "
+        f"{spent['first_error']}. Fix the cause, then re-run with --max-retries "
+        f"{spent['retry_with']} to run each once more"
+    )
 
 
 def persist_summary(store: Store, summary: RunSummary, out_dir: Path) -> Path:

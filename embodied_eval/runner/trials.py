@@ -60,6 +60,7 @@ from embodied_eval.runner.summary import (
     Slot,
     persist_summary,
     progress_rows,
+    retries_spent,
     settle,
     stored_attempts,
 )
@@ -275,6 +276,7 @@ def run_trials(
                     while thread.is_alive():
                         thread.join(0.2)
         summary.written = recorder.written
+        summary.settled = recorder.settled
         summary.failed = recorder.failed
         summary.first_error = recorder.first_error
         # Only Ctrl-C (or the caller) sets `stop`; the real side halts through `real_stop`.
@@ -293,6 +295,13 @@ def run_trials(
     with Store(db) as store:
         attempts = stored_attempts(store, manifest)
         summary.rows = progress_rows(manifest, attempts, options.max_retries, options.sides)
+        summary.spent = retries_spent(manifest, attempts, options.max_retries, options.sides)
+        summary.actions_clipped = sum(
+            int(ep.control.get("actions_clipped") or 0)
+            for eps in attempts.values()
+            for ep in eps
+            if ep.side in options.sides
+        )
         ids = {ep.episode_id for eps in attempts.values() for ep in eps}
         with_events = sorted({ev["episode_id"] for ev in store.safety_events()} & ids)
         if not options.dry_run:

@@ -75,6 +75,7 @@ def run_sim_episode(context: SimContext, spec: EpisodeSpec) -> EpisodeOutcome:
                 context.protocol,
                 max_steps=context.max_steps or context.protocol.max_steps,
                 record_dir=record_dir,
+                started_at=watch.started_at,  # when it really started (the record's timeline)
             )
         return checked_outcome(spec, outcome)
     except RemotePolicyError as exc:

@@ -56,6 +56,48 @@ class MaintenanceAudit:
             )
 
 
+def vacuous_baseline(base: float | None) -> str:
+    """Why a baseline index C₀ cannot carry a maintenance closure ("" when it can).
+
+    C₀ undefined, not finite or ≤ 0 makes "C(t) ≥ α·C₀" hold for any index (or for none), so
+    the check shows nothing: the closure is then inconclusive with this reason, never pass.
+    """
+    if base is None or not math.isfinite(base):
+        return "baseline index C₀ undefined: there is nothing to hold"
+    if base <= 0.0:
+        return (
+            f"baseline index C₀ = {base:g}: 'index ≥ α·C₀ = 0' holds for any index, so it "
+            "shows nothing; the closure needs a baseline above 0"
+        )
+    return ""
+
+
+def _index_check(audit: MaintenanceAudit, base: float, alpha: float) -> GateCheck:
+    """C(t) ≥ α·C₀ on the worst checkpoint's point and the smallest lower bound (C₀ > 0)."""
+    threshold = alpha * base
+    values = [e.value for e in audit.indices]
+    if any(v is None for v in values):
+        raise EvalError("maintenance: every checkpoint needs an index value", key="checkpoints")
+    worst = min(range(len(values)), key=lambda i: values[i])  # type: ignore[arg-type, return-value]
+    lows = [e.low for e in audit.indices]
+    low = None if any(lo is None for lo in lows) else min(lows)  # type: ignore[type-var]
+    worst_est = Estimate(values[worst], low, None, audit.indices[worst].level, "worst checkpoint")
+    extra = [
+        pairs_to_settle(e.value, e.low, threshold, e.n)
+        for e in audit.indices
+        if e.value is not None and e.low is not None
+    ]
+    more = max((x for x in extra if x is not None), default=None)
+    return check_at_least(
+        f"index ≥ α·C₀ = {threshold:.4g} at every checkpoint",
+        worst_est,
+        threshold,
+        remaining={} if more is None else {"episodes_per_day": float(more)},
+        detail=f"baseline C₀ = {base:.4g}; worst at day {audit.days[worst]:g}"
+        + ("" if more is None else "; episodes per day approximate (bound gap ∝ 1/√n)"),
+    )
+
+
 def maintenance_closure(
     audit: MaintenanceAudit | None,
     *,
@@ -66,7 +108,9 @@ def maintenance_closure(
     """Maintenance closure (§3.4): C(t) ≥ α·C₀ at every checkpoint over ≥ Y days under controlled
     drift with zero human patches.
 
-    The index check uses the worst checkpoint: its point value and the smallest lower bound.
+    A baseline C₀ that is undefined or 0 makes the closure inconclusive with the reason
+    (`vacuous_baseline`): "index ≥ α·0" would pass on nothing. The index check uses the worst
+    checkpoint: its point value and the smallest lower bound.
     When it is inconclusive, `remaining["episodes_per_day"]` is the most further episodes any
     undecided checkpoint needs (the bound's distance to the point shrinking as 1/√n, from each
     checkpoint's n). Fewer than Y days observed is inconclusive (with the days still to run)
@@ -94,39 +138,20 @@ def maintenance_closure(
             ),
         )
     base = audit.baseline.value
-    if base is None or not audit.indices:
+    if not audit.indices:
         return GateResult(
             name,
-            (
-                GateCheck(
-                    "maintenance audit",
-                    Verdict.EVIDENCE_MISSING,
-                    detail="no baseline or no checkpoints",
-                ),
-            ),
+            (GateCheck("maintenance audit", Verdict.EVIDENCE_MISSING, detail="no checkpoints"),),
         )
-    threshold = alpha * base
-    values = [e.value for e in audit.indices]
-    if any(v is None for v in values):
-        raise EvalError("maintenance: every checkpoint needs an index value", key="checkpoints")
-    worst = min(range(len(values)), key=lambda i: values[i])  # type: ignore[arg-type, return-value]
-    lows = [e.low for e in audit.indices]
-    low = None if any(lo is None for lo in lows) else min(lows)  # type: ignore[type-var]
-    worst_est = Estimate(values[worst], low, None, audit.indices[worst].level, "worst checkpoint")
-    extra = [
-        pairs_to_settle(e.value, e.low, threshold, e.n)
-        for e in audit.indices
-        if e.value is not None and e.low is not None
-    ]
-    more = max((x for x in extra if x is not None), default=None)
-    index_check = check_at_least(
-        f"index ≥ α·C₀ = {threshold:.4g} at every checkpoint",
-        worst_est,
-        threshold,
-        remaining={} if more is None else {"episodes_per_day": float(more)},
-        detail=f"baseline C₀ = {base:.4g}; worst at day {audit.days[worst]:g}"
-        + ("" if more is None else "; episodes per day approximate (bound gap ∝ 1/√n)"),
-    )
+    vacuous = vacuous_baseline(base)
+    if vacuous:
+        # "index ≥ α·C₀" holds for every index when C₀ = 0: it would pass on nothing.
+        index_check = GateCheck(
+            "index ≥ α·C₀ at every checkpoint", Verdict.INCONCLUSIVE, detail=vacuous
+        )
+    else:
+        assert base is not None
+        index_check = _index_check(audit, base, alpha)
     span = max(audit.days)
     short_plan = audit.planned_span is not None and audit.planned_span < days
     if span >= days:

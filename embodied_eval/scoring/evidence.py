@@ -5,6 +5,7 @@ path; field readers live in `evidence_fields`.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,7 +24,7 @@ from embodied_eval.scoring.calibration import (
     axis_from_raw,
     axis_from_value,
 )
-from embodied_eval.scoring.chc import ChcThresholds
+from embodied_eval.scoring.chc import CORE_DOMAINS, ChcThresholds
 from embodied_eval.scoring.evidence_fields import (
     boolean,
     estimate,
@@ -55,6 +56,15 @@ TOP_KEYS = (
 #: Audited attestations (§7 AAI-4: end-to-end delivery in novel workcells at expert-team cost).
 ATTESTATION_KINDS = ("delivery",)
 ATTESTATION_KEYS = ("verdict", "auditor", "date", "detail")
+
+
+def _is_iso_date(text: str) -> bool:
+    """An ISO 8601 date (2026-11-30) or date-time (2026-11-30T09:00:00Z)."""
+    try:
+        dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        return False
+    return True
 
 
 def read_attestations(raw: Any) -> dict[str, dict[str, str]]:
@@ -89,6 +99,11 @@ def read_attestations(raw: Any) -> dict[str, dict[str, str]]:
             raise EvalError(
                 f"{key}.verdict: {item['verdict']!r} is not one of {', '.join(verdicts)}",
                 key=f"{key}.verdict",
+            )
+        if not _is_iso_date(item["date"]):
+            raise EvalError(
+                f"{key}.date: {item['date']!r:.40} is not a date; give it as 2026-11-30 (ISO 8601)",
+                key=f"{key}.date",
             )
         out[str(kind)] = {k: str(item.get(k, "")) for k in ATTESTATION_KEYS}
     return out
@@ -252,6 +267,12 @@ def read_chc(obj: Any) -> ChcEvidence:
     core = None
     if "core" in m:
         cm = mapping(m["core"], "chc.core")
+        unknown = [k for k in cm if k not in CORE_DOMAINS]
+        if unknown:
+            raise EvalError(
+                f"chc.core.{unknown[0]}: unknown CHC domain (known: {', '.join(CORE_DOMAINS)})",
+                key=f"chc.core.{unknown[0]}",
+            )
         core = {k: number(v, f"chc.core.{k}", low=0.0, high=1.0) for k, v in cm.items()}
     th = mapping(
         m.get("thresholds", {}),

@@ -53,7 +53,13 @@ from embodied_eval.stats.planner import (
     remaining_hours_for_rate,
     remaining_trials,
 )
-from embodied_eval.stats.ppi import PPIResult, ppi_mean, ppi_mean_clustered, ppi_trials_needed
+from embodied_eval.stats.ppi import (
+    PPIResult,
+    ppi_mean,
+    ppi_mean_clustered,
+    ppi_trials_needed,
+    ppi_validity,
+)
 from embodied_eval.stats.proportions import (
     clopper_pearson_interval,
     trials_to_demonstrate_rate,
@@ -116,6 +122,7 @@ __all__ = [
     "ppi_mean",
     "ppi_mean_clustered",
     "ppi_trials_needed",
+    "ppi_validity",
     "remaining_hours_for_mtbf",
     "remaining_hours_for_rate",
     "remaining_trials",

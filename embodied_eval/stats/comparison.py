@@ -7,6 +7,7 @@ the paired difference D = x_A − x_B ∈ [−1, 1] with mean Δ, and stops as s
 * "A better"   — an e-process for H: Δ ≤ 0 reaches 2/α,
 * "B better"   — an e-process for H: Δ ≥ 0 reaches 2/α,
 * "no difference ≥ δ" — e-processes for H: Δ ≥ δ and for H: Δ ≤ −δ have both reached 1/β,
+  and the reported confidence sequence for Δ (level 1 − α, below) lies inside (−δ, δ),
 
 or the trial cap is reached ("undecided"). Written from the standard betting construction of
 anytime-valid tests for bounded means (Waudby-Smith & Ramdas, "Estimating means of bounded random
@@ -52,7 +53,17 @@ A 0.7 / B 0.5): no sequential test with these error rates averages under 0.6× o
 The fixed-n contrast (`fixed_n_pairs`) is the paired z-test design with the same α (two-sided)
 and power at |Δ| = δ: n = ⌈(z_{1−α/2} + z_{1−β})² σ²_D / δ²⌉. It is the smaller of the standard
 designs (McNemar's design, Connor 1987, n = (z_{1−α/2}√ψ + z_{1−β}√(ψ − δ²))²/δ², asks 96 pairs
-instead of 91 at ψ = 0.5), so ratios against it are not flattered.
+instead of 91 at ψ = 0.5), so ratios against it are not flattered. The figure a comparison
+reports (`design_fixed_n_pairs`) is the design's, fixed before any trial: σ²_D at its largest
+over the laws of D ∈ [−1, 1] with |Δ| = δ, 1 − δ² (all pairs discordant), the only spread a
+fixed-n design can assume without data and still keep its power for every pair of policies
+(the sequential test keeps its error rates for every law too).
+
+The "no difference" decision also waits for the confidence sequence to lie inside (−δ, δ): the
+±δ e-processes reach 1/β (β = 0.2 at power 0.8) long before a level-1 − α sequence is that
+narrow, and a "no difference" printed beside [−0.335, +0.335] at δ = 0.2 claims more than its
+interval shows. The extra condition only removes "no difference" decisions, so
+P("no difference" | |Δ| ≥ δ) ≤ β still holds.
 """
 
 from __future__ import annotations
@@ -62,7 +73,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from embodied_eval.errors import EvalError
@@ -125,6 +136,16 @@ def fixed_n_pairs(delta: float, sd: float, alpha: float = 0.05, power: float = 0
     _check_unit("power", power)
     z = float(stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power))
     return max(2, math.ceil(z * z * float(sd) ** 2 / delta**2 - 1e-9))
+
+
+def design_fixed_n_pairs(delta: float, alpha: float = 0.05, power: float = 0.8) -> int:
+    """Pairs the fixed-n paired z-test design needs before any data: `fixed_n_pairs` at the
+    largest spread of D ∈ [−1, 1] with |Δ| = δ, σ²_D = 1 − δ² (see the module docstring).
+
+    Example: δ = 0.2, α = 0.05, power 0.8: ⌈7.848876 · 0.96 / 0.04⌉ = ⌈188.37⌉ = 189.
+    """
+    check_positive(delta, "delta")
+    return fixed_n_pairs(delta, math.sqrt(max(1.0 - float(delta) ** 2, 0.0)), alpha, power)
 
 
 def bernoulli_relative_entropy(r: float, e: float) -> float:
@@ -220,6 +241,7 @@ class SequentialComparison:
     crossed: dict[str, bool] = field(default_factory=dict, init=False)
     history: list[tuple[float, float]] = field(default_factory=list, init=False)
     decision_: str = field(default=CONTINUE, init=False)
+    sequence: EffectSequence = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 0.0 < float(self.delta) < 1.0:
@@ -233,6 +255,7 @@ class SequentialComparison:
         self.crossed = {"E+": False, "E-": False}
         self._win = math.log(2.0 / self.alpha)
         self._accept = math.log(1.0 / (1.0 - self.power))
+        self.sequence = EffectSequence(1, self.alpha, float(self.delta))
 
     @property
     def beta(self) -> float:
@@ -265,13 +288,14 @@ class SequentialComparison:
         self.sum_a += xa
         self.sum_b += xb
         self.history.append((xa, xb))
+        self.sequence.update(np.array([d]))
         for key in ("E+", "E-"):
             self.crossed[key] = self.crossed[key] or w[key] >= self._accept
         if w["A"] >= self._win:
             self.decision_ = A_BETTER
         elif w["B"] >= self._win:
             self.decision_ = B_BETTER
-        elif self.crossed["E+"] and self.crossed["E-"]:
+        elif self.crossed["E+"] and self.crossed["E-"] and bool(self.sequence.inside()[0]):
             self.decision_ = NO_DIFFERENCE
         elif self.trials >= self.max_trials:
             self.decision_ = UNDECIDED
@@ -284,16 +308,11 @@ class SequentialComparison:
 
     def effect(self) -> Estimate:
         """Δ = mean(x_A − x_B) with its confidence sequence at level 1 − α (this trial)."""
-        d = np.asarray([a - b for a, b in self.history], dtype=float)
-        return effect_confidence_sequence(d, self.alpha, self.delta)
+        return self.sequence.estimate(0)
 
-    def fixed_n(self) -> int | None:
-        """Pairs a fixed-n design with the same α and power would need, at the observed sd of D
-        (None before 2 trials)."""
-        if self.trials < 2:
-            return None
-        var = (self.sum_d2 - self.sum_d**2 / self.trials) / (self.trials - 1)
-        return fixed_n_pairs(self.delta, math.sqrt(max(var, 0.0)), self.alpha, self.power)
+    def fixed_n(self) -> int:
+        """Pairs the fixed-n design with the same α and power needs (`design_fixed_n_pairs`)."""
+        return design_fixed_n_pairs(self.delta, self.alpha, self.power)
 
     def to_json(self) -> dict[str, Any]:
         n = self.trials
@@ -310,17 +329,22 @@ class SequentialComparison:
             "effect": self.effect().to_json(),
             "e_values": {k: math.exp(min(v, 700.0)) for k, v in self.log_wealth.items()},
             "fixed_n_trials": self.fixed_n(),
+            "fixed_n_design": "paired z-test at |Δ| = δ with the largest spread, σ²_D = 1 − δ²",
             "method": (
                 "anytime-valid betting e-processes on paired differences (winner at 2/α per "
-                "direction, 'no difference' when both ±δ tests reach 1/β)"
+                "direction; 'no difference' when both ±δ tests reach 1/β and the confidence "
+                "sequence lies inside ±δ)"
             ),
         }
 
 
-def effect_confidence_sequence(
-    d: ArrayLike, alpha: float = 0.05, delta: float = 0.2, grid: int = 801
-) -> Estimate:
-    """Confidence sequence for Δ = E[D], D ∈ [−1, 1], from the same bets as the decision.
+#: Grid points of candidate values m in [−1, 1] for the confidence sequence.
+GRID_POINTS = 801
+SEQUENCE_METHOD = "betting confidence sequence (same bets as the decision e-processes)"
+
+
+class EffectSequence:
+    """The running confidence sequence for Δ = E[D], D ∈ [−1, 1], of one or many runs at once.
 
     For every candidate m on a grid, K⁺(m) = Π(1 + λ⁺_i(m)(D_i − m)) tests Δ ≤ m and
     K⁻(m) = Π(1 − λ⁻_i(m)(D_i − m)) tests Δ ≥ m, with the predictable Kelly-type bets
@@ -328,44 +352,93 @@ def effect_confidence_sequence(
     m is excluded once either wealth has reached 2/α at any trial so far (running intersection),
     so the set covers Δ at every trial with probability ≥ 1 − α. At m = 0 the two wealths are
     exactly the "A better" and "B better" e-processes, so a winner decision always excludes 0.
+    The sequence is the hull of the kept grid points ± one grid step.
 
     Args:
-        d: the paired differences so far, shape [n]. alpha: 1 − level. delta: δ of the test.
-        grid: points of m in [−1, 1].
-
-    Returns:
-        Estimate(value = mean D, low, high = hull of the kept grid points ± one grid step).
+        runs: independent runs tracked side by side (1 for one comparison).
+        alpha: 1 − level. delta: δ of the test. grid: points of m in [−1, 1].
     """
+
+    def __init__(self, runs: int, alpha: float, delta: float, grid: int = GRID_POINTS) -> None:
+        self.alpha = _check_unit("alpha", alpha)
+        self.delta = float(delta)
+        self.m = np.linspace(-1.0, 1.0, grid)
+        self.step = 2.0 / (grid - 1)
+        self.bound = math.log(2.0 / self.alpha)
+        self.up = np.zeros((runs, grid))
+        self.dn = np.zeros((runs, grid))
+        self.out = np.zeros((runs, grid), dtype=bool)
+        self.n = np.zeros(runs)
+        self.s1 = np.zeros(runs)
+        self.s2 = np.zeros(runs)
+
+    def update(self, d: NDArray[np.float64], rows: NDArray[np.intp] | None = None) -> None:
+        """Add one trial's difference to each run in `rows` (default: every run)."""
+        idx: Any = slice(None) if rows is None else rows
+        x = np.asarray(d, dtype=float)
+        before, s1, s2 = self.n[idx], self.s1[idx], self.s2[idx]
+        k = PRIOR_TRIALS + before
+        mu = (s1 / k)[:, None]
+        spread = s2 - np.where(before > 0, s1 * s1 / np.maximum(before, 1.0), 0.0)
+        var = ((PRIOR_TRIALS * PRIOR_VARIANCE + spread) / k)[:, None]
+        m = self.m[None, :]
+        g_up = np.maximum(mu - m, self.delta)
+        g_dn = np.maximum(m - mu, self.delta)
+        lam_up = np.minimum(MAX_BET / np.maximum(1.0 + m, 1e-12), g_up / (var + g_up * g_up))
+        lam_dn = np.minimum(MAX_BET / np.maximum(1.0 - m, 1e-12), g_dn / (var + g_dn * g_dn))
+        dev = x[:, None] - m
+        up = self.up[idx] + np.log1p(lam_up * dev)
+        dn = self.dn[idx] + np.log1p(-lam_dn * dev)
+        self.up[idx], self.dn[idx] = up, dn
+        self.out[idx] |= (up >= self.bound) | (dn >= self.bound)
+        self.n[idx] += 1.0
+        self.s1[idx] += x
+        self.s2[idx] += x * x
+
+    def bounds(
+        self, rows: NDArray[np.intp] | None = None
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(low, high) of the runs in `rows` (default: every run); the point estimate where no
+        grid point is kept."""
+        idx: Any = slice(None) if rows is None else rows
+        kept = ~self.out[idx]
+        n, s1 = self.n[idx], self.s1[idx]
+        point = np.divide(s1, n, out=np.zeros_like(s1), where=n > 0)
+        lows = np.where(kept, self.m[None, :], np.inf).min(axis=1)
+        highs = np.where(kept, self.m[None, :], -np.inf).max(axis=1)
+        any_kept = kept.any(axis=1)
+        low = np.where(any_kept, np.maximum(-1.0, lows - self.step), point)
+        high = np.where(any_kept, np.minimum(1.0, highs + self.step), point)
+        return low, high
+
+    def inside(self, rows: NDArray[np.intp] | None = None) -> NDArray[np.bool_]:
+        """Whether each run in `rows` (default: every run) has a sequence inside (−δ, δ)."""
+        low, high = self.bounds(rows)
+        n = self.n if rows is None else self.n[rows]
+        return (n > 0) & (low > -self.delta) & (high < self.delta)
+
+    def estimate(self, run: int) -> Estimate:
+        """Estimate(value = mean D, low, high) of one run."""
+        n = int(self.n[run])
+        if n == 0:
+            return Estimate(
+                None, -1.0, 1.0, 1.0 - self.alpha, SEQUENCE_METHOD, 0, "two", "no trials"
+            )
+        point = float(self.s1[run] / n)
+        low, high = (float(b[0]) for b in self.bounds(np.array([run])))
+        note = "" if (~self.out[run]).any() else "grid-limited"
+        return Estimate(point, low, high, 1.0 - self.alpha, SEQUENCE_METHOD, n, "two", note)
+
+
+def effect_confidence_sequence(
+    d: ArrayLike, alpha: float = 0.05, delta: float = 0.2, grid: int = GRID_POINTS
+) -> Estimate:
+    """Confidence sequence for Δ = E[D], D ∈ [−1, 1], from the same bets as the decision (see
+    `EffectSequence`), after the paired differences `d` (shape [n]) in order."""
     x = np.asarray(d, dtype=float).ravel()
-    alpha = _check_unit("alpha", alpha)
-    method = "betting confidence sequence (same bets as the decision e-processes)"
-    n = x.size
-    if n == 0:
-        return Estimate(None, -1.0, 1.0, 1.0 - alpha, method, 0, "two", "no trials")
+    sequence = EffectSequence(1, alpha, delta, grid)
     if np.any(np.abs(x) > 1.0):
         raise EvalError("d: paired differences must lie in [-1, 1]", key="d")
-    before = np.arange(n, dtype=float)
-    s1 = np.concatenate(([0.0], np.cumsum(x)[:-1]))
-    s2 = np.concatenate(([0.0], np.cumsum(x * x)[:-1]))
-    k = PRIOR_TRIALS + before
-    mu = (s1 / k)[:, None]
-    spread = s2 - np.where(before > 0, s1 * s1 / np.maximum(before, 1.0), 0.0)
-    var = ((PRIOR_TRIALS * PRIOR_VARIANCE + spread) / k)[:, None]
-    m = np.linspace(-1.0, 1.0, grid)[None, :]
-    g_up = np.maximum(mu - m, delta)
-    g_dn = np.maximum(m - mu, delta)
-    lam_up = np.minimum(MAX_BET / np.maximum(1.0 + m, 1e-12), g_up / (var + g_up * g_up))
-    lam_dn = np.minimum(MAX_BET / np.maximum(1.0 - m, 1e-12), g_dn / (var + g_dn * g_dn))
-    dev = x[:, None] - m
-    bound = math.log(2.0 / alpha)
-    up = np.cumsum(np.log1p(lam_up * dev), axis=0)
-    dn = np.cumsum(np.log1p(-lam_dn * dev), axis=0)
-    keep = ~(np.any(up >= bound, axis=0) | np.any(dn >= bound, axis=0))
-    point = float(x.mean())
-    if not keep.any():
-        return Estimate(point, point, point, 1.0 - alpha, method, n, "two", "grid-limited")
-    kept = m[0, keep]
-    step = 2.0 / (grid - 1)
-    low = max(-1.0, float(kept.min()) - step)
-    high = min(1.0, float(kept.max()) + step)
-    return Estimate(point, low, high, 1.0 - alpha, method, n)
+    for value in x:
+        sequence.update(np.array([value]))
+    return sequence.estimate(0)

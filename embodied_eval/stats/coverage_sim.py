@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from scipy import special, stats
 
 from embodied_eval.stats.bootstrap import cluster_bootstrap_mean
-from embodied_eval.stats.comparison import betting_fractions
+from embodied_eval.stats.comparison import EffectSequence, betting_fractions
 from embodied_eval.stats.estimate import Estimate
 from embodied_eval.stats.paired import paired_gap_interval
 from embodied_eval.stats.proportions import wilson_bounds
@@ -270,10 +270,15 @@ def sequential_comparison_oc(
     s1, s2 = np.zeros(reps), np.zeros(reps)
     decision = np.zeros(reps, dtype=np.int8)  # 0 open, 1 A, 2 B, 3 no difference
     used = np.full(reps, cap)
+    sequence = EffectSequence(reps, alpha, delta)  # "no difference" needs it inside ±δ
+    narrow = np.zeros(reps, bool)
     for t in range(cap):
         open_ = decision == 0
         if not open_.any():
             break
+        rows = np.flatnonzero(open_)
+        sequence.update(d[rows, t], rows)
+        narrow[rows] = sequence.inside(rows)
         lam_a, lam_b, lam_e = betting_fractions(t, s1, s2, delta)
         dt = d[:, t]
         wa += np.log1p(lam_a * dt)
@@ -285,7 +290,7 @@ def sequential_comparison_oc(
         cross_p |= ep >= accept
         cross_m |= em >= accept
         new = np.where(
-            wa >= win, 1, np.where(wb >= win, 2, np.where(cross_p & cross_m, 3, 0))
+            wa >= win, 1, np.where(wb >= win, 2, np.where(cross_p & cross_m & narrow, 3, 0))
         ).astype(np.int8)
         hit = open_ & (new > 0)
         decision[hit] = new[hit]

@@ -27,9 +27,18 @@ every replicate, with a t_{C−1} quantile (the plain sandwich with C/(C − 1) 
 Validity (checked by simulation in `coverage_ppi`): both are large-sample intervals. The iid
 version needs independent episodes (no task-instance clustering) and ≳ 100 pairs with the rate
 away from 0/1; the cluster version ≳ 40 task instances without strongly skewed instance rates.
-Neither is claimed valid for n < 50 pairs, a real rate within 5/n of 0 or 1, or fewer than 10
-clusters. The PPI mean's
-validity does not depend on the sim's quality: a biased or useless sim only widens the interval.
+The PPI mean's validity does not depend on the sim's quality: a biased or useless sim only
+widens the interval.
+
+Validity floor (`ppi_validity`): neither interval is claimed valid, and callers must fall back to
+the classical estimate, below any of
+  * `MIN_PAIRS` = 50 labelled (sim, real) pairs;
+  * `MIN_CLUSTERS` = 10 clusters (task instances) for the cluster version — the iid version is
+    not valid on clustered episodes at all;
+  * a real rate at least `EDGE_EVENTS`/n = 5/n away from 0 and 1 (5/5 successes, or 48/50, is
+    at the edge: the CLT interval collapses there);
+  * a non-degenerate variance: V(λ) > 0 and the classical variance > 0 (otherwise the interval
+    is a point, e.g. [1, 1] with λ = 0 when every pair succeeded).
 
 Effective real sample size: n_eff = n · V_classical / V_ppi, the number of real trials the
 classical estimator would need for the same variance.
@@ -48,6 +57,11 @@ from scipy import stats
 from embodied_eval.errors import EvalError
 from embodied_eval.stats._checks import check_level
 from embodied_eval.stats.estimate import Estimate
+
+#: Validity floor (module docstring): labelled pairs, clusters, events from the edge.
+MIN_PAIRS = 50
+MIN_CLUSTERS = 10
+EDGE_EVENTS = 5
 
 IID = "iid"
 CLUSTER = "cluster"
@@ -112,6 +126,34 @@ def _checked(
     if y.size < 2:
         raise EvalError("real: PPI needs at least 2 paired real episodes", key="real")
     return y, f, g
+
+
+def ppi_validity(result: PPIResult, real: ArrayLike) -> list[str]:
+    """Why a PPI fit is below the validity floor (module docstring); empty when it is above it.
+
+    Args:
+        result: the fit (`ppi_mean` or `ppi_mean_clustered`). real: the pairs' real outcomes Y.
+
+    Returns:
+        One reason per floor not met, in the users' words.
+    """
+    y = _vector(real, "real")
+    n = result.n_pairs
+    reasons = []
+    if n < MIN_PAIRS:
+        reasons.append(f"{n} labelled pair(s), fewer than {MIN_PAIRS}")
+    if result.clusters is None:
+        reasons.append("iid interval: episodes clustered in task instances are not independent")
+    elif result.clusters < MIN_CLUSTERS:
+        reasons.append(f"{result.clusters} cluster(s), fewer than {MIN_CLUSTERS}")
+    if n > 0:
+        rate = float(np.mean(y))
+        edge = EDGE_EVENTS / n
+        if rate <= edge or rate >= 1.0 - edge:
+            reasons.append(f"real rate {rate:.3g} within {EDGE_EVENTS}/n = {edge:.3g} of 0 or 1")
+    if not (result.variance > 0.0 and result.classical_variance > 0.0):
+        reasons.append(f"degenerate variance (λ = {result.lam:.3g}, V = {result.variance:.3g})")
+    return reasons
 
 
 def _var(x: NDArray[np.float64]) -> float:

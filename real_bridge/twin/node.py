@@ -135,6 +135,7 @@ class TwinNode:
         self.episode_started_sim_s: float | None = None
         self.mode = "follow"  # follow | hold (deadman) | stopped (latched protective stop)
         self.last_heartbeat_s: float | None = None
+        self.last_heartbeat_ns = 0  # wall time of the last heartbeat received (the robot's log)
         self.held_at_ns = 0
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
@@ -170,6 +171,7 @@ class TwinNode:
     def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
             self.last_heartbeat_s = time.monotonic()
+            self.last_heartbeat_ns = time.time_ns()
             if self.mode == "hold" and not self.latched:
                 self.mode = "follow"
 
@@ -336,6 +338,7 @@ class TwinNode:
             ("mode", self.mode),
             ("supervised", "true" if self._supervised() else "false"),
             ("held_at_ns", str(self.held_at_ns)),
+            ("last_heartbeat_ns", str(self.last_heartbeat_ns)),
             ("episode_id", self.episode_id),
             ("last_rejection", self.last_rejection),
             *((k, str(v)) for k, v in sorted(self.stats.items())),

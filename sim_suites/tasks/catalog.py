@@ -97,3 +97,11 @@ def make_task(task_id: str) -> Task:
 def family_task_ids(family: str) -> list[str]:
     """Task ids of one family, in catalog order."""
     return [t for t, s in TASK_SPECS.items() if s.family == family]
+
+
+def task_catalog() -> dict[str, list[str]]:
+    """Every family and its task ids, in catalog order (the engines' task catalog)."""
+    out: dict[str, list[str]] = {}
+    for task_id, spec in TASK_SPECS.items():
+        out.setdefault(spec.family, []).append(task_id)
+    return out
