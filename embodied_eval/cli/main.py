@@ -64,7 +64,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "compare": (
         "embodied_eval.cli.compare",
-        "Sequential A/B comparison of two policies (stops when it decides).",
+        "Sequential A/B comparison of two policies, or adaptive of N (stops when it decides).",
     ),
     "rank": (
         "embodied_eval.cli.rank",

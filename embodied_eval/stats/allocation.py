@@ -247,12 +247,15 @@ class RankingAllocation:
         (the one they have seen least; None when no tasks are given)."""
         if self.decision_ != CONTINUE:
             raise EvalError(f"the comparison already stopped: {self.decision_}", key="trial")
-        idx = self.next_policies()
-        task = None
-        if tasks:
-            zero = np.zeros(self.k)
-            task = min(dict.fromkeys(tasks), key=lambda t: self.tasks.get(t, zero)[idx].sum())
-        return tuple(self.policies[i] for i in idx), task
+        chosen = tuple(self.policies[i] for i in self.next_policies())
+        return chosen, self.least_seen(chosen, tasks) if tasks else None
+
+    def least_seen(self, policies: Sequence[str], tasks: Sequence[str]) -> str:
+        """Of `tasks`, the one on which these policies have had the fewest trials (the first
+        given on ties)."""
+        idx = [self.policies.index(p) for p in policies]
+        zero = np.zeros(self.k)
+        return min(dict.fromkeys(tasks), key=lambda t: float(self.tasks.get(t, zero)[idx].sum()))
 
     def _value(self, x: float | bool, name: str) -> float:
         v = float(x)
