@@ -24,7 +24,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, open_store, print_json
+from embodied_eval.cli.common import (
+    DbOption,
+    JsonOption,
+    console,
+    open_store,
+    print_json,
+    window_id,
+)
 from embodied_eval.errors import EvalError
 from embodied_eval.leaderboard import Leaderboard, build_leaderboard
 
@@ -88,6 +95,7 @@ def rank(
     as_json: bool = JsonOption,
 ) -> None:
     """Leaderboard of many policies: Bradley–Terry strengths with intervals and P(best)."""
+    window = window_id(window)
     if seed < 0:
         raise EvalError(f"--seed: {seed} must be >= 0", key="seed")
     with open_store(db, create=False) as store:
