@@ -156,6 +156,7 @@ def fit_strengths(
     model: str = "davidson",
     *,
     ridge: ArrayLike | None = None,
+    start: StrengthFit | None = None,
 ) -> StrengthFit:
     """Maximum-likelihood centred log-strengths (and Davidson's ν) of each data set.
 
@@ -165,6 +166,8 @@ def fit_strengths(
         model: "davidson" or "half" (ties as half wins).
         ridge: prior precision per data set (shape [...]); default: 0 where the MLE exists,
             `RIDGE` where it does not (see the module docstring).
+        start: a fit to start Newton's method from (e.g. the point estimate, for bootstrap
+            resamples near it); it changes the iterations needed, not the answer.
 
     Returns:
         StrengthFit with the batch shape of the inputs.
@@ -200,6 +203,10 @@ def fit_strengths(
     if model == "davidson":
         share = np.clip(n_ties / np.maximum(n_all, 1.0), 0.05, 0.95)
         x[:, k] = np.log(2.0 * share / (1.0 - share))
+    if start is not None:
+        x[:, :k] = np.asarray(start.theta, dtype=float).reshape(-1, k)
+        if model == "davidson" and start.tie_parameter is not None:
+            x[:, k] = np.log(np.asarray(start.tie_parameter, dtype=float).reshape(-1))
     obj = _objective(model, x, w, t, lam)
     iterations = 0
     active = np.ones(b, dtype=bool)

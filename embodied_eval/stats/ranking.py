@@ -284,7 +284,7 @@ def rank_policies(
         w, t = _piece_counts(point_cells, piece, k)
         fit = fit_strengths(w, t, model)
         bw, bt = _piece_counts(boot_cells, piece, k)
-        boot = fit_strengths(bw, bt, model)
+        boot = fit_strengths(bw, bt, model, start=fit)
         lo = np.quantile(boot.theta, tail, axis=0)
         hi = np.quantile(boot.theta, 1.0 - tail, axis=0)
         best = np.bincount(np.argmax(boot.theta, axis=1), minlength=len(piece)) / resamples
