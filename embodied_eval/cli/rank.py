@@ -70,6 +70,15 @@ def _print(board: Leaderboard) -> None:
                 f"Davidson's tie parameter ν = {nu.value:.3f} [{nu.low:.3f}, {nu.high:.3f}]",
                 markup=False,
             )
+    families = sorted({f for fams in board.success.values() for f in fams})
+    t = Table("policy", *families, title=f"success per family ({r.level * 100:g} % Wilson)")
+    for policy in board.policies:
+        fams = board.success.get(policy, {})
+        t.add_row(
+            escape(policy),
+            *(escape(fams[f].format()) if f in fams else "—" for f in families),
+        )
+    console.print(t)
     console.print("\ncomparison graph (pairs that met: a won / b won / ties):")
     for g in r.graph:
         console.print(f"  {g.a} – {g.b}: {g.n} ({g.a_wins} / {g.b_wins} / {g.ties})", markup=False)
