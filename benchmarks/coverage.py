@@ -13,7 +13,13 @@ rate between equal policies with a look after every trial, power, and average tr
 the fixed-n paired design at the same α and power, beside Wald's floor (the fewest expected trials
 any test with the row's error rates can have).
 
-Run: python benchmarks/coverage.py [--reps 1000] [--seed 7] [--only-new]
+N-policy adaptive comparison (`--only-allocation`): for equal and spread-out policies, the
+rate of a wrong "better" (type-I error; ≤ α claimed), correct decisions, a wrong "within δ", and
+mean episodes against the round-robin fixed design (every policy on each of n instances, paired
+z-tests at Bonferroni levels, n from the per-pair power 0.8 at δ), and against the same fixed
+design grown until its correct-decision rate equals the adaptive rule's (equal error).
+
+Run: python benchmarks/coverage.py [--reps 1000] [--seed 7] [--only-new] [--only-allocation]
 """
 
 from __future__ import annotations
@@ -256,15 +262,67 @@ def comparison_table(reps: int, seed: int) -> None:
           f"floor {np.mean(floors[4:]):.2f}×)")  # fmt: skip
 
 
+def allocation_table(reps: int, seed: int) -> None:
+    from embodied_eval.stats.allocation_sim import (
+        adaptive_oc,
+        design_sd,
+        round_robin_instances,
+        round_robin_matching,
+        round_robin_oc,
+    )
+
+    rng = np.random.default_rng(seed)
+    delta, alpha, power = 0.2, 0.05, 0.8
+    print(
+        f"N-policy adaptive comparison (δ = {delta}, α = {alpha}, power {power} per pair, "
+        f"{reps} runs per row; episodes vs the round-robin fixed design):"
+    )
+    ratios = []
+    for rates, decide, shared in (
+        ((0.5,) * 4, "best", 0.0), ((0.5,) * 6, "best", 0.0), ((0.5,) * 4, "order", 0.0),
+        ((0.8, 0.6, 0.5, 0.4), "best", 0.0), ((0.8, 0.6, 0.5, 0.4, 0.3, 0.2), "best", 0.0),
+        ((0.75, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25), "best", 0.0),
+        ((0.8, 0.6, 0.5, 0.4, 0.3, 0.2), "best", 0.5), ((0.7, 0.5, 0.5, 0.5), "best", 0.0),
+        ((0.8, 0.6, 0.4), "order", 0.0), ((0.9, 0.7, 0.5, 0.3), "order", 0.0),
+        ((0.9, 0.7, 0.5, 0.3, 0.1), "order", 0.0),
+    ):  # fmt: skip
+        k = len(rates)
+        n = round_robin_instances(k, decide, delta, design_sd(delta, shared), alpha, power)
+        cap = 4 * k * n
+        oc = adaptive_oc(rates, decide, rng, delta=delta, alpha=alpha, power=power,
+                         max_trials=cap, reps=reps, shared=shared)  # fmt: skip
+        fixed = round_robin_oc(rates, decide, n, rng, alpha=alpha, reps=2000, shared=shared)
+        line = (
+            f"  {decide:<5} {' '.join(f'{r:g}' for r in rates):<36} shared {shared}: wrong better "
+            f"{oc.wrong_better:.3f} (±{oc.mc_se:.3f}), correct {oc.correct:.3f}, wrong within "
+            f"{oc.wrong_within:.3f}, undecided {oc.undecided:.3f}; episodes "
+            f"{oc.mean_trials:.0f} vs fixed {k * n} ({oc.mean_trials / (k * n):.2f}×; fixed "
+            f"correct {fixed.correct:.3f}, wrong better {fixed.wrong_better:.3f})"
+        )
+        if len(set(rates)) > 1:
+            m = round_robin_matching(rates, decide, oc.correct, rng, alpha=alpha, reps=1000,
+                                     shared=shared)  # fmt: skip
+            ratio = oc.mean_trials / (k * m)
+            ratios.append(ratio)
+            line += f"; fixed at equal correct rate {k * m} → {ratio:.2f}×"
+        print(line, flush=True)
+    print(f"  mean ratio at equal correct rate over the unequal rows: {np.mean(ratios):.2f}×")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-bootstrap", action="store_true")
     parser.add_argument("--only-new", action="store_true", help="only AR_ppi and the A/B test")
+    parser.add_argument("--only-allocation", action="store_true", help="only N-policy compare")
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     t0 = time.perf_counter()
+    if args.only_allocation:
+        allocation_table(args.reps, args.seed)
+        print(f"total {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}")
+        return
     if args.only_new:
         ppi_table(max(args.reps, 3000), args.seed)
         ppi_savings_table(args.seed)
@@ -280,6 +338,7 @@ def main() -> None:
     ppi_table(max(args.reps, 3000), args.seed)
     ppi_savings_table(args.seed)
     comparison_table(max(args.reps, 2000), args.seed)
+    allocation_table(args.reps, args.seed)
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 

@@ -10,7 +10,13 @@ Also timed: the prediction-powered AR (estimate + interval) for 100 000 sim + 1 
 episodes (iid CLT and cluster jackknife over 100 task instances; target ≤ 0.2 s), and the
 sequential A/B test's per-trial update (target ≤ 50 µs).
 
+The leaderboard (`--only-rank`): Bradley–Terry strengths of 20 policies from 2 000 pairwise
+episodes (one random pair of policies per instance, success vs failure, ties when both succeed or
+both fail) with 1 000 bootstrap resamples of instances, both tie models (target < 2 s); also the
+heavier reading, 2 000 pairwise episodes per policy (20 000 comparisons).
+
 Run: python benchmarks/stats_bench.py [--repeats 5] [--scipy-resamples 1000] [--only-new]
+     [--only-rank]
 """
 
 from __future__ import annotations
@@ -122,6 +128,44 @@ def ppi_and_sequential(repeats: int) -> None:
     )
 
 
+def rank_bench(repeats: int) -> None:
+    """20 policies, pairwise episodes on shared instances, 1 000 resamples (target < 2 s)."""
+    from embodied_eval.stats.ranking import PairwiseOutcomes, rank_policies
+
+    k = 20
+    rng = np.random.default_rng(11)
+    rates = np.linspace(0.3, 0.9, k)
+    for comparisons in (2_000, 20_000):
+        first = rng.integers(0, k, size=comparisons)
+        second = (first + rng.integers(1, k, size=comparisons)) % k
+        z1 = rng.random(comparisons) < rates[first]
+        z2 = rng.random(comparisons) < rates[second]
+        outcome = z1.astype(np.int64) - z2.astype(np.int64)
+        data = PairwiseOutcomes(
+            tuple(f"policy_{i:02d}" for i in range(k)),
+            np.arange(comparisons, dtype=np.int64),
+            first.astype(np.int64),
+            second.astype(np.int64),
+            outcome,
+            comparisons,
+        )
+        for model in ("davidson", "half"):
+            times, cpu = [], []
+            for r in range(repeats):
+                t0, c0 = time.perf_counter(), time.process_time()
+                ranking = rank_policies(data, np.random.default_rng(r), model=model,
+                                        resamples=1000)  # fmt: skip
+                times.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+            top = ranking.pieces[0].rows[0]
+            print(
+                f"rank {k} policies, {comparisons} pairwise episodes, 1000 resamples, {model}: "
+                f"median {statistics.median(times):.3f} s wall, {statistics.median(cpu):.3f} s CPU "
+                f"over {repeats} runs (target < 2 s); "
+                f"best {top.policy} (true best policy_{k - 1:02d}), P(best) {top.p_best:.3f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only-new", action="store_true", help="only AR_ppi and the A/B test")
@@ -130,7 +174,13 @@ def main() -> None:
     parser.add_argument(
         "--scipy-resamples", type=int, default=1000, help="scipy resamples (scaled to 10 000)"
     )
+    parser.add_argument("--only-rank", action="store_true", help="only the leaderboard")
     args = parser.parse_args()
+    if args.only_rank:
+        print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+        rank_bench(args.repeats)
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+        return
     if args.only_new:
         print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
         ppi_and_sequential(args.repeats)
@@ -177,6 +227,7 @@ def main() -> None:
     )
     print(f"ratio scipy/ours: {sp_full / ours_t:.0f}× (target ≥ 10×; ours target ≤ 1 s)")
     ppi_and_sequential(args.repeats)
+    rank_bench(args.repeats)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
 
 

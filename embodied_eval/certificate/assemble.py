@@ -57,6 +57,9 @@ certificate.json (format "embodied-eval-certificate/1"):
     resource_card       {"declared_priors", "training", "evaluated_policy", "price_card",
                         "source", "notes"}
     frontier            {"quality": [{"tau", "F"}], "source"} (eq. 37) or null
+    leaderboard         with two or more policies scored in the window: `rank --json`'s
+                        leaderboard (`certificate.leaderboard`), {"not_ranked": why} when they
+                        cannot be ranked; null with one policy
 """
 
 from __future__ import annotations
@@ -74,6 +77,7 @@ from embodied_eval.canonical import canonical_hash, file_sha256
 from embodied_eval.certificate.compute import Results
 from embodied_eval.certificate.incidents import incidents_section
 from embodied_eval.certificate.inputs import WindowInputs
+from embodied_eval.certificate.leaderboard import leaderboard_section
 from embodied_eval.certificate.trials import trials_section
 from embodied_eval.embodiment.selection import select_episodes
 from embodied_eval.errors import EvalError
@@ -262,8 +266,8 @@ def build_certificate(
         },
         "rng": {
             "seed": results.seed,
-            "streams": "numpy.random.default_rng(seed).spawn(3) → [embodiment report, scoring, "
-            "closures]",
+            "streams": "numpy.random.default_rng(seed).spawn(4) → [embodiment report, scoring, "
+            "closures, leaderboard]",
         },
         "manifests": [
             {
@@ -303,4 +307,5 @@ def build_certificate(
         ),
         "resource_card": resource_card(evidence, inputs, results),
         "frontier": frontier_section(inputs),
+        "leaderboard": leaderboard_section(inputs.episodes, results.seed, protocol.window_id),
     }

@@ -14,9 +14,9 @@ Closures: when the protocol declares a maintenance or expansion audit, it is com
 store first and merged into the evidence (`certificate.closures`); otherwise only an external
 closure that names its auditor is accepted from the evidence file.
 
-Everything random comes from `numpy.random.default_rng(seed).spawn(3)` (embodiment, scoring,
-closures), so `embodied-eval verify --db` recomputes the same numbers from the same store and
-seed.
+Everything random comes from `numpy.random.default_rng(seed).spawn(4)` (embodiment, scoring,
+closures; the fourth stream is the leaderboard's, `certificate.leaderboard`), so
+`embodied-eval verify --db` recomputes the same numbers from the same store and seed.
 """
 
 from __future__ import annotations

@@ -13,7 +13,9 @@ embedded as a base64 `data:` URI (the plots are also written beside it). It read
 - folded details per reader: `#technicians` (trials run vs planned, per-family success, what
   remains to run), `#safety` (incidents with margins, rates per 100 h with exact intervals, window
   validity, amendments, integrity of the incident log), `#certification` (axis table, index,
-  gates, level) and `#integrity` (hashes, seeds, signer).
+  gates, level) and `#integrity` (hashes, seeds, signer);
+- `#leaderboard`: with two or more policies in the window, their ranking (strengths with
+  intervals, P(best), the comparison graph; `certificate/leaderboard_html.py`).
 
 Every piece of text goes through `html.escape` after `plain_text`, so no Python repr reaches the
 page. A small inline script marks `<body data-images-loaded="N">` once all N images have decoded
@@ -38,6 +40,7 @@ from embodied_eval.certificate.html_parts import (
     table,
     verdict_html,
 )
+from embodied_eval.certificate.leaderboard_html import leaderboard_html
 from embodied_eval.certificate.safety_html import safety_html
 from embodied_eval.certificate.summary_html import summary_html
 from embodied_eval.certificate.timeline_svg import incident_timeline_svg
@@ -302,7 +305,7 @@ NAV = (
     '<nav><a href="#summary">Summary</a><a href="#timeline">Incident timeline</a>'
     '<a href="#episodes">Episodes</a><a href="#technicians">Technicians</a>'
     '<a href="#safety">Safety officers</a><a href="#certification">Certification</a>'
-    '<a href="#integrity">Integrity</a></nav>'
+    '<a href="#integrity">Integrity</a><a href="#leaderboard">Leaderboard</a></nav>'
 )
 
 
@@ -313,6 +316,20 @@ def _timeline(cert: Mapping[str, Any]) -> str:
         '<section id="timeline"><h2>Incidents over the window</h2>'
         + incident_timeline_svg(incidents, window.get("start"), window.get("end"))
         + "</section>"
+    )
+
+
+def _leaderboard(cert: Mapping[str, Any]) -> str:
+    board = cert.get("leaderboard")
+    if isinstance(board, Mapping) and "pieces" in board:
+        return leaderboard_html(board)
+    why = (
+        board.get("not_ranked")
+        if isinstance(board, Mapping)
+        else "one policy in this window: nothing to rank"
+    )
+    return (
+        f'<section id="leaderboard"><h2>Leaderboard</h2><p class="muted">{esc(why)}</p></section>'
     )
 
 
@@ -353,5 +370,6 @@ def render_report(
         + safety_html(cert, plots)
         + _certification(cert, plots)
         + _integrity(cert)
+        + _leaderboard(cert)
         + f"<script>{IMAGES_LOADED_SCRIPT}</script></body></html>\n"
     )

@@ -104,12 +104,30 @@ def compare(
         help="Stored episodes: seed of the family-stratified random pair order (default: from "
         "the policy names and pair keys; printed either way).",
     ),
+    policies: str | None = typer.Option(
+        None,
+        "--policies",
+        help="N policies, comma-separated (targets with a PROTOCOL, stored names with --db): "
+        "the adaptive comparison; --max-trials then counts episodes.",
+    ),
+    decide: str = typer.Option("best", "--decide", help="With --policies: best or order."),
     db: Path | None = DbOption,
     out: Path | None = typer.Option(None, "--out", help="Folder for artifacts of errored runs."),
     as_json: bool = JsonOption,
 ) -> None:
-    """Sequential A/B comparison of two policies (anytime-valid; stops when it decides)."""
+    """Sequential comparison of two policies, or adaptive of N (anytime-valid; stops when it
+    decides)."""
     window = window_id(window)
+    if policies is not None:
+        if policy_a or policy_b or a or b:
+            raise EvalError("--policies names every policy; drop --policy-a/-b and --a/--b")
+        from embodied_eval.cli.compare_many import compare_many
+
+        compare_many(protocol_file, policies, decide, engine=engine, side=side, window=window,
+                     delta=delta, alpha=alpha, power=power, max_trials=max_trials,
+                     graded=graded, order_seed=order_seed, db=db, out=out,
+                     as_json=as_json)  # fmt: skip
+        return
     test = SequentialComparison(
         delta=delta, alpha=alpha, power=power, max_trials=max_trials, graded=graded
     )

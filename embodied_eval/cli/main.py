@@ -64,7 +64,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "compare": (
         "embodied_eval.cli.compare",
-        "Sequential A/B comparison of two policies (stops when it decides).",
+        "Sequential A/B comparison of two policies, or adaptive of N (stops when it decides).",
+    ),
+    "rank": (
+        "embodied_eval.cli.rank",
+        "Leaderboard of many policies: Bradley–Terry strengths, intervals, P(best).",
     ),
     "store": (
         "embodied_eval.cli.store_cmd",
