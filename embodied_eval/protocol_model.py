@@ -58,7 +58,7 @@ DRIFT_KEYS = (
 
 SEVERITY_WEIGHT_DEFAULTS = {"near_miss": 0.25, "minor": 1.0, "major": 5.0, "critical": 20.0}
 
-FAMILY_NAMES_HINT = "pick_place, drawer_open, peg_insert, push"
+FAMILY_NAMES_HINT = "pick_place, drawer_open, peg_insert, push, tool_use"
 
 
 # --------------------------------------------------------------------------- typed protocol

@@ -5,7 +5,9 @@
 the object tracker (when the profile has one) and the manifest's setup for the seed (object
 placement, goal, obstacle — the scene the reset station or the technician set up). The grasp flag
 is the gripper's own reading: fingers commanded closed and stopped at the part's width with the
-part at the TCP (the sim's grasp rule, on measured values).
+part at the TCP (the sim's grasp rule, on measured values). In a task with a tool (tool_use's
+hook) the part is the tool: its grasp point is where the setup put it (`tool_pos`, observed as
+in sim), and the tracker follows the scored object.
 
 Actions: a Cartesian policy's (4,) action (or a (k, 4) chunk) goes through the same controller as
 in sim (`sim_suites.controller.ArmController`, nominal model), then through the robot's velocity
@@ -49,6 +51,7 @@ class SceneSetup:
     obstacle: np.ndarray
     arm_q: np.ndarray
     part_width_m: float
+    tool_pos: np.ndarray | None = None
 
     def lines(self) -> list[str]:
         """The placement as a technician reads it."""
@@ -58,6 +61,9 @@ class SceneSetup:
             f"object at x={p[0]:.3f} y={p[1]:.3f} z={p[2]:.3f} m (base frame)",
             f"goal at x={g[0]:.3f} y={g[1]:.3f} z={g[2]:.3f} m",
         ]
+        if self.tool_pos is not None:
+            t = self.tool_pos
+            out.append(f"tool grasp point at x={t[0]:.3f} y={t[1]:.3f} z={t[2]:.3f} m")
         if np.any(self.obstacle):
             o = self.obstacle
             out.append(f"obstacle at x={o[0]:.3f} y={o[1]:.3f} z={o[2]:.3f} m, size {o[3]:.3f} m")
@@ -94,6 +100,7 @@ def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
         obstacle=np.array(obs["obstacle"], dtype=float),
         arm_q=np.array(obs["joint_pos"][:7], dtype=float),
         part_width_m=float(env.task.grasp_width()),
+        tool_pos=np.array(obs["tool_pos"], dtype=float) if "tool_pos" in obs else None,
     )
 
 
@@ -172,11 +179,12 @@ class PandaAdapter:
         opening = float(q[7] + q[8]) if q.size >= 9 else 0.0
         if setup is not None:
             width = setup.part_width_m
+            part = obj_pos if setup.tool_pos is None else setup.tool_pos
             if self.grasped and grasp_releases(self.finger_cmd, width):
                 self.grasped = False
-            elif not self.grasped and grasp_closes(self.finger_cmd, opening, width, obj_pos - tcp):
+            elif not self.grasped and grasp_closes(self.finger_cmd, opening, width, part - tcp):
                 self.grasped = True
-        return {
+        obs = {
             "joint_pos": np.asarray(q[:9], dtype=float),
             "joint_vel": np.asarray(qd[:9], dtype=float),
             "gripper_width": np.array([min(1.0, max(0.0, opening))]),
@@ -189,6 +197,9 @@ class PandaAdapter:
             "grasped": np.array([1.0 if self.grasped else 0.0]),
             "obstacle": setup.obstacle.copy() if setup is not None else np.zeros(4),
         }
+        if setup is not None and setup.tool_pos is not None:
+            obs["tool_pos"] = setup.tool_pos.copy()
+        return obs
 
     def targets(self, action: Any, q: np.ndarray, joint_space: bool) -> tuple[np.ndarray, float]:
         """Joint targets (k, 7) for an action or chunk, and the finger set-point (m)."""

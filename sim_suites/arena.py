@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 #: Body roles: what a contact with the body means to the safety monitors.
-ROLES = ("object", "fixture", "drawer", "human", "obstacle")
+ROLES = ("object", "tool", "fixture", "drawer", "human", "obstacle")
+#: Roles of the free parts a task moves: the scored object and the tool the hand uses on it.
+PART_ROLES = ("object", "tool")
 #: Where the hidden obstacle waits when not in use (far outside the workspace).
 OBSTACLE_PARKING = (0.0, 3.0, 0.3)
 

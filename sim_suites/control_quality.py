@@ -180,18 +180,27 @@ class ControlRecorder:
         return control, qc, energy
 
 
-def unintended_contact(contacts: Mapping[tuple[str, str], float], object_name: str) -> float:
+def unintended_contact(
+    contacts: Mapping[tuple[str, str], float], object_name: str, tool_name: str = ""
+) -> float:
     """Peak contact force (N) not part of the task's intended interaction (for QC).
 
-    Counted: the robot against anything but the task object, and the object against anything
-    but the table (the object resting on the table and the hand holding it are intended).
+    Without a tool, counted: the robot against anything but the task object, and the object
+    against anything but the table (the object resting on the table and the hand holding it are
+    intended). With a tool the hand holds the tool and the tool works the object: intended are
+    the robot on the tool, the tool on the object and either on the table; the robot touching
+    the object itself, or the tool or the object hitting anything else, counts.
     """
     worst = 0.0
+    held = tool_name or object_name
+    parts = {object_name, tool_name} - {""}
     for (a, b), force in contacts.items():
-        if a == ROBOT and b == object_name:
+        if a == ROBOT and b == held:
             continue
-        if object_name in (a, b) and TABLE in (a, b):
+        if TABLE in (a, b) and (a in parts or b in parts):
             continue
-        if a == ROBOT or object_name in (a, b):
+        if tool_name and {a, b} == parts:
+            continue
+        if a == ROBOT or a in parts or b in parts:
             worst = max(worst, force)
     return worst

@@ -111,7 +111,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.engine = engine
         self.kin = panda_kinematics()
         self._scene = self.task.scene()
-        self.perception = Perception(observation_mode, image_size, camera_rate_hz)
+        self.perception = Perception(
+            observation_mode, image_size, camera_rate_hz, tool=bool(self.task.tool_name)
+        )
         self.observation_mode = observation_mode
         self.backend = make_backend(engine, self._scene, image_size=self.perception.image_size)
         self.controller = ArmController(self.kin)
@@ -279,6 +281,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         vel = b.body_velocity(name)
         self._obj_speed = math.sqrt(float(vel @ vel))
         self._slide = b.slide_q(name) if self.task.family == "drawer_open" else 0.0
+        # The grasped part: the tool's grasp point when the task has a tool, else the object.
+        tool = self.task.tool_name
+        self._tool = b.body_pose(tool)[0] if tool else None
+        self._grasp_point = self._point if self._tool is None else self._tool
 
     @property
     def object_point(self) -> np.ndarray:
@@ -306,6 +312,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             grasped=self._held,
             obstacle=self._faults.obstacle,
             frozen=self._faults.frozen,
+            tool=self._tool,
         )
         return self.perception.observe(self.backend, reading, self._step)
 
@@ -351,7 +358,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self.backend,
             command.finger,
             float(self._q[7] + self._q[8]),
-            self._point - self._tcp,
+            self._grasp_point - self._tcp,
             slip is not None,
         )
         contacts = self.backend.contact_forces()
@@ -385,7 +392,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._recorder.add(
             command.tcp_target,
             self._tcp,
-            unintended_contact(contacts, task.object_name),
+            unintended_contact(contacts, task.object_name, task.tool_name),
             power,
             self._point,
             self._error,

@@ -62,7 +62,7 @@ class GraspTracker:
             return False
         if self.mode == "assisted":
             return getattr(backend, "attached", None) is not None
-        return both_fingers_press(*backend.finger_contact_forces(self.task.object_name))
+        return both_fingers_press(*backend.finger_contact_forces(self.task.grasped_name))
 
     def update(
         self,
@@ -89,7 +89,7 @@ class GraspTracker:
                 and not slipping
                 and grasp_closes(finger_cmd, opening, self.width, part_in_tcp)
             ):
-                backend.attach(self.task.object_name)
+                backend.attach(self.task.grasped_name)
         held = self.holding(backend)
         self.held_steps = self.held_steps + 1 if held else 0
         return held

@@ -4,12 +4,14 @@ Observation (state mode): a Dict of float64 arrays, each a fresh copy: `joint_po
 `joint_vel` (9,), `gripper_width` (1,) m, `tcp_pos` (3,) m, `tcp_target` (3,) m (the controller's
 set-point), `object_pos` (3,) m (the tracked point: object centre, or the drawer handle),
 `object_quat` (4,) (w, x, y, z), `object_visible` (1,) 0/1, `goal_pos` (3,) m, `grasped` (1,) 0/1,
-`obstacle` (4,) = [x, y, top_z, active].
+`obstacle` (4,) = [x, y, top_z, active]; and for a task with a tool (`tool_use`), `tool_pos` (3,) m,
+the tool's grasp point.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -34,23 +36,28 @@ def _box(n: int, low: float, high: float) -> spaces.Box:
     return spaces.Box(low=low, high=high, shape=(n,), dtype=np.float64)
 
 
-def state_space() -> spaces.Dict:
-    """The Dict observation space of state mode (see the module docstring)."""
-    return spaces.Dict(
-        {
-            "joint_pos": _box(9, -JOINT_POS_BOUND, JOINT_POS_BOUND),
-            "joint_vel": _box(9, -JOINT_VEL_BOUND, JOINT_VEL_BOUND),
-            "gripper_width": _box(1, 0.0, 1.0),
-            "tcp_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
-            "tcp_target": _box(3, -POS_BOUND_M, POS_BOUND_M),
-            "object_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
-            "object_quat": _box(4, -1.0, 1.0),
-            "object_visible": _box(1, 0.0, 1.0),
-            "goal_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
-            "grasped": _box(1, 0.0, 1.0),
-            "obstacle": _box(4, -POS_BOUND_M, POS_BOUND_M),
-        }
-    )
+def state_space(tool: bool = False) -> spaces.Dict:
+    """The Dict observation space of state mode (see the module docstring).
+
+    Args:
+        tool: the task has a tool (adds `tool_pos`).
+    """
+    keys: dict[str, spaces.Space[Any]] = {
+        "joint_pos": _box(9, -JOINT_POS_BOUND, JOINT_POS_BOUND),
+        "joint_vel": _box(9, -JOINT_VEL_BOUND, JOINT_VEL_BOUND),
+        "gripper_width": _box(1, 0.0, 1.0),
+        "tcp_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
+        "tcp_target": _box(3, -POS_BOUND_M, POS_BOUND_M),
+        "object_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
+        "object_quat": _box(4, -1.0, 1.0),
+        "object_visible": _box(1, 0.0, 1.0),
+        "goal_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
+        "grasped": _box(1, 0.0, 1.0),
+        "obstacle": _box(4, -POS_BOUND_M, POS_BOUND_M),
+    }
+    if tool:
+        keys["tool_pos"] = _box(3, -POS_BOUND_M, POS_BOUND_M)
+    return spaces.Dict(keys)
 
 
 @dataclass
@@ -64,6 +71,7 @@ class StateReading:
         goal: (3,) goal of the tracked point, m. grasped: whether the hand holds the part.
         obstacle: (4,) [x, y, top_z, active] of the planner-dead-end pillar.
         frozen: the (point, quat) perception is stuck at during a dropout, else None.
+        tool: (3,) the tool's grasp point, m (tasks with a tool), else None.
     """
 
     q: np.ndarray
@@ -76,6 +84,7 @@ class StateReading:
     grasped: bool
     obstacle: np.ndarray
     frozen: tuple[np.ndarray, np.ndarray] | None
+    tool: np.ndarray | None = None
 
 
 def state_observation(reading: StateReading, eps: np.ndarray) -> dict[str, np.ndarray]:
@@ -92,7 +101,7 @@ def state_observation(reading: StateReading, eps: np.ndarray) -> dict[str, np.nd
     q = reading.q
     # Joint angles and the TCP stay far inside the bounds (joint limits < 3.2 rad, reach
     # < 1.2 m); velocities and the free object are clipped if physics ever flings them.
-    return {
+    obs = {
         "joint_pos": q + eps[:9],
         "joint_vel": bounded(reading.qd.copy(), JOINT_VEL_BOUND),
         "gripper_width": np.array([min(1.0, max(0.0, float(q[7] + q[8])))]),
@@ -105,3 +114,6 @@ def state_observation(reading: StateReading, eps: np.ndarray) -> dict[str, np.nd
         "grasped": np.array([1.0 if reading.grasped else 0.0]),
         "obstacle": reading.obstacle.copy(),
     }
+    if reading.tool is not None:
+        obs["tool_pos"] = bounded(reading.tool.copy(), POS_BOUND_M)
+    return obs

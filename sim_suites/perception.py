@@ -26,17 +26,20 @@ class Perception:
 
     Args:
         mode: "state", "rgb" or "rgbd". image_size: (height, width) of camera images.
-        camera_rate_hz: camera frame rate (camera modes).
+        camera_rate_hz: camera frame rate (camera modes). tool: the task has a tool (state
+            observations then carry `tool_pos`).
     """
 
-    def __init__(self, mode: str, image_size: tuple[int, int], camera_rate_hz: float) -> None:
+    def __init__(
+        self, mode: str, image_size: tuple[int, int], camera_rate_hz: float, tool: bool = False
+    ) -> None:
         self.mode = check_mode(mode)
         size = check_image_size(image_size)
         cameras = mode != "state"
         self.feed = CameraFeed(mode, camera_rate_hz) if cameras else None
         #: Image size the backend must render (None: no cameras are built).
         self.image_size = size if cameras else None
-        state = state_space()
+        state = state_space(tool)
         self.space: spaces.Dict = camera_space(state, mode, size) if cameras else state
         self._noise_rng = np.random.default_rng(0)
         self._noise = 0.0

@@ -24,6 +24,7 @@ FAMILY_NAMES = {
     "push": "Push",
     "drawer_open": "DrawerOpen",
     "peg_insert": "PegInsert",
+    "tool_use": "ToolUse",
 }
 ENGINE_NAMES = {"mujoco": "MuJoCo", "pybullet": "PyBullet"}
 

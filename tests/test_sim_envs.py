@@ -23,9 +23,12 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_registry_has_every_family_on_both_engines() -> None:
-    assert len(IDS) == 8
+    # Five families (pick_place, push, drawer_open, peg_insert, tool_use) × two engines.
+    assert len(IDS) == 10
     assert "embodied/PickPlace-MuJoCo-v0" in IDS
     assert "embodied/PegInsert-PyBullet-v0" in IDS
+    assert "embodied/ToolUse-MuJoCo-v0" in IDS
+    assert "embodied/ToolUse-PyBullet-v0" in IDS
     assert all(i in gym.registry for i in IDS)
 
 

@@ -166,11 +166,11 @@ def test_twin_robot_entry_point_steps_with_reality_gap() -> None:
 
 @pytest.mark.slow
 def test_reference_ar_agrees_across_engines() -> None:
-    """Nominal reference AR over all 20 instances (1 seed each) per engine.
+    """Nominal reference AR over all 25 instances (1 seed each) per engine.
 
     Both engines run the same controller, policy and scene, so they should agree up to contact
-    details. With n = 20 per engine and AR near 0.95, the standard error of a difference of two
-    proportions is √(2·0.95·0.05/20) ≈ 0.069; the tolerance is two of those, 0.15. Each engine on
+    details. With n = 25 per engine and AR near 0.95, the standard error of a difference of two
+    proportions is √(2·0.95·0.05/25) ≈ 0.062; the tolerance, 0.15, is about 2.4 of those. Each engine on
     its own must reach AR ≥ 0.85 (the reference policy "succeeds on most nominal instances").
     """
     ar: dict[str, float] = {}

@@ -15,12 +15,13 @@ from sim_suites.safety import SafetyLimits
 pytestmark = pytest.mark.timeout(180)
 
 #: One nominal instance per family, and the fault each family's test injects (together the
-#: four cover the whole taxonomy).
+#: first four cover the whole taxonomy).
 NOMINAL = {
     "pick_place": ("pick_place/cube_center", "grasp_slip"),
     "push": ("push/block_forward", "actuator_stall"),
     "drawer_open": ("drawer_open/drawer_center", "perception_dropout"),
     "peg_insert": ("peg_insert/peg_center", "planner_dead_end"),
+    "tool_use": ("tool_use/hook_center", "perception_dropout"),
 }
 NO_DR: Mapping[str, tuple[float, float]] = {}
 

@@ -32,7 +32,9 @@ class PhysicsParams:
     """Per-episode physical parameters, after domain randomization, drift and reality gap.
 
     Scales are multiplicative on the nominal values; `payload_kg` is lumped at the hand's centre
-    of mass; `friction_scale` multiplies object friction and the drawer's slide friction;
+    of mass; `friction_scale` multiplies the friction of the free parts (the object and a tool,
+    `sim_suites.arena.PART_ROLES`) and the drawer's slide friction; `object_mass_scale` the
+    scored object's mass only (a tool keeps its own);
     `grip_force_scale` multiplies the gripper's force limit (GRIP_FORCE_N per finger).
 
     `object_size_scale` s scales the free task part (role "object", joint "free") uniformly:
@@ -115,8 +117,8 @@ class PhysicsBackend(Protocol):
         Forces are read after every physics step of `step` and the largest per pair is kept, so
         a short impact between two control steps is seen (safety monitors run at physics rate).
 
-        Reported pairs: the robot against anything, and task objects against anything but the
-        table (an object resting on the table is not a contact event). Keys come from
+        Reported pairs: the robot against anything, and task parts (object, tool) against
+        anything but the table (an object resting on the table is not a contact event). Keys come from
         `pair_key`: ("robot", x), (body, "table") or two body names in alphabetical order.
         """
 

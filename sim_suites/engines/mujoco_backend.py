@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from sim_suites.arena import Body, Scene
+from sim_suites.arena import PART_ROLES, Body, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
     TABLE,
@@ -158,7 +158,7 @@ class MujocoBackend:
             act.forcelimited = True
             act.forcerange = [-limit, limit]
             act.ctrllimited = False
-        self._graspable = [b.name for b in scene.bodies if b.role in ("object", "drawer")]
+        self._graspable = [b.name for b in scene.bodies if b.role in (*PART_ROLES, "drawer")]
         for name in self._graspable:
             eq = spec.add_equality()
             eq.name = f"grasp_{name}"
@@ -231,9 +231,10 @@ class MujocoBackend:
         self._part_geoms = np.array(
             [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in free_parts], dtype=int
         )
+        # Friction (and contact softness) act on every free part: the object and a tool.
+        part_ids = {self._body_id[b.name] for b in scene.bodies if b.role in PART_ROLES}
         self._object_geoms = np.array(
-            [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in set(self._object_bodies)],
-            dtype=int,
+            [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in part_ids], dtype=int
         )
         self._slide_dof = {
             b.name: m.jnt_dofadr[m.body_jntadr[self._body_id[b.name]]]
@@ -289,7 +290,7 @@ class MujocoBackend:
                 # Mass split over the boxes by volume; the compiler derives the inertia.
                 share = float(np.prod(geom.size)) * 8.0 / volume if volume else 1.0
                 mj_geom.mass = body.mass * share
-            if body.role == "object":
+            if body.role in PART_ROLES:
                 mj_geom.priority = 1
                 mj_geom.friction = [body.friction, 0.005, 0.0001]
             else:

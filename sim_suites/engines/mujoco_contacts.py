@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 import mujoco
 import numpy as np
 
-from sim_suites.arena import Scene
+from sim_suites.arena import PART_ROLES, Scene
 from sim_suites.engines.base import ROBOT, TABLE, pair_key
 
 
@@ -46,7 +46,7 @@ class MujocoContacts:
             else:
                 codes[g] = code_by_body.get(bid, -1)
         n = len(names)
-        objects = {2 + k for k, b in enumerate(scene.bodies) if b.role == "object"}
+        objects = {2 + k for k, b in enumerate(scene.bodies) if b.role in PART_ROLES}
         relevant = np.zeros((n + 1, n + 1), dtype=bool)  # index −1 (none) maps to the last row
         for a in range(n):
             for b in range(n):

@@ -38,7 +38,7 @@ with native_output_silenced():  # PyBullet prints its build banner on import
     from pybullet_utils import bullet_client
 
 from embodied_eval.errors import EvalError
-from sim_suites.arena import Scene
+from sim_suites.arena import PART_ROLES, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
     ROBOT,
@@ -171,7 +171,7 @@ class PybulletBackend:
         for body in scene.bodies:
             self._ids[body.name] = add_body(client, body, image_size is not None)
         self._names = {bid: name for name, bid in self._ids.items()}
-        self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role == "object"]
+        self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role in PART_ROLES]
         self._nominal_ids = dict(self._ids)
         self._resized: dict[str, int] = {}
         self._names[self.robot] = ROBOT
@@ -224,7 +224,8 @@ class PybulletBackend:
         for body in self.scene.bodies:
             bid = self._ids[body.name]
             if body.joint == "free":
-                scale = params.object_mass_scale
+                # The mass knob is the scored object's; a tool keeps its mass.
+                scale = params.object_mass_scale if body.role == "object" else 1.0
                 # A resized part keeps its mass; its inertia follows the geometry (× s²).
                 s2 = params.object_size_scale**2 if body.name in self._resized else 1.0
                 inertia = self._nominal_body_inertia[body.name]

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from sim_suites.arena import Body, Geom
+from sim_suites.arena import PART_ROLES, Body, Geom
 from sim_suites.engines.quiet import native_output_silenced
 
 with native_output_silenced():  # PyBullet prints its build banner on import
@@ -120,7 +120,7 @@ def add_body(client: Any, body: Body, visual: bool) -> int:
             -1,
             linearDamping=0.0,
             angularDamping=0.0,
-            lateralFriction=body.friction if body.role == "object" else 1.0,
+            lateralFriction=body.friction if body.role in PART_ROLES else 1.0,
         )
     return int(bid)
 

@@ -94,6 +94,8 @@ class Task(ABC):
     family: str = ""
     #: Scene body tracked as "the object" in observations and scoring.
     object_name: str = ""
+    #: Scene body the hand grasps when it is not the scored object (a tool), else "".
+    tool_name: str = ""
     #: Faults of the taxonomy that make sense for this family.
     faults: tuple[str, ...] = ()
     #: Whether the gripper may weld the object (grasp model).
@@ -121,6 +123,11 @@ class Task(ABC):
     @abstractmethod
     def grasp_width(self) -> float:
         """Width (m) of the grasped part across the fingers."""
+
+    @property
+    def grasped_name(self) -> str:
+        """The body the hand grasps: the tool when the task has one, else the scored object."""
+        return self.tool_name or self.object_name
 
     def tracked_point(self, body_pos: np.ndarray) -> np.ndarray:
         """Tracked point (3,) from the object body's origin (the handle for drawers)."""

@@ -25,7 +25,14 @@ _FAMILY_DEFAULTS: dict[str, dict[str, object]] = {
     "push": {"tolerance_m": 0.025, "qc_tolerance_m": 0.03},
     "drawer_open": {"tolerance_m": 0.015, "qc_tolerance_m": 0.03},
     "peg_insert": {"tolerance_m": 0.01, "qc_tolerance_m": 0.01},
+    "tool_use": {"tolerance_m": 0.03, "qc_tolerance_m": 0.03},
 }
+
+
+def _hook(x: float, y: float) -> dict[str, float]:
+    """Instance extras of a tool_use task: where the hook's grasp point lies (m)."""
+    return {"hook_x": x, "hook_y": y}
+
 
 TASK_SPECS: dict[str, TaskSpec] = {
     s.task_id: s
@@ -68,6 +75,11 @@ TASK_SPECS: dict[str, TaskSpec] = {
         ),
         _spec("peg_insert/peg_far", (0.40, -0.10), (0.66, 0.05)),
         _spec("peg_insert/peg_tight", (0.42, -0.15), (0.55, 0.10), extra={"clearance_m": 0.0015}),
+        _spec("tool_use/hook_center", (0.83, 0.00), (0.62, 0.00), extra=_hook(0.45, 0.20)),
+        _spec("tool_use/hook_left", (0.82, 0.12), (0.62, 0.12), extra=_hook(0.45, -0.10)),
+        _spec("tool_use/hook_right", (0.82, -0.14), (0.62, -0.14), extra=_hook(0.42, 0.15)),
+        _spec("tool_use/hook_long_pull", (0.84, 0.03), (0.52, 0.03), extra=_hook(0.40, -0.22)),
+        _spec("tool_use/hook_short_pull", (0.83, -0.05), (0.70, -0.05), extra=_hook(0.48, 0.22)),
     )
 }
 

@@ -1,4 +1,5 @@
-"""The four task families: pick-and-place, push, drawer opening and peg insertion.
+"""The task families: pick-and-place, push, drawer opening, peg insertion (and tool use, in
+`sim_suites.tasks.tool_use`).
 
 Goal errors (the e of the scoring rule in `sim_suites.tasks.base`):
 
@@ -16,6 +17,7 @@ import numpy as np
 
 from sim_suites.arena import Body, Geom
 from sim_suites.tasks.base import Task, TaskState
+from sim_suites.tasks.tool_use import ToolUse
 
 CUBE_HALF = 0.02
 BLOCK_HALF = (0.025, 0.025, 0.02)
@@ -196,5 +198,5 @@ class PegInsert(Task):
 
 
 FAMILY_CLASSES: dict[str, type[Task]] = {
-    cls.family: cls for cls in (PickPlace, Push, DrawerOpen, PegInsert)
+    cls.family: cls for cls in (PickPlace, Push, DrawerOpen, PegInsert, ToolUse)
 }
