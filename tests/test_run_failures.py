@@ -61,7 +61,9 @@ def test_the_example_protocol_passes_the_catalog_check(capsys):
 def test_protocol_tasks_lists_families_instances_and_engines(capsys):
     assert main(["protocol", "tasks", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)["families"]
-    assert [f["family"] for f in listing] == ["drawer_open", "peg_insert", "pick_place", "push"]
+    assert [f["family"] for f in listing] == [
+        "drawer_open", "peg_insert", "pick_place", "push", "tool_use"
+    ]
     pick = next(f for f in listing if f["family"] == "pick_place")
     assert pick["instances"] == [
         "pick_place/cube_center",
