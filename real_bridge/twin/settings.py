@@ -48,8 +48,9 @@ class RealityGap:
         tracker_latency_s: the tracker publishes the pose that was true this long ago, stamped
             with the time it was true (a tag tracker's capture-to-publish delay), s.
         tracker_occlusion_radius_m / tracker_occlusion_height_m: the tracker loses the object
-            (publishes nothing) while the hand is within this horizontal distance of it and at
-            most this high above it, m (radius 0: the hand never hides it from above).
+            (publishes nothing) while the hand is over it: within this horizontal distance of it
+            and from 3 cm up to this high above it, m (radius 0: the hand never hides it from
+            above; `real_bridge.twin.tracker`).
         tracker_hidden_when_held: the tracker also loses the object while the hand holds it.
         camera_exposure: gain on the camera's pixel values (1 = as rendered).
         camera_noise_std: standard deviation of per-pixel camera noise, in 0–255 units.
@@ -68,7 +69,7 @@ class RealityGap:
     object_pose_noise_m: float = 0.002
     tracker_latency_s: float = 0.05
     tracker_occlusion_radius_m: float = 0.04
-    tracker_occlusion_height_m: float = 0.15
+    tracker_occlusion_height_m: float = 0.10
     tracker_hidden_when_held: bool = True
     camera_exposure: float = 0.8
     camera_noise_std: float = 4.0

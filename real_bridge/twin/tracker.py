@@ -8,9 +8,10 @@ knobs of the twin's reality gap (`RealityGap`):
 - noise: each published position gets N(0, `object_pose_noise_m`²) per axis;
 - latency: a reading published at time t describes the scene at t − `tracker_latency_s` and is
   stamped with that earlier time (so the delay shows in a recording as receive time − stamp);
-- dropouts: nothing is published for a moment when, at that moment, the hand (TCP) was within
-  `tracker_occlusion_radius_m` horizontally of the tracked point and at most
-  `tracker_occlusion_height_m` above it, or (with `tracker_hidden_when_held`) held the object.
+- dropouts: nothing is published for a moment when, at that moment, the hand (TCP) was over the
+  tracked point — within `tracker_occlusion_radius_m` horizontally, from `OVER_MIN_M` up to
+  `tracker_occlusion_height_m` above it (an overhead tracker; a hand beside the object at its
+  height, pushing it, does not hide it) — or (with `tracker_hidden_when_held`) held the object.
 
 Nothing here imports ROS: the twin node feeds it the truth every tick and publishes its readings.
 """
@@ -23,6 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from real_bridge.twin.settings import RealityGap
+
+#: The hand hides the object from above only: at least this far above its tracked point, m.
+OVER_MIN_M = 0.03
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ def hand_occludes(
         return False
     horizontal = float(np.hypot(tcp[0] - point[0], tcp[1] - point[1]))
     above = float(tcp[2] - point[2])
-    return horizontal <= gap.tracker_occlusion_radius_m and 0.0 <= above <= (
+    return horizontal <= gap.tracker_occlusion_radius_m and OVER_MIN_M <= above <= (
         gap.tracker_occlusion_height_m
     )
 
