@@ -21,7 +21,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[price_card]` energy, wear, consumables, operator time
 - `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
   parts; certify refuses assisted episodes unless the protocol declares it); `[real]` backend,
-  robot_id, policy
+  robot_id, policy, judge_correction (AR corrected with the detector's measured accuracy)
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
 - `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
@@ -346,7 +346,8 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         | ({"ar_estimator": emb["ar_estimator"]} if emb["ar_estimator"] != "classical" else {}),
         "price_card": dataclasses.asdict(price_card),
         "sim": sim,
-        "real": real,
+        "real": {k: v for k, v in real.items() if k != "judge_correction"}
+        | ({"judge_correction": True} if real["judge_correction"] else {}),
         "stopping": stopping.canonical(),
         "baselines": dict(baselines),
     }
@@ -388,6 +389,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         raw=canonical_form,
         protocol_hash=canonical_hash(canonical_form),
         ar_estimator=emb["ar_estimator"],
+        judge_correction=real["judge_correction"],
         maintenance=maintenance,
         expansion=expansion,
     )

@@ -142,6 +142,9 @@ REAL_KEYS: dict[str, Key] = {
     "backend": Key(str, "ros2", check=_backend_problem),
     "policy": Key(str, None, nonempty=True),
     "robot_id": Key(str, "robot-1", nonempty=True),
+    # correct AR with the real episodes' detector's measured accuracy (Rogan–Gladen); in the
+    # hash only when true
+    "judge_correction": Key(bool, False),
 }
 STOPPING_KEYS: dict[str, Key] = {
     "enabled": Key(bool, False),

@@ -162,6 +162,8 @@ class Protocol:
     maintenance: MaintenancePlan | None = None
     expansion: ExpansionPlan | None = None
     ar_estimator: str = "classical"
+    #: `[real] judge_correction`: correct AR with the detector's measured accuracy.
+    judge_correction: bool = False
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:

@@ -340,9 +340,7 @@ def judge_recording(messages: Sequence[RecordedMessage], ctx: JudgeContext) -> D
     )
 
 
-def judge_context(
-    spec: Any, goal_pos: Sequence[float], config: Any
-) -> JudgeContext:
+def judge_context(spec: Any, goal_pos: Sequence[float] | np.ndarray, config: Any) -> JudgeContext:
     """The judge context of an episode on a robot (a `BridgeConfig`): its topics (only those it
     records), the camera's declared pose, and the goal of the scene set up for `spec`."""
     from real_bridge.recording import compressed_topic

@@ -3,18 +3,13 @@ and the bridge's measurements in `control`) and its safety events."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from embodied_eval.records import Artifact, EpisodeOutcome
 
-if TYPE_CHECKING:
-    from real_bridge.supervision import EpisodeRun
 
-
-def episode_outcome(
-    run: EpisodeRun, started_at: str, artifacts: tuple[Artifact, ...]
-) -> EpisodeOutcome:
-    """The `EpisodeOutcome` of a finished `EpisodeRun`.
+def episode_outcome(run: Any, started_at: str, artifacts: tuple[Artifact, ...]) -> EpisodeOutcome:
+    """The `EpisodeOutcome` of a finished `real_bridge.supervision.EpisodeRun` (`run`).
 
     `control` holds the loop's latency summary, the bridge's message counts, the homing summary,
     the abort cause, a remote policy's round trips, the recorded message counts and, for a

@@ -189,7 +189,7 @@ def detector_judgement(
     log: JudgeLog,
     ended_s: float,
     oracle_verdicts: Callable[[], list[tuple[str, float]]] | None = None,
-) -> tuple[Judgement, DetectorVerdict, dict[str, object] | None]:
+) -> tuple[Judgement | None, DetectorVerdict, dict[str, object] | None]:
     """The harness's detector on the messages recorded for the episode (its evidence window
     closes `AFTER_END_S` after the "ended" event, which the caller has just published).
 
@@ -199,10 +199,8 @@ def detector_judgement(
         oracle_verdicts: on the twin, the verdict messages received (its oracle's verdict is
             returned beside the detector's for measurement, never to judge).
     Returns:
-        (the judgement, the detector's verdict, the oracle's {kind, name, version, quality,
-        success} or None).
-    Raises:
-        EvalError: the detector cannot judge (the reason says why).
+        (the judgement — None when the detector cannot judge, its verdict saying why —, the
+        detector's verdict, the oracle's {kind, name, version, quality, success} or None).
     """
     time.sleep(AFTER_END_S + JUDGE_MARGIN_S)
     verdict = judge_recording(log.messages(), context)
@@ -216,9 +214,6 @@ def detector_judgement(
         except EvalError:
             oracle = None
     if verdict.success is None or verdict.quality is None:
-        raise EvalError(
-            f"the detector {verdict.name} {verdict.version} could not judge: {verdict.detail}",
-            key="verdict",
-        )
+        return None, verdict, oracle
     record = {"kind": "detector", "name": verdict.name, "version": verdict.version}
     return Judgement(verdict.quality, verdict.success, record, verdict.detail), verdict, oracle

@@ -40,9 +40,11 @@ def recorded_messages(
         _, channels, messages = read_partial(path, metadata)
     except OSError as exc:
         raise EvalError(f"recording {str(path)!r}: cannot read it ({exc})", key="recording") from None
-    meta = next((dict(m.metadata) for m in metadata if m.name == "episode"), {})
-    out = [
-        (channels[m.channel_id].topic, int(m.log_time), bytes(m.data))
+    meta: dict[str, str] = next(
+        (dict(m.metadata) for m in metadata if m.name == "episode"), {}
+    )
+    out: list[RecordedMessage] = [
+        (str(channels[m.channel_id].topic), int(m.log_time), bytes(m.data))
         for m in messages
         if m.channel_id in channels
     ]

@@ -38,6 +38,7 @@ from embodied_eval.remote.client import RemotePolicyError
 from real_bridge.bridge_config import BridgeConfig
 from real_bridge.detector import DetectorVerdict, JudgeContext, JudgeLog
 from real_bridge.entry import Prompter, parse_yes_no
+from real_bridge.episode_record import episode_outcome
 from real_bridge.homing import Homing, HomingReport
 from real_bridge.interface import (
     HOLD_TIME_FROM_START_S,
@@ -300,9 +301,15 @@ class EpisodeRun:
             def oracle() -> list[tuple[str, float]]:
                 return self.link.verdicts_for(self.spec.episode_id)
 
-        judgement, self.detector_verdict, self.oracle = detector_judgement(
+        judgement, verdict, self.oracle = detector_judgement(
             self.spec, self.judge_context, self.judge_log, ended_s, oracle
         )
+        self.detector_verdict = verdict
+        if judgement is None:  # never a success: the episode is aborted with the reason
+            raise EvalError(
+                f"the detector {verdict.name} {verdict.version}: {verdict.detail}",
+                key="verdict",
+            )
         return judgement
 
     def _object_pose(self) -> tuple[float, np.ndarray, np.ndarray] | None:
@@ -467,8 +474,6 @@ class EpisodeRun:
 
     def outcome(self, started_at: str, artifacts: tuple[Artifact, ...]) -> EpisodeOutcome:
         """The episode's record (`real_bridge.episode_record`)."""
-        from real_bridge.episode_record import episode_outcome
-
         return episode_outcome(self, started_at, artifacts)
 
 

@@ -106,7 +106,7 @@ def _image_with_object_at(point, rgb=(204, 51, 51)) -> np.ndarray:
     """A dark frame with a 4×4 patch of the object's colour centred on `point`'s pixel."""
     image = np.full((rb.SIZE, rb.SIZE, 3), 30, dtype=np.uint8)
     u, v = _camera().project(np.array(point))
-    c, r = int(round(u)), int(round(v))  # patch columns c−2..c+1: centre c (pixel centres +0.5)
+    c, r = round(float(u)), round(float(v))  # patch columns c−2..c+1 (pixel centres +0.5)
     image[r - 2 : r + 2, c - 2 : c + 2] = rgb
     return image
 

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from embodied_eval.embodiment.beyond import rogan_gladen
 from embodied_eval.embodiment.prediction import resampled_ppi
 from embodied_eval.embodiment.resampling import percentile_estimate, resampled_ratio
 from embodied_eval.embodiment.safety import SafetySummary
@@ -149,6 +150,7 @@ def embodiment_estimates(
     resamples: int,
     level: float,
     ar_ppi: tuple[Mapping[str, Any], float] | None = None,
+    judge_accuracy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> EmbodimentEstimates:
     """Ê and E with the joint bootstrap described in the module docstring.
 
@@ -159,6 +161,9 @@ def embodiment_estimates(
         ar_ppi: when the protocol uses AR_ppi for AR (`ar_estimator = "ppi"`): its per-task
             sums and λ (`prediction.PredictionPoweredAR.parts`, `result.lam`); each resample
             then recomputes AR_ppi on the drawn task instances (λ held fixed) instead of AR.
+        judge_accuracy: with the protocol's judge correction, R resamples of the detector's
+            (Se, Sp) (`embodiment.judge`): each resample's AR is corrected with them
+            (Rogan–Gladen; undefined → 0).
 
     Returns:
         EmbodimentEstimates; values None when AR, SS or S2R is undefined.
@@ -193,6 +198,9 @@ def embodiment_estimates(
     else:
         ar_b = resampled_ppi(w, dict(ar_ppi[0]), ar_ppi[1])
         method = method.replace("(AR, S2R)", "(AR_ppi, S2R)")
+    if judge_accuracy is not None:
+        ar_b = np.nan_to_num(rogan_gladen(ar_b, *judge_accuracy), nan=0.0)
+        method += "; AR corrected for the judge (Rogan-Gladen)"
     if transfer.mode == PAIRED:
         gap_b = resampled_ratio(w, cp["pair_sim"] - cp["pair_real"], cp["pair_n"])
     else:

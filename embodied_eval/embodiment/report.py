@@ -12,6 +12,7 @@ E by the joint bootstrap.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from embodied_eval.embodiment.beyond import (
 from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
 from embodied_eval.embodiment.cross_engine import EngineAgreement, cross_engine_agreement
 from embodied_eval.embodiment.gates import robotics_gates
+from embodied_eval.embodiment.judge import JudgeSummary, judge_summary
 from embodied_eval.embodiment.prediction import (
     PPI,
     PredictionPoweredAR,
@@ -128,6 +130,8 @@ class EmbodimentReport:
     notes: list[str] = field(default_factory=list)
     cross_engine: dict[str, EngineAgreement] = field(default_factory=dict)
     ar_ppi: PredictionPoweredAR | None = None
+    judge: JudgeSummary | None = None
+    ar_as_judged: Estimate | None = None
 
     @property
     def valid(self) -> bool:
@@ -222,6 +226,12 @@ class EmbodimentReport:
                 "detector_correction": self.detector.to_json() if self.detector else None,
                 "baselines": self.baselines.to_json() if self.baselines else None,
                 "policy_agreement": self.agreement.to_json() if self.agreement else None,
+            },
+            "judge": None
+            if self.judge is None
+            else {
+                **self.judge.to_json(self.ar.level),
+                "AR_as_judged": self.ar_as_judged.to_json() if self.ar_as_judged else None,
             },
             "notes": list(self.notes),
         }
@@ -330,7 +340,7 @@ def compute_embodiment(
     r = int(resamples if resamples is not None else protocol.bootstrap_resamples)
     gen = rng if rng is not None else default_rng(protocol)
     # One child generator per metric: adding a metric does not change the others' draws.
-    g_ar, g_sim, g_e, g_qc, g_phys, g_det, g_pol = gen.spawn(7)
+    g_ar, g_sim, g_e, g_qc, g_phys, g_det, g_pol, g_judge = gen.spawn(8)
     notes = list(notes)
 
     sets = select_episodes(episodes, protocol, policy)
@@ -355,6 +365,15 @@ def compute_embodiment(
             ar_in_e = ar_ppi.estimate
             ar_bound = prediction_powered_ar_bound(sets, level)
             ppi_parts = (ar_ppi.parts, ar_ppi.result.lam)
+    ar_as_judged = ar
+    judge = judge_summary(sets.real, protocol.judge_correction and not use_ppi, g_judge, r, level)
+    if protocol.judge_correction and use_ppi:
+        notes.append("judge correction is not combined with ar_estimator = 'ppi': AR as judged")
+    if judge.note:
+        notes.append(f"judge: {judge.note}")
+    if judge.corrected is not None and judge.corrected_bound is not None:
+        ar = ar_in_e = judge.corrected
+        ar_bound = dataclasses.replace(judge.corrected_bound, high=1.0)
     ar_retries = actuation_reliability_with_retries(sets, level)
     transfer = transfer_overall(sets, level)
     by_family = transfer_by_family(sets, level)
@@ -403,6 +422,7 @@ def compute_embodiment(
         resamples=r,
         level=level,
         ar_ppi=ppi_parts,
+        judge_accuracy=judge.resamples,
     )
     gates = robotics_gates(
         embodiment=emb,
@@ -445,4 +465,6 @@ def compute_embodiment(
         agreement=policy_agreement(sets.first_scored, g_pol, r, level),
         notes=notes,
         ar_ppi=ar_ppi,
+        judge=judge,
+        ar_as_judged=ar_as_judged,
     )
