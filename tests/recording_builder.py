@@ -118,3 +118,37 @@ def recording(
     if ended:
         out.append((EPISODE_TOPIC, END_NS, event(episode_id, "ended")))
     return sorted(out, key=lambda m: m[1])
+
+
+def strip_recording(source, target, topics) -> None:
+    """Copy an MCAP recording without the channels of `topics` (schemas, metadata kept)."""
+    from mcap.writer import Writer
+
+    from real_bridge.recording import read_partial
+
+    metadata: list = []
+    schemas, channels, messages = read_partial(source, metadata)
+    with open(target, "wb") as handle:
+        writer = Writer(handle)
+        writer.start(profile="ros2", library="test")
+        for record in metadata:
+            writer.add_metadata(record.name, dict(record.metadata))
+        schema_ids = {
+            sid: writer.register_schema(name=s.name, encoding=s.encoding, data=s.data)
+            for sid, s in schemas.items()
+        }
+        kept = {
+            cid: writer.register_channel(
+                topic=c.topic, message_encoding=c.message_encoding,
+                schema_id=schema_ids.get(c.schema_id, 0),
+            )
+            for cid, c in channels.items()
+            if c.topic not in topics
+        }  # fmt: skip
+        for m in messages:
+            if m.channel_id in kept:
+                writer.add_message(
+                    channel_id=kept[m.channel_id], log_time=m.log_time, data=m.data,
+                    publish_time=m.publish_time, sequence=m.sequence,
+                )  # fmt: skip
+        writer.finish()

@@ -148,3 +148,18 @@ def test_protocol_judge_correction_corrects_ar_and_names_the_judge(monkeypatch):
     base = compute_embodiment(real, [], [], 10.0, plain, resamples=300).to_json()
     assert base["AR"]["value"] == pytest.approx(0.6) and base["judge"]["correction"] is False
     assert base["judge"]["accuracy"]["specificity"]["n"] == 12  # named even when not corrected
+
+
+def test_the_certificate_text_names_the_judge_and_its_accuracy(monkeypatch):
+    from embodied_eval.certificate.html_parts import judge_line
+
+    monkeypatch.setattr(plugins, "JUDGE_ACCURACY", "tests.test_judge_accuracy:lookup")
+    raw = tomllib.loads((DATA / "embodiment_protocol.toml").read_text())
+    raw.setdefault("real", {})["judge_correction"] = True
+    report = compute_embodiment(real_episodes(12, 20), [], [], 10.0, protocol_from_mapping(raw),
+                                resamples=300).to_json()  # fmt: skip
+    text = judge_line(report["judge"])
+    assert "detector scene-detector 1.0.0 (20 episodes)" in text
+    assert "sensitivity 0.750 [0.628, 0.842] (95 % Wilson, n=60)" in text
+    assert "specificity 0.750 [0.468, 0.911] (95 % Wilson, n=12)" in text
+    assert "AR corrected for the judge (Rogan–Gladen): 0.700" in text

@@ -35,6 +35,7 @@ from embodied_eval.certificate.html_parts import (
     figure,
     fmt_estimate,
     fmt_number,
+    judge_line,
     table,
     verdict_html,
 )
@@ -135,6 +136,7 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         + "<h3>Sim success per engine</h3>"
         + table(["engine", "success"], engine_rows)
         + "<h3>Real episodes: judge and control loop</h3>"
+        + (f"<p>{judged}</p>" if (judged := judge_line(cert.get("embodiment", {}).get("judge"))) else "")
         + (
             table(
                 ["episode", "status", "judge", "loop p50 (ms)", "loop p99 (ms)", "deadline misses"],
