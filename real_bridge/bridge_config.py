@@ -115,7 +115,8 @@ class TopicNames:
         heartbeat: std_msgs/Header the harness publishes while it supervises (the deadman).
         episode: std_msgs/String JSON episode events from the harness (TRANSIENT_LOCAL).
         manifest: std_msgs/String JSON manifest for the scene-reset service (TRANSIENT_LOCAL).
-        verdict: std_msgs/String JSON verdicts from a detector or the twin's oracle.
+        verdict: std_msgs/String JSON verdicts from the twin's oracle; the harness also records
+            the verdict it stored here.
     """
 
     joint_state: str = "/joint_states"
