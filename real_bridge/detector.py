@@ -279,6 +279,21 @@ def _object_colour(task: Any) -> tuple[float, ...] | None:
     return None
 
 
+def evidence_complete(messages: Sequence[RecordedMessage], ctx: JudgeContext) -> bool:
+    """Whether every sensor stream that has spoken has delivered a message logged after the
+    evidence window closed (streams arrive in order, so the window's messages are all in): the
+    live run waits for this before judging, so it judges what the recording will hold."""
+    ended = _events(_store(), messages, ctx)
+    if not ended:
+        return True
+    high = ended[0] + round(AFTER_END_S * 1e9)
+    last: dict[str, int] = {}
+    for topic, log_ns, _ in messages:
+        if topic in (ctx.pose_topic, ctx.camera_topic, ctx.camera_info_topic) and topic:
+            last[topic] = max(log_ns, last.get(topic, log_ns))
+    return all(t > high for t in last.values())
+
+
 def judge_recording(messages: Sequence[RecordedMessage], ctx: JudgeContext) -> DetectorVerdict:
     """The detector's verdict from recorded messages (see the module docstring).
 

@@ -29,14 +29,16 @@ from real_bridge.detector import (
     DetectorVerdict,
     JudgeContext,
     JudgeLog,
+    evidence_complete,
     judge_recording,
 )
 from real_bridge.entry import Prompter, parse_quality, parse_yes_no
 from real_bridge.interface import JudgeVerdict, contradiction, parse_judge_verdict
 
 SIGNED_SCHEMA = "embodied-eval/technician-verdict/1"
-#: After the detector's evidence window closes, wait this much longer for its last messages, s.
-JUDGE_MARGIN_S = 0.2
+#: After the detector's evidence window closes, wait at most this long for every stream to have
+#: delivered a message logged after it (a stream that went quiet, e.g. a blinded tracker), s.
+JUDGE_MARGIN_S = 1.0
 #: How long the harness waits for the twin's oracle verdict (kept for measurement only), s.
 ORACLE_WAIT_S = 2.0
 
@@ -202,7 +204,10 @@ def detector_judgement(
         (the judgement — None when the detector cannot judge, its verdict saying why —, the
         detector's verdict, the oracle's {kind, name, version, quality, success} or None).
     """
-    time.sleep(AFTER_END_S + JUDGE_MARGIN_S)
+    time.sleep(AFTER_END_S)
+    deadline = time.monotonic() + JUDGE_MARGIN_S
+    while not evidence_complete(log.messages(), context) and time.monotonic() < deadline:
+        time.sleep(0.02)
     verdict = judge_recording(log.messages(), context)
     oracle: dict[str, object] | None = None
     if oracle_verdicts is not None:

@@ -147,3 +147,14 @@ def test_camera_needs_a_declared_pose_and_a_coloured_object():
 def test_context_round_trips_through_json():
     ctx = rb.context("push/block_forward", (0.56, 0.0, 0.02))
     assert JudgeContext.from_json(ctx.to_json()) == ctx
+
+
+def test_the_evidence_is_complete_once_every_stream_passed_the_window():
+    from real_bridge.detector import evidence_complete
+
+    ctx = rb.context("pick_place/cube_center", PICK_GOAL)
+    messages = rb.recording([PICK_GOAL] * 4)  # the last pose logged at the end itself
+    assert not evidence_complete(messages, ctx)
+    late = rb.END_NS + round(AFTER_END_S * 1e9) + 1
+    assert evidence_complete([*messages, (rb.POSE_TOPIC, late, rb.pose(late, PICK_GOAL))], ctx)
+    assert evidence_complete(rb.recording([PICK_GOAL] * 4, ended=False), ctx)  # nothing to wait
