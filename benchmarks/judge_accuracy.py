@@ -43,16 +43,17 @@ POLICIES = (
 )
 
 
-def plan(seeds: int) -> list[EpisodeSpec]:
+def plan(seeds: int, batch: int = 0) -> list[EpisodeSpec]:
     """The episodes: every instance of the example protocol × its drifts × `seeds` seeds, the
-    policy cycling through POLICIES with the episode's index."""
+    policy cycling through POLICIES with the episode's index; `batch` > 0 gives other seeds
+    (and episode ids), to measure more episodes into the same log."""
     protocol = load_protocol(example_protocol_path())
     out = []
     for instance in protocol.instances:
         for drift in protocol.drifts:
             for _ in range(seeds):
                 index = len(out)
-                pair = f"acc{index:04d}"
+                pair = f"acc{index:04d}" if batch == 0 else f"acc{batch}-{index:04d}"
                 out.append(
                     EpisodeSpec(
                         episode_id=f"{pair}-real-ros2-a1",
@@ -60,13 +61,13 @@ def plan(seeds: int) -> list[EpisodeSpec]:
                         side="real",
                         family=instance.task_id.split("/")[0],
                         task_id=instance.task_id,
-                        seed=1000 + index,
+                        seed=1000 + 10_000 * batch + index,
                         drift_name=drift.name,
                         drift=dict(drift.params),
                         engine="ros2",
                         attempt=1,
                         target_quality=instance.target_quality or 0.8,
-                        policy=POLICIES[index % len(POLICIES)],
+                        policy=POLICIES[(index + batch) % len(POLICIES)],
                     )
                 )
     return out
@@ -184,10 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-log", action="store_true", help="Only recompute from --log.")
     parser.add_argument("--no-store", action="store_true", help="Do not write the data file.")
     parser.add_argument("--limit", type=int, default=0, help="Run only the first N episodes.")
+    parser.add_argument("--batch", type=int, default=0, help="Another batch of seeds (0, 1, …).")
     args = parser.parse_args(argv)
     if not args.from_log:
         os.environ.setdefault("MUJOCO_GL", "egl")
-        specs = plan(args.seeds)
+        specs = plan(args.seeds, args.batch)
         specs = specs[: args.limit] if args.limit else specs
         print(f"{len(specs)} episodes; log {args.log}; load {os.getloadavg()[0]:.2f}", flush=True)
         run_episodes(specs, args.log)
