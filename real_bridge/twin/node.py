@@ -5,8 +5,9 @@ What it offers is what franka_ros2 or ur_robot_driver offer (names from the twin
 - publishes `sensor_msgs/JointState` (joint_state_broadcaster) and `geometry_msgs/WrenchStamped`
   (force/torque broadcaster) every tick (default 500 Hz); a camera (`sensor_msgs/Image` rgb8 +
   `CameraInfo`, default 30 Hz) rendered from its own MuJoCo scene; an object tracker
-  (`geometry_msgs/PoseStamped`, at the camera's rate); `diagnostic_msgs/DiagnosticArray` (safety events when they
-  happen, `robot/state` and latched safety statuses at 2 Hz); an echo of every applied command;
+  (`geometry_msgs/PoseStamped`, at the camera's rate); `diagnostic_msgs/DiagnosticArray`
+  (safety events when they happen, `robot/state` and latched safety statuses at 2 Hz); an echo
+  of every applied command;
 - follows `trajectory_msgs/JointTrajectory` on its arm and gripper controllers' topics, refusing
   what a joint_trajectory_controller refuses (`real_bridge.interface.trajectory_problem`);
 - serves the optional scene-reset service (the automated reset station);
