@@ -262,7 +262,8 @@ def _camera_point(
         if point is not None:
             located.append(point)
     if not located:
-        return None, 0, f"the object was not found in the last {len(frames[-CAMERA_FRAMES:])} frames"
+        tried = len(frames[-CAMERA_FRAMES:])
+        return None, 0, f"the object was not found in the last {tried} frames"
     return np.median(np.array(located), axis=0), len(located), ""
 
 

@@ -67,8 +67,7 @@ class JudgeSummary:
 def judges_of(real: Sequence[Episode]) -> list[dict[str, Any]]:
     """[{kind, name, version, episodes}] of the real episodes' judges, most episodes first."""
     counts = Counter(
-        (str(e.judge.get("kind", "")), str(e.judge.get("name", "")), str(e.judge.get("version", "")))
-        for e in real
+        tuple(str(e.judge.get(key, "")) for key in ("kind", "name", "version")) for e in real
     )
     return [
         {"kind": k or "none", "name": n, "version": v, "episodes": c}
