@@ -4,10 +4,12 @@
    on the sim side, one real pair in five by default),
 2. runs the sim side of the paired trials: both engines in a local worker pool,
 3. starts the twin robot (a separate ROS 2 process playing a ros2_control robot, with its own
-   physics and a physical reality gap) and its reference detector, and runs the real side: the
-   policy in this process's control loop commands the twin over its joint_trajectory_controller
-   topic and the detector (not the twin's oracle) judges, so the sim-to-real agreement comes out
-   of the data; safety events are ingested into the incident log as they are stored,
+   physics, a physical reality gap and a tracker that behaves like a sensor) and runs the real
+   side: the policy in this process's control loop commands the twin over its
+   joint_trajectory_controller topic and the harness's success detector judges each episode from
+   the recorded camera and tracker streams (never the twin's oracle, which is only recorded
+   beside it), so the sim-to-real agreement comes out of the data; safety events are ingested
+   into the incident log as they are stored,
 4. certifies the window (embodiment metrics, robotics weights and gates, level) with a demo key
    it creates, and signs the bundle,
 5. verifies the bundle (signature, file hashes, and every number recomputed from the store),
@@ -206,10 +208,11 @@ def run_demo(
     # The real side runs on its own afterwards: the robot's control loop and deadman must not
     # compete with a pool of simulators for the CPU.
     _step(console, 3, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
-    with twin_process(domain, detector=True) as twin:
+    with twin_process(domain) as twin:
         console.print(
             f"      twin ready (pid {twin.pid}); the real side: the policy in this process "
-            "commands the twin over its joint_trajectory_controller topic, a detector judges"
+            "commands the twin over its joint_trajectory_controller topic; the harness's "
+            "detector judges from the recorded camera and tracker"
         )
         summary = run_trials(
             protocol,

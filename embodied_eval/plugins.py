@@ -36,6 +36,10 @@ STEP_READERS: dict[str, str] = {
     "mcap": "real_bridge.recording_steps:recorded_steps",
 }
 
+#: The measured accuracy of a success detector: `lookup(name, version) -> {counts...} | None`
+#: (confusion counts against the twin's oracle, shipped with the detector).
+JUDGE_ACCURACY = "real_bridge.judge_accuracy:stored_accuracy"
+
 #: Robot backends for the real side, by name.
 ROBOT_BACKENDS: dict[str, str] = {
     "ros2": "real_bridge.ros2_backend:Ros2Backend",

@@ -22,7 +22,8 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
   parts; certify refuses assisted episodes unless the protocol declares it),
   out_of_range_actions ("refuse": an action outside the action space ends the episode `error`;
-  "clip": clipped and counted); `[real]` backend, robot_id, policy
+  "clip": clipped and counted); `[real]` backend, robot_id, policy, judge_correction (AR
+  corrected with the detector's measured accuracy), scene_tolerance_m / scene_tolerance_rad
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
 - `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
@@ -422,6 +423,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         protocol_hash=canonical_hash(canonical_form),
         ar_estimator=emb["ar_estimator"],
         out_of_range_actions=sim["out_of_range_actions"],
+        judge_correction=real["judge_correction"],
         maintenance=maintenance,
         expansion=expansion,
     )

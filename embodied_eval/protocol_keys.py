@@ -166,9 +166,12 @@ REAL_KEYS: dict[str, Key] = {
     # sim set up) before the pair is flagged and left out of S2R and PPI.
     "scene_tolerance_m": Key(float, 0.01, low=0.0, high=1.0),
     "scene_tolerance_rad": Key(float, 0.05, low=0.0, high=3.15),
+    # correct AR with the real episodes' detector's measured accuracy (Rogan–Gladen); in the
+    # hash only when true
+    "judge_correction": Key(bool, False),
 }
 #: `[real]` keys that enter the canonical form (and the hash) only when set to a non-default.
-REAL_KEYS_DECLARED_ONLY = ("scene_tolerance_m", "scene_tolerance_rad")
+REAL_KEYS_DECLARED_ONLY = ("scene_tolerance_m", "scene_tolerance_rad", "judge_correction")
 STOPPING_KEYS: dict[str, Key] = {
     "enabled": Key(bool, False),
     "ar_threshold": Key(float, 0.75, low=0.0, high=1.0),

@@ -168,6 +168,8 @@ class Protocol:
     scene_tolerance_m: float = 0.01
     scene_tolerance_rad: float = 0.05
     out_of_range_actions: str = "refuse"
+    #: `[real] judge_correction`: correct AR with the detector's measured accuracy.
+    judge_correction: bool = False
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:

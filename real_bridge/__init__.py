@@ -7,7 +7,9 @@ The package reads one way, in two rooms:
   "ros2" robot backend) → `supervision` (one episode: homing, setup, loop, judge, record) →
   `policy_loop` (observe → policy → check → command, latency), `observation` (policy observation
   and action conversion), `command_check` (limits before anything moves), `judges` (technician,
-  detector, oracle), `bridge_link` (topics, heartbeat, scene-reset client), `recording` (MCAP).
+  detector, oracle), `detector` (the success detector, judging from the recorded camera and
+  tracker; `rejudge` replays it on an MCAP, `judge_accuracy` its measured accuracy),
+  `bridge_link` (topics, heartbeat, scene-reset client), `recording` (MCAP).
 - **robot side**: `profiles/*.toml` (the twin, franka_ros2, ur_robot_driver naming and limits) and
   `twin` (a separate process playing a ros2_control robot from its own physics, with a documented
   physical reality gap; it runs no policy).

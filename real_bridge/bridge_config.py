@@ -37,7 +37,7 @@ from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
 from embodied_eval.validation import Key, check_value
 from real_bridge.robot_profile import JUDGES as JUDGES
 from real_bridge.robot_profile import ROBOT_KINDS as ROBOT_KINDS
-from real_bridge.robot_profile import LoopSettings, RobotSpec
+from real_bridge.robot_profile import CameraSpec, LoopSettings, RobotSpec
 
 RELIABILITIES = ("reliable", "best_effort")
 DURABILITIES = ("volatile", "transient_local")
@@ -115,7 +115,8 @@ class TopicNames:
         heartbeat: std_msgs/Header the harness publishes while it supervises (the deadman).
         episode: std_msgs/String JSON episode events from the harness (TRANSIENT_LOCAL).
         manifest: std_msgs/String JSON manifest for the scene-reset service (TRANSIENT_LOCAL).
-        verdict: std_msgs/String JSON verdicts from a detector or the twin's oracle.
+        verdict: std_msgs/String JSON verdicts from the twin's oracle; the harness also records
+            the verdict it stored here.
     """
 
     joint_state: str = "/joint_states"
@@ -242,6 +243,7 @@ class BridgeConfig:
         robot_id: recorded with episodes and incidents.
         record: write an MCAP recording of every episode.
         record_streams: which streams (keys of `TopicNames`) go into the recording.
+        camera: the scene camera's calibrated pose (`[camera]`, for the success detector).
     """
 
     domain_id: int = 0
@@ -257,6 +259,7 @@ class BridgeConfig:
     deadlines: Deadlines = field(default_factory=Deadlines)
     robot: RobotSpec = field(default_factory=RobotSpec)
     loop: LoopSettings = field(default_factory=LoopSettings)
+    camera: CameraSpec = field(default_factory=CameraSpec)
 
     def __post_init__(self) -> None:
         low, high = DOMAIN_ID_RANGE

@@ -33,6 +33,7 @@ from real_bridge.bridge_messages import (
     wrench_of,
 )
 from real_bridge.bridge_messages import compressed_topic as compressed_topic
+from real_bridge.detector import JudgeLog
 from real_bridge.recording import McapRecorder
 from real_bridge.ros_node import (
     STREAM_TYPES,
@@ -75,6 +76,7 @@ class BridgeLink:
         #: Notified whenever a joint state or an applied-command echo arrives.
         self._arrived = threading.Condition(self._lock)
         self._recorder: McapRecorder | None = None
+        self._judge_log: JudgeLog | None = None
         self._camera_count = 0
         self._command_ids = itertools.count(1)
         self.state: StateSample | None = None
@@ -170,19 +172,20 @@ class BridgeLink:
             if transit is not None and stream == "joint_state":
                 transit.append(time.time_ns() - int(info.get("source_timestamp", 0)))
             msg = None
-            recorder = self._recorder
-            if recorder is not None and stream in self.config.record_streams:
+            sinks = [s for s in (self._recorder, self._judge_log) if s is not None]
+            if sinks and stream in self.config.record_streams:
                 log_ns = int(info.get("received_timestamp", 0)) or time.time_ns()
                 source_ns = int(info.get("source_timestamp", 0))
                 if stream == "camera_image":
                     self._camera_count += 1
                     if self._camera_count % self.config.loop.camera_every == 0:
                         msg = deserialize_message(raw, cls)
-                        recorder.write(  # PNG-compressed on the recorder's writer thread
-                            compressed_topic(topic), png_cdr(msg), log_ns, source_ns
-                        )
+                        png = png_cdr(msg)  # encoded once, on the recorder's writer thread
+                        for sink in sinks:
+                            sink.write(compressed_topic(topic), png, log_ns, source_ns)
                 else:
-                    recorder.write(topic, raw, log_ns, source_ns)
+                    for sink in sinks:
+                        sink.write(topic, raw, log_ns, source_ns)
             if handler is not None:
                 handler(msg if msg is not None else deserialize_message(raw, cls), received_s)
 
@@ -332,11 +335,20 @@ class BridgeLink:
                     recorder.add_stream(topic, STREAM_TYPES[stream])
         self._recorder = recorder
 
+    def attach_judge_log(self, log: JudgeLog | None) -> None:
+        """Start (or, with None, stop) keeping the detector's messages: exactly what the
+        recorder is given for the streams it records (also when nothing is recorded)."""
+        if log is not None:
+            self._camera_count = 0
+        self._judge_log = log
+
     def _record_outgoing(self, stream: str, msg: Any) -> None:
-        recorder = self._recorder
-        if recorder is not None and stream in self.config.record_streams:
+        sinks = [s for s in (self._recorder, self._judge_log) if s is not None]
+        if sinks and stream in self.config.record_streams:
             now = time.time_ns()
-            recorder.write(getattr(self.config.topics, stream), serialize_message(msg), now, now)
+            data = bytes(serialize_message(msg))
+            for sink in sinks:
+                sink.write(getattr(self.config.topics, stream), data, now, now)
 
     # ------------------------------------------------------------------ sending
 
@@ -482,5 +494,6 @@ class BridgeLink:
 
     def close(self) -> None:
         self._recorder = None
+        self._judge_log = None
         self.stop_heartbeat()
         self.session.close()

@@ -15,6 +15,7 @@ import numpy as np
 from rclpy.serialization import serialize_message
 
 from real_bridge.recording import compressed_image_of
+from real_bridge.recording import compressed_topic as compressed_topic
 from real_bridge.ros_node import stamp_to_ns
 from real_bridge.safety import DiagnosticReading
 
@@ -87,14 +88,15 @@ def applied_entry_of(msg: Any) -> tuple[str, int, tuple[str, ...], np.ndarray]:
 
 
 def png_cdr(image: Any) -> Callable[[], bytes]:
-    """A function returning the CDR bytes of `image` as a PNG CompressedImage (run later)."""
+    """A function returning the CDR bytes of `image` as a PNG CompressedImage (encoded the first
+    time it is called, later calls return the same bytes: the recorder and the detector's log
+    share one encoding)."""
+    encoded: list[bytes] = []
 
     def encode() -> bytes:
-        return bytes(serialize_message(compressed_image_of(image)))
+        if not encoded:
+            encoded.append(bytes(serialize_message(compressed_image_of(image))))
+        return encoded[0]
 
     return encode
 
-
-def compressed_topic(image_topic: str) -> str:
-    """Where a raw camera topic's images are recorded (image_transport naming)."""
-    return image_topic.rstrip("/") + "/compressed"

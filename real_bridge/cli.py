@@ -85,6 +85,8 @@ def _twin_settings(**opts: Any) -> Any:
             sensor_noise_std=opts["sensor_noise_std"],
             contact_timeconst_s=opts["contact_timeconst_s"],
             actuator_gain_scale=opts["actuator_gain_scale"],
+            tracker_latency_s=opts["tracker_latency_s"],
+            tracker_occlusion_radius_m=opts["tracker_occlusion_radius_m"],
         )
     monitors = Monitors(
         force_limit_n=opts["force_limit_n"],
@@ -100,7 +102,6 @@ def _twin_settings(**opts: Any) -> Any:
         seed=opts["seed"],
         engine=opts["engine"],
         camera_hz=opts["camera_hz"],
-        detector=opts["detector"],
         faults=tuple(f.strip() for f in (opts["faults"] or "").split(",") if f.strip()),
     )
 
@@ -153,8 +154,13 @@ def twin_run(
         8.0, "--actuator-bandwidth-hz", help="Actuator bandwidth (first-order), Hz (0: none)."
     ),
     camera_hz: float = typer.Option(30.0, "--camera-hz", help="Camera frame rate, Hz (0: off)."),
-    detector: bool = typer.Option(
-        False, "--detector", help="Also run the reference detector (judges from its tracker)."
+    tracker_latency_s: float = typer.Option(
+        0.05, "--tracker-latency-s", help="The tracker reports the pose of this long ago, s."
+    ),
+    tracker_occlusion_radius_m: float = typer.Option(
+        0.04,
+        "--tracker-occlusion-radius-m",
+        help="The tracker loses the object while the hand is this close above it, m (0: never).",
     ),
     faults: str = typer.Option(
         "", "--faults", help="Faults to inject, comma-separated (e.g. grasp_slip,actuator_stall)."
@@ -427,3 +433,49 @@ def trial_patch(
     else:
         where = patch.episode_id or f"drift {patch.drift}"
         typer.echo(f"{patch.patch_id}: {patch.kind} by {patch.technician} ({where}) recorded")
+
+
+@trial_app.command("rejudge")
+def trial_rejudge(
+    episode_id: str = typer.Argument(..., help="The real episode to judge again."),
+    db: Path = typer.Option(
+        None, "--db", help="SQLite store (default: $EMBODIED_EVAL_DB or ./embodied-eval.db)."
+    ),
+    recording: Path = typer.Option(
+        None, "--recording", help="The MCAP to judge (default: the episode's own recording)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+) -> None:
+    """Replay the harness's success detector on an episode's recording and compare its verdict
+    with the stored one.
+
+    Exit codes: 0 the stored verdict is reproduced exactly (or none is stored to compare with);
+    1 the replayed verdict differs from the stored one; 3 cannot judge (the recording lacks the
+    camera and tracker streams or the judge context: the verdict is null, with the reason);
+    2 a usage error (unknown episode, missing recording).
+    """
+    import json
+
+    from embodied_eval.store import default_db_path
+    from real_bridge.rejudge import rejudge_episode
+
+    result = rejudge_episode(db if db is not None else default_db_path(), episode_id, recording)
+    v = result.verdict
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), sort_keys=True))
+    else:
+        said = (
+            "cannot judge"
+            if v.success is None
+            else f"{'success' if v.success else 'failure'}, q = {v.quality:.4f}"
+        )
+        typer.echo(f"{episode_id}: {v.name} {v.version}: {said} — {v.detail}")
+        if result.reproduced is None:
+            typer.echo("stored: no detector verdict to compare with")
+        else:
+            stored = result.stored
+            typer.echo(
+                f"stored: success {stored['success']}, q = {stored['quality']} — "
+                + ("reproduced" if result.reproduced else "DIFFERS")
+            )
+    raise typer.Exit(result.exit_code)

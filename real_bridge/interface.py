@@ -10,9 +10,10 @@ Standard ROS 2 messages carry everything (no custom message types):
   the manifest first; the reset station answers `{"episode_id", "manifest_sha256"}` so the harness
   knows which manifest it reset to, and retries until it has seen the new one).
 - episode events: `std_msgs/String` (TRANSIENT_LOCAL), `episode_event(...)` — "started" and
-  "ended"; a detector answers "ended" with its verdict.
+  "ended"; the twin's oracle answers "ended" with its verdict (the harness's own detector,
+  `real_bridge.detector`, judges from the recorded streams and publishes nothing).
 - verdict: `std_msgs/String` (TRANSIENT_LOCAL) holding a `JudgeVerdict` as JSON from a named,
-  versioned detector (or the twin's oracle, labelled "oracle").
+  versioned judge on the robot side (the twin's oracle, labelled "oracle").
 - safety: `diagnostic_msgs/DiagnosticArray`; a status named `safety/<kind>` (kind from
   `embodied_eval.records.SAFETY_EVENT_KINDS`) at level WARN or ERROR is one safety event, its
   measurements as KeyValues named like the `SafetyEvent` fields, plus `episode_id` and `event_id`.

@@ -3,9 +3,13 @@
 - `technician`: a person. The prompt shows the episode and asks for the outcome; the answer
   (episode id, quality, success, technician, time) is signed with the technician's Ed25519 key —
   the key the incident log already uses — so it can be audited later.
-- `detector`: a ROS 2 topic publishing a `JudgeVerdict` from a named, versioned detector.
-- `oracle`: the twin's ground truth, labelled as such, refused for any robot that is not the twin
-  (`BridgeConfig` refuses the combination before anything runs; `check_oracle` here again).
+- `detector`: the harness's own success detector (`real_bridge.detector`), judging from the
+  camera and tracker messages recorded for the episode — never from the robot's own state. It may
+  answer "cannot judge" (the episode is then aborted with the reason, never counted a success).
+  On the twin, the oracle's verdict is kept beside it for measuring the detector.
+- `oracle`: the twin's ground truth (a `JudgeVerdict` on the verdict topic), labelled as such,
+  refused for any robot that is not the twin (`BridgeConfig` refuses the combination before
+  anything runs; `check_oracle` here again).
 
 A contradictory answer (quality at or above q* but "did not succeed", or the reverse) is refused
 with a message saying what to correct. Signing goes through `sign_verdict` only, one small place.
@@ -20,10 +24,23 @@ from dataclasses import dataclass, field
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec, utc_now_iso
+from real_bridge.detector import (
+    AFTER_END_S,
+    DetectorVerdict,
+    JudgeContext,
+    JudgeLog,
+    evidence_complete,
+    judge_recording,
+)
 from real_bridge.entry import Prompter, parse_quality, parse_yes_no
 from real_bridge.interface import JudgeVerdict, contradiction, parse_judge_verdict
 
 SIGNED_SCHEMA = "embodied-eval/technician-verdict/1"
+#: After the detector's evidence window closes, wait at most this long for every stream to have
+#: delivered a message logged after it (a stream that went quiet, e.g. a blinded tracker), s.
+JUDGE_MARGIN_S = 1.0
+#: How long the harness waits for the twin's oracle verdict (kept for measurement only), s.
+ORACLE_WAIT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -166,3 +183,42 @@ def topic_judgement(
                 key="verdict",
             )
         time.sleep(0.01)
+
+
+def detector_judgement(
+    spec: EpisodeSpec,
+    context: JudgeContext,
+    log: JudgeLog,
+    ended_s: float,
+    oracle_verdicts: Callable[[], list[tuple[str, float]]] | None = None,
+) -> tuple[Judgement | None, DetectorVerdict, dict[str, object] | None]:
+    """The harness's detector on the messages recorded for the episode (its evidence window
+    closes `AFTER_END_S` after the "ended" event, which the caller has just published).
+
+    Args:
+        spec: the episode; context / log: the detector's context and recorded messages.
+        ended_s: when the loop ended (monotonic s).
+        oracle_verdicts: on the twin, the verdict messages received (its oracle's verdict is
+            returned beside the detector's for measurement, never to judge).
+    Returns:
+        (the judgement — None when the detector cannot judge, its verdict saying why —, the
+        detector's verdict, the oracle's {kind, name, version, quality, success} or None).
+    """
+    time.sleep(AFTER_END_S)
+    deadline = time.monotonic() + JUDGE_MARGIN_S
+    while not evidence_complete(log.messages(), context) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    verdict = judge_recording(log.messages(), context)
+    oracle: dict[str, object] | None = None
+    if oracle_verdicts is not None:
+        try:
+            truth = topic_judgement(
+                spec, "oracle", oracle_verdicts, after_s=ended_s, timeout_s=ORACLE_WAIT_S
+            )
+            oracle = {**truth.record, "quality": truth.quality, "success": truth.success}
+        except EvalError:
+            oracle = None
+    if verdict.success is None or verdict.quality is None:
+        return None, verdict, oracle
+    record = {"kind": "detector", "name": verdict.name, "version": verdict.version}
+    return Judgement(verdict.quality, verdict.success, record, verdict.detail), verdict, oracle

@@ -9,6 +9,11 @@ part at the TCP (the sim's grasp rule, on measured values). In a task with a too
 hook) the part is the tool: its grasp point is where the setup put it (`tool_pos`, observed as
 in sim), and the tracker follows the scored object.
 
+A tracker loses the object while the hand covers it. The policy is not told the object vanished
+then (`object_visible` stays 1): a held part is where the hand holds it (the TCP plus the offset
+at which it was grasped), a part under the hand is where it was last seen. Only a stale pose with
+the hand elsewhere is a perception dropout (`object_visible` = 0).
+
 Actions: a Cartesian policy's (4,) action (or a (k, 4) chunk) goes through the same controller as
 in sim (`sim_suites.controller.ArmController`, nominal model), then through the robot's velocity
 and acceleration limits (`command_check.limited_step`) and a TCP speed cap, giving one joint
@@ -32,6 +37,11 @@ from real_bridge.command_check import limited_step
 
 #: The tracker's pose older than this, s, means the object is not seen.
 POSE_FRESH_S = 0.25
+#: A tracker loses the object under the hand: while the TCP is within this horizontal distance
+#: of where the object was last seen, m, and at most HAND_COVER_HEIGHT_M above it (or holds it),
+#: a stale pose is the hand covering the object, not the object being gone.
+HAND_COVER_RADIUS_M = 0.06
+HAND_COVER_HEIGHT_M = 0.20
 #: Share of the profile's velocity and acceleration limits the adapter plans with.
 LIMIT_MARGIN = 0.9
 #: The joint targets move the TCP at most this fast, m/s (1.25 × the actions' full scale of
@@ -71,6 +81,13 @@ class SceneSetup:
 
 
 _SETUP_ENVS: dict[str, Any] = {}
+
+
+def hand_covers(tcp: np.ndarray, object_pos: np.ndarray) -> bool:
+    """Whether the hand is where it hides the object from a tracker (see HAND_COVER_RADIUS_M)."""
+    horizontal = float(np.hypot(tcp[0] - object_pos[0], tcp[1] - object_pos[1]))
+    above = float(tcp[2] - object_pos[2])
+    return horizontal <= HAND_COVER_RADIUS_M and -0.02 <= above <= HAND_COVER_HEIGHT_M
 
 
 def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
@@ -130,6 +147,7 @@ class PandaAdapter:
         self.finger_cmd = 0.04
         self.grasped = False
         self.last_pose: tuple[np.ndarray, np.ndarray] | None = None
+        self.grasp_offset: np.ndarray | None = None
         self.sent_q = np.zeros(len(robot.arm_joints))
         self.sent_v = np.zeros(len(robot.arm_joints))
         self._first = True
@@ -143,6 +161,7 @@ class PandaAdapter:
         self.finger_cmd = float(np.mean(fingers)) if len(fingers) else 0.04
         self.grasped = False
         self.last_pose = None
+        self.grasp_offset = None
         self.sent_q = np.array(q_arm, dtype=float)
         self.sent_v = np.zeros_like(self.sent_q)
         self._first = True
@@ -166,9 +185,12 @@ class PandaAdapter:
         tcp = self.tcp_of(q[:7])
         visible = 1.0
         if has_tracker:
+            last = self.last_pose
             if pose is not None and now_s - pose[0] <= POSE_FRESH_S:
                 self.last_pose = (pose[1], pose[2])
-            else:
+            elif last is not None and self.grasped and self.grasp_offset is not None:
+                self.last_pose = (tcp + self.grasp_offset, last[1])  # carried in the hand
+            elif last is None or not hand_covers(tcp, last[0]):
                 visible = 0.0
         if self.last_pose is not None:
             obj_pos, obj_quat = self.last_pose
@@ -182,8 +204,13 @@ class PandaAdapter:
             part = obj_pos if setup.tool_pos is None else setup.tool_pos
             if self.grasped and grasp_releases(self.finger_cmd, width):
                 self.grasped = False
+                self.grasp_offset = None
             elif not self.grasped and grasp_closes(self.finger_cmd, opening, width, part - tcp):
                 self.grasped = True
+                # The object moves with the hand only when the object is what is held (a tool
+                # is held in tool use; the scored object stays where the tool leaves it).
+                if setup.tool_pos is None:
+                    self.grasp_offset = np.asarray(obj_pos, dtype=float) - tcp
         obs = {
             "joint_pos": np.asarray(q[:9], dtype=float),
             "joint_vel": np.asarray(qd[:9], dtype=float),

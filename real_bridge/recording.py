@@ -180,6 +180,11 @@ class McapRecorder:
         return Artifact(path=str(self.path), sha256=digest, kind="mcap", size_bytes=size)
 
 
+def compressed_topic(image_topic: str) -> str:
+    """Where a raw camera topic's images are recorded (image_transport naming)."""
+    return image_topic.rstrip("/") + "/compressed"
+
+
 def png_bytes(rgb: np.ndarray) -> bytes:
     """PNG encoding (8-bit RGB, no filtering, zlib level 1) of an (h, w, 3) uint8 array."""
     h, w, _ = rgb.shape

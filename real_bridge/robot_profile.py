@@ -126,6 +126,37 @@ class RobotSpec:
 
 
 @dataclass(frozen=True)
+class CameraSpec:
+    """The scene camera's calibrated pose in the robot's base frame (`[camera]`), which the
+    harness's success detector needs to place what the camera sees (its intrinsics come from the
+    camera's CameraInfo). Empty tuples: not calibrated (the detector then uses the tracker only).
+
+    Attributes:
+        position_m: the camera's optical centre, m (x, y, z).
+        look_at_m: a point on its optical axis, m; the image's up direction is the base frame's +z.
+    """
+
+    position_m: tuple[float, ...] = ()
+    look_at_m: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.position_m) != len(self.look_at_m) or len(self.position_m) not in (0, 3):
+            raise EvalError(
+                "camera.position_m/look_at_m: give 3 values each (x, y, z in m) or none",
+                key="camera.position_m",
+            )
+        if self.position_m:
+            axis = [b - a for a, b in zip(self.position_m, self.look_at_m, strict=True)]
+            horizontal = (axis[0] ** 2 + axis[1] ** 2) ** 0.5
+            if horizontal < 1e-6:
+                raise EvalError(
+                    "camera.look_at_m: the optical axis must not be vertical (the image's up "
+                    "direction is +z)",
+                    key="camera.look_at_m",
+                )
+
+
+@dataclass(frozen=True)
 class LoopSettings:
     """The harness's policy loop and judge.
 
@@ -133,8 +164,11 @@ class LoopSettings:
         rate_hz: control rate of the policy loop, Hz (the sim's 50 Hz by default).
         max_steps: policy steps per episode (0: the manifest's `max_steps`).
         heartbeat_hz: rate of the deadman heartbeat the harness publishes.
-        judge: "technician", "detector" or "oracle" (the twin's ground truth; twin only).
-        detector: the detector name whose verdicts are accepted ("" any named detector).
+        judge: "technician", "detector" (the harness's success detector, judging from the
+            recorded camera and tracker streams, `real_bridge.detector`) or "oracle" (the twin's
+            ground truth; twin only).
+        detector: "" or the name of the harness's detector ("scene-detector"); another name is
+            refused (the detector runs in the harness, not on the robot).
         technician_key: Ed25519 private key (PEM) the technician's verdicts are signed with.
         technician: the technician's name recorded with the verdict.
         camera_every: record every n-th camera image (1 = all).
@@ -162,6 +196,14 @@ class LoopSettings:
         if self.judge not in JUDGES:
             raise EvalError(
                 f"loop.judge: {self.judge!r} is not one of {', '.join(JUDGES)}", key="loop.judge"
+            )
+        from real_bridge.detector import DETECTOR_NAME
+
+        if self.detector not in ("", DETECTOR_NAME):
+            raise EvalError(
+                f"loop.detector: {self.detector!r} is not the harness's detector "
+                f"({DETECTOR_NAME!r}); leave it empty",
+                key="loop.detector",
             )
         if self.camera_every < 1:
             raise EvalError("loop.camera_every: must be 1 or more", key="loop.camera_every")

@@ -26,6 +26,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, utc_now_iso
 from real_bridge.bridge_config import BridgeConfig, load_bridge_config, profile_path
+from real_bridge.detector import CONTEXT_KEY, JudgeContext, JudgeLog, judge_context
 from real_bridge.discovery import configure_process
 from real_bridge.entry import Prompter
 from real_bridge.interface import episode_manifest
@@ -280,8 +281,16 @@ class Ros2Backend(Robot):
 
         setup = None
         adapter = self._adapter()
-        if self.config.robot.kinematics == "panda":
-            setup = scene_setup(spec, episode_manifest(spec, protocol))
+        manifest = episode_manifest(spec, protocol)
+        if self.config.robot.kinematics == "panda" or self.config.loop.judge == "detector":
+            setup = scene_setup(spec, manifest)
+        context_json = ""
+        if self.config.loop.judge == "detector" and setup is not None:
+            # The detector's context: the goal of the scene the manifest sets up, topic names,
+            # the camera's declared pose. Recorded with the episode, so a replay judges alike.
+            context_json = judge_context(spec, setup.goal_pos, self.config).to_json()
+        if self.config.robot.kinematics != "panda":
+            setup = None
         recorder = None
         if self.config.record and path is not None:
             recorder = McapRecorder(
@@ -299,10 +308,15 @@ class Ros2Backend(Robot):
                     "judge": self.config.loop.judge,
                     "domain_id": str(self.config.domain_id),
                     "bridge_config": canonical_json(dataclasses.asdict(self.config)),
+                    **({CONTEXT_KEY: context_json} if context_json else {}),
                 },
             )
             link.attach_recorder(recorder)
         run = EpisodeRun(link, self.config, spec, protocol, self.prompter)
+        if context_json:
+            run.judge_context = JudgeContext.from_json(context_json)
+            run.judge_log = JudgeLog(run.judge_context.topics)
+            link.attach_judge_log(run.judge_log)
         self.last_run = run
         try:
             run.execute(lambda: load_policy(spec.policy, spec.task_id), adapter, setup)
@@ -317,6 +331,7 @@ class Ros2Backend(Robot):
                 )
         finally:
             link.attach_recorder(None)
+            link.attach_judge_log(None)
             artifacts: tuple[Artifact, ...] = ()
             if recorder is not None:
                 artifacts = (recorder.close(),)

@@ -9,7 +9,9 @@
 3. setup: the scene-reset service (publishing the manifest first) or, without one, a technician
    confirmation listing the manifest's object placement for the seed;
 4. the policy loop (`real_bridge.policy_loop`) at the protocol's rate, recording every command;
-5. the "ended" episode event and the judge's verdict (`real_bridge.judges`).
+5. the "ended" episode event and the judge's verdict (`real_bridge.judges`; with the detector,
+   `real_bridge.detector` on the messages recorded for it — on the twin the oracle's verdict is
+   kept beside it in `control["oracle"]`, for measuring the detector only).
 
 Whatever happens on the robot ends up in the episode's status and reason: a protective stop from
 the robot or a refused command → `safety_stop` (the refused command is a protective-stop event
@@ -34,7 +36,9 @@ from embodied_eval.protocol import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
 from embodied_eval.remote.client import RemotePolicyError
 from real_bridge.bridge_config import BridgeConfig
+from real_bridge.detector import DetectorVerdict, JudgeContext, JudgeLog
 from real_bridge.entry import Prompter, parse_yes_no
+from real_bridge.episode_record import episode_outcome
 from real_bridge.homing import Homing, HomingReport
 from real_bridge.interface import (
     HOLD_TIME_FROM_START_S,
@@ -42,7 +46,13 @@ from real_bridge.interface import (
     episode_manifest,
     manifest_sha256,
 )
-from real_bridge.judges import Judgement, check_oracle, technician_judgement, topic_judgement
+from real_bridge.judges import (
+    Judgement,
+    check_oracle,
+    detector_judgement,
+    technician_judgement,
+    topic_judgement,
+)
 from real_bridge.policy_loop import CommandRefused, LoopIO, LoopStats, RobotLost, run_policy_loop
 from real_bridge.safety import SafetyTracker
 
@@ -97,6 +107,13 @@ class EpisodeRun:
         self.policy: Any = None
         # The first tracker reading received after the "started" event: (received_s, pos, quat).
         self.start_pose: tuple[float, np.ndarray, np.ndarray] | None = None
+        #: The detector's inputs besides sensor data, and the messages it judges from (the
+        #: recorded ones); set by the backend when the judge is the detector.
+        self.judge_context: JudgeContext | None = None
+        self.judge_log: JudgeLog | None = None
+        self.detector_verdict: DetectorVerdict | None = None
+        #: The twin's oracle verdict on a detector-judged episode: measurement only.
+        self.oracle: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ safety
 
@@ -262,6 +279,8 @@ class EpisodeRun:
                 technician=loop.technician,
                 lines=self.setup_lines,
             )
+        if loop.judge == "detector":
+            return self._detector_judgement(ended_s)
         if loop.judge == "oracle":
             check_oracle(self.config.robot.kind)
         return topic_judgement(
@@ -272,6 +291,26 @@ class EpisodeRun:
             timeout_s=self.config.deadlines.judge_s,
             detector=loop.detector if loop.judge == "detector" else "",
         )
+
+    def _detector_judgement(self, ended_s: float) -> Judgement:
+        if self.judge_context is None or self.judge_log is None:
+            raise EvalError("the detector judge has no judge context for this episode", key="judge")
+        oracle = None
+        if self.config.robot.kind == "twin":  # the twin's ground truth: measurement only
+
+            def oracle() -> list[tuple[str, float]]:
+                return self.link.verdicts_for(self.spec.episode_id)
+
+        judgement, verdict, self.oracle = detector_judgement(
+            self.spec, self.judge_context, self.judge_log, ended_s, oracle
+        )
+        self.detector_verdict = verdict
+        if judgement is None:  # never a success: the episode is aborted with the reason
+            raise EvalError(
+                f"the detector {verdict.name} {verdict.version}: {verdict.detail}",
+                key="verdict",
+            )
+        return judgement
 
     def _object_pose(self) -> tuple[float, np.ndarray, np.ndarray] | None:
         """The tracker's latest pose; keeps the first one received after the episode started."""
@@ -434,47 +473,8 @@ class EpisodeRun:
     # ------------------------------------------------------------------ the record
 
     def outcome(self, started_at: str, artifacts: tuple[Artifact, ...]) -> EpisodeOutcome:
-        spec, protocol = self.spec, self.protocol
-        duration_s = 0.0
-        if self.started_s is not None and self.ended_s is not None:
-            duration_s = max(0.0, self.ended_s - self.started_s)
-        control: dict[str, Any] = dict(self.stats.summary())
-        control["loop_rate_hz"] = self.config.loop.rate_hz
-        end = self.link.state_count if self.state_count_end is None else self.state_count_end
-        control["bridge_state_messages"] = int(end - self.state_count_start)
-        control["bridge_peak_force_n"] = round(float(self.link.peak_force_n), 6)
-        control["bridge_images"] = int(self.link.image_count)
-        if self.homing is not None:
-            control.update(self.homing.summary())
-        if self.abort_cause:
-            control["abort_cause"] = self.abort_cause
-        latency = getattr(self.policy, "latency_summary", None)
-        if latency is not None:  # a remote policy: its inference round trips
-            control["policy_latency_ms"] = latency()
-        if self.recorded:
-            control["bridge_recorded_messages"] = dict(sorted(self.recorded.items()))
-        j = self.judgement
-        quality = j.quality if j is not None and self.status == "ok" else 0.0
-        episode = spec.to_episode(
-            quality,
-            side="real",
-            engine="ros2",
-            status=self.status,
-            duration_s=duration_s,
-            actions=self.stats.policy_calls,
-            control=control,
-            started_at=started_at,
-            artifacts=artifacts,
-            status_reason=self.reason,
-            audited_success=j.success
-            if j is not None and j.record.get("kind") == "technician"
-            else None,
-            judge=dict(j.record) if j is not None else {},
-            scene=self.start_scene(),
-            window=spec.window or (protocol.window_id if protocol is not None else ""),
-            protocol_hash=spec.protocol_hash or (protocol.protocol_hash if protocol else ""),
-        )
-        return EpisodeOutcome(episode=episode, safety_events=tuple(self.tracker.events))
+        """The episode's record (`real_bridge.episode_record`)."""
+        return episode_outcome(self, started_at, artifacts)
 
 
 def _echoed_hash(message: str) -> str:

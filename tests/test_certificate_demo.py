@@ -103,6 +103,14 @@ def test_scaled_down_demo_certifies_and_verifies(tmp_path: Path) -> None:
         if e["side"] == "real" and e["status"] in ("ok", "safety_stop", "out_of_bounds")
     }
     assert 1 <= len(scored_pairs) <= 3
+    # The harness's detector judged every real episode that ran to its end, from the recorded
+    # camera and tracker; the twin's oracle only sits beside it. The report names the judge.
+    ended = [e for e in real if e["side"] == "real" and e["status"] == "ok"]
+    assert all(e["judge"]["kind"] == "detector" for e in ended)
+    assert all(e["judge"]["name"] == "scene-detector" and "oracle" in e["control"] for e in ended)
+    if ended:
+        assert cert["embodiment"]["judge"]["judges"][0]["name"] == "scene-detector"
+        assert '<p id="judge">Real outcomes judged by detector scene-detector' in html
     assert cert["embodiment"]["episodes"]["real_counted"] == len(scored_pairs)
     # The maintenance closure is computed from the store over the calendar's days; the
     # expansion audit needs the push family, which one family leaves out.

@@ -258,6 +258,7 @@ def build_certificate(
             "bootstrap_resamples": protocol.bootstrap_resamples,
             "majors_allowed": protocol.majors_allowed,
             "ar_estimator": protocol.ar_estimator,
+            "judge_correction": protocol.judge_correction,
             "window": {
                 "id": protocol.window_id,
                 "start": protocol.window_start.isoformat(),

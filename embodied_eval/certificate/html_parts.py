@@ -186,3 +186,31 @@ def figure(name: str, png: bytes | None) -> str:
         f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)} '
         f"(also <code>plots/{esc(name)}.png</code>)</figcaption></figure>"
     )
+
+
+def judge_line(judge: Mapping[str, Any] | None) -> str:
+    """One escaped sentence naming who judged the real episodes, the detector's measured accuracy
+    (Se, Sp with intervals and n) and whether AR was corrected for it; "" without real episodes."""
+    if not isinstance(judge, Mapping) or not judge.get("judges"):
+        return ""
+    who = "; ".join(
+        f"{j.get('kind')} {j.get('name') or ''} {j.get('version') or ''}".strip()
+        + f" ({fmt_number(j.get('episodes'), 0)} episodes)"
+        for j in judge["judges"]
+    )
+    text = f"Real outcomes judged by {esc(who)}."
+    acc = judge.get("accuracy")
+    if isinstance(acc, Mapping):
+        text += (
+            f" Measured accuracy ({esc(acc.get('measured_on') or '')}): sensitivity "
+            f"{fmt_estimate(acc.get('sensitivity'))}, specificity "
+            f"{fmt_estimate(acc.get('specificity'))}."
+        )
+    if judge.get("correction"):
+        corrected = judge.get("AR_corrected")
+        text += (
+            f" AR corrected for the judge (Rogan–Gladen): {fmt_estimate(corrected)}."
+            if isinstance(corrected, Mapping) and corrected.get("value") is not None
+            else f" AR not corrected: {esc(judge.get('note') or '')}."
+        )
+    return text

@@ -37,6 +37,7 @@ from embodied_eval.certificate.html_parts import (
     figure,
     fmt_estimate,
     fmt_number,
+    judge_line,
     table,
     verdict_html,
 )
@@ -138,6 +139,7 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         + "<h3>Sim success per engine</h3>"
         + table(["engine", "success"], engine_rows)
         + "<h3>Real episodes: judge and control loop</h3>"
+        + (f"<p>{judged}</p>" if (judged := judge_line(_judge_of(cert))) else "")
         + (
             table(
                 ["episode", "status", "judge", "loop p50 (ms)", "loop p99 (ms)", "deadline misses"],
@@ -154,6 +156,10 @@ def _technicians(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         )
         + "</details></section>"
     )
+
+
+def _judge_of(cert: Mapping[str, Any]) -> Any:
+    return (cert.get("embodiment") or {}).get("judge")
 
 
 def _with_interval(value: Any, interval: Mapping[str, Any] | None) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 from embodied_eval.certificate.html_parts import (
     esc,
     fmt_number,
+    judge_line,
     table,
     verdict_html,
 )
@@ -131,6 +132,7 @@ def _headline(cert: Mapping[str, Any]) -> str:
         f"(AR·SS·S2R)^(1/3) normalized)</span>; throughput $_phys = {throughput}; exposure "
         f"H = {fmt_number(window.get('exposure_hours'), 4)} h "
         f"({esc(str(window.get('exposure_source') or '').replace('_', ' '))}).</p>"
+        + (f'<p id="judge">{judged}</p>' if (judged := judge_line(emb.get("judge"))) else "")
     )
 
 

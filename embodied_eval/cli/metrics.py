@@ -71,6 +71,12 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
                         "inconclusive", "fail" or "evidence_missing"
     beyond              {"detector_correction", "baselines", "policy_agreement"} (null when the
                         data does not allow them)
+    judge               who judged the counted real episodes: {"judges": [{"kind", "name",
+                        "version", "episodes"}], "accuracy" (a single detector's measured counts
+                        with "sensitivity"/"specificity" Wilson estimates, "measured_on",
+                        "episodes"; null when not measured), "correction" (the protocol's
+                        [real] judge_correction), "AR_corrected" (Rogan–Gladen estimate, also
+                        the reported AR when applied), "AR_as_judged", "note"}
     notes               list of sentences (exposure source, reweighting, warnings)
     verdict             {"colour" ("red" | "amber" | "green"), "headline", "failing",
                         "inconclusive", "evidence_missing": [{"ids", "name", "verdict",

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from embodied_eval.embodiment.beyond import rogan_gladen
 from embodied_eval.embodiment.prediction import resampled_ppi
 from embodied_eval.embodiment.resampling import (
     event_rate_draws,
@@ -177,6 +178,7 @@ def embodiment_estimates(
     resamples: int,
     level: float,
     ar_ppi: tuple[Mapping[str, Any], float] | None = None,
+    judge_accuracy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> EmbodimentEstimates:
     """Ê and E with the joint bootstrap described in the module docstring.
 
@@ -187,6 +189,9 @@ def embodiment_estimates(
         ar_ppi: when the protocol uses AR_ppi for AR (`ar_estimator = "ppi"`): its per-task
             sums and λ (`prediction.PredictionPoweredAR.parts`, `result.lam`); each resample
             then recomputes AR_ppi on the drawn task instances (λ held fixed) instead of AR.
+        judge_accuracy: with the protocol's judge correction, R resamples of the detector's
+            (Se, Sp) (`embodiment.judge`): each resample's AR is corrected with them
+            (Rogan–Gladen; undefined → 0).
 
     Returns:
         EmbodimentEstimates; values None when AR, SS or S2R is undefined.
@@ -222,6 +227,11 @@ def embodiment_estimates(
     else:
         ar_low = ar_high = resampled_ppi(w, dict(ar_ppi[0]), ar_ppi[1])
         method = method.replace("(AR, S2R)", "(AR_ppi, S2R)").replace("beta for AR and", "beta for")
+    if judge_accuracy is not None:
+        # Rogan–Gladen is increasing in the observed rate (Se + Sp > 1): both ends correct.
+        ar_low = np.nan_to_num(rogan_gladen(ar_low, *judge_accuracy), nan=0.0)
+        ar_high = np.nan_to_num(rogan_gladen(ar_high, *judge_accuracy), nan=0.0)
+        method += "; AR corrected for the judge (Rogan-Gladen)"
     if transfer.mode == PAIRED:
         s2r_low, s2r_high = _paired_agreement_draws(w, cp, g_gap)
     else:

@@ -14,6 +14,7 @@ No reported interval is a point on finite data, except E = SS = 0 under a critic
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from embodied_eval.embodiment.beyond import (
 from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
 from embodied_eval.embodiment.cross_engine import EngineAgreement, cross_engine_agreement
 from embodied_eval.embodiment.gates import robotics_gates
+from embodied_eval.embodiment.judge import JudgeSummary, judge_summary
 from embodied_eval.embodiment.prediction import (
     PPI,
     PredictionPoweredAR,
@@ -132,6 +134,8 @@ class EmbodimentReport:
     cross_engine: dict[str, EngineAgreement] = field(default_factory=dict)
     ar_ppi: PredictionPoweredAR | None = None
     scene_check: SceneCheck | None = None
+    judge: JudgeSummary | None = None
+    ar_as_judged: Estimate | None = None
 
     @property
     def valid(self) -> bool:
@@ -227,6 +231,12 @@ class EmbodimentReport:
                 "detector_correction": self.detector.to_json() if self.detector else None,
                 "baselines": self.baselines.to_json() if self.baselines else None,
                 "policy_agreement": self.agreement.to_json() if self.agreement else None,
+            },
+            "judge": None
+            if self.judge is None
+            else {
+                **self.judge.to_json(self.ar.level),
+                "AR_as_judged": self.ar_as_judged.to_json() if self.ar_as_judged else None,
             },
             "notes": list(self.notes),
         }
@@ -335,7 +345,7 @@ def compute_embodiment(
     r = int(resamples if resamples is not None else protocol.bootstrap_resamples)
     gen = rng if rng is not None else default_rng(protocol)
     # One child generator per metric: adding a metric does not change the others' draws.
-    g_ar, g_sim, g_e, g_qc, g_phys, g_det, g_pol = gen.spawn(7)
+    g_ar, g_sim, g_e, g_qc, g_phys, g_det, g_pol, g_judge = gen.spawn(8)
     notes = list(notes)
 
     sets = select_episodes(episodes, protocol, policy)
@@ -368,6 +378,15 @@ def compute_embodiment(
             ar_in_e = ar_ppi.estimate
             ar_bound = prediction_powered_ar_bound(sets, level)
             ppi_parts = (ar_ppi.parts, ar_ppi.result.lam)
+    ar_as_judged = ar
+    judge = judge_summary(sets.real, protocol.judge_correction and not use_ppi, g_judge, r, level)
+    if protocol.judge_correction and use_ppi:
+        notes.append("judge correction is not combined with ar_estimator = 'ppi': AR as judged")
+    if judge.note:
+        notes.append(f"judge: {judge.note}")
+    if judge.corrected is not None and judge.corrected_bound is not None:
+        ar = ar_in_e = judge.corrected
+        ar_bound = dataclasses.replace(judge.corrected_bound, high=1.0)
     ar_retries = actuation_reliability_with_retries(sets, level)
     transfer = transfer_overall(sets, level)
     by_family = transfer_by_family(sets, level)
@@ -416,6 +435,7 @@ def compute_embodiment(
         resamples=r,
         level=level,
         ar_ppi=ppi_parts,
+        judge_accuracy=judge.resamples,
     )
     gates = robotics_gates(
         embodiment=emb,
@@ -459,4 +479,6 @@ def compute_embodiment(
         notes=notes,
         ar_ppi=ar_ppi,
         scene_check=sets.scene_check,
+        judge=judge,
+        ar_as_judged=ar_as_judged,
     )

@@ -5,13 +5,18 @@ What it offers is what franka_ros2 or ur_robot_driver offer (names from the twin
 - publishes `sensor_msgs/JointState` (joint_state_broadcaster) and `geometry_msgs/WrenchStamped`
   (force/torque broadcaster) every tick (default 500 Hz); a camera (`sensor_msgs/Image` rgb8 +
   `CameraInfo`, default 30 Hz) rendered from its own MuJoCo scene; an object tracker
-  (`geometry_msgs/PoseStamped`); `diagnostic_msgs/DiagnosticArray` (safety events when they
-  happen, `robot/state` and latched safety statuses at 2 Hz); an echo of every applied command;
+  (`geometry_msgs/PoseStamped`, at the camera's rate); `diagnostic_msgs/DiagnosticArray`
+  (safety events when they happen, `robot/state` and latched safety statuses at 2 Hz); an echo
+  of every applied command;
 - follows `trajectory_msgs/JointTrajectory` on its arm and gripper controllers' topics, refusing
   what a joint_trajectory_controller refuses (`real_bridge.interface.trajectory_problem`);
 - serves the optional scene-reset service (the automated reset station);
 - answers the harness's "ended" episode event with the oracle's verdict (its ground truth,
-  labelled "oracle") and, with `detector`, the reference detector's verdict.
+  labelled "oracle"): the harness records it beside the episode to measure its own detector,
+  which judges from the recorded camera and tracker streams (`real_bridge.detector`).
+
+The tracker is a sensor (`real_bridge.twin.tracker`): noisy, late by the gap's
+`tracker_latency_s` (stamped when the pose was true) and blind while the hand hides the object.
 
 Deadman: once a harness has sent a heartbeat, the twin follows commands only while heartbeats
 keep arriving; when none came for `deadlines.deadman_s` it holds its posture at once (checked every
@@ -63,13 +68,15 @@ from real_bridge.twin.sensors import (
     pose_message,
 )
 from real_bridge.twin.settings import TwinSettings
+from real_bridge.twin.tracker import TrackerSensor
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
 #: Behind schedule by more than this, the pacing gives up catching up (stamps stay continuous).
 MAX_LAG_S = 0.25
-#: Names and versions the twin's judges publish under.
-ORACLE_NAME, DETECTOR_NAME, JUDGE_VERSION = "twin-oracle", "twin-scene-detector", "1"
+#: Name and version the twin's oracle publishes under (its ground truth: for measuring the
+#: harness's detector, never for judging a counted episode).
+ORACLE_NAME, ORACLE_VERSION = "twin-oracle", "1"
 
 
 class TwinNode:
@@ -153,10 +160,13 @@ class TwinNode:
             "commands_rejected": 0,
             "deadman_holds": 0,
             "images_published": 0,
+            "poses_published": 0,
+            "pose_dropouts": 0,
             "late_ticks": 0,
             "max_tick_lag_us": 0,
         }
         self.last_rejection = ""
+        self.tracker = TrackerSensor(settings.gap)
         self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
         self._epoch = time.monotonic()
         self._slip = 0.0
@@ -238,26 +248,13 @@ class TwinNode:
             self.episode_started_sim_s = None
             target = float(event.get("target_quality", 0.8))
             quality, success, detail = self.plant.oracle(target)
-            verdicts = [
-                JudgeVerdict(
-                    event["episode_id"], "oracle", ORACLE_NAME, JUDGE_VERSION, quality, success,
-                    f"the twin's ground truth: {detail}",
-                )
-            ]
-            pose = self.plant.object_pose()
-            if self.settings.detector and pose is not None:
-                seen = pose[0] + self.rng.normal(0.0, self.settings.gap.object_pose_noise_m, 3)
-                measured = self.plant.measured_quality(seen)
-                verdicts.append(
-                    JudgeVerdict(
-                        event["episode_id"], "detector", DETECTOR_NAME, JUDGE_VERSION, measured,
-                        measured >= target, "object position from the tracker vs the goal",
-                    )
-                )
-        for verdict in verdicts:
-            out = message_class("std_msgs/msg/String")()
-            out.data = verdict.to_json()
-            self.verdict_pub.publish(out)
+            verdict = JudgeVerdict(
+                event["episode_id"], "oracle", ORACLE_NAME, ORACLE_VERSION, quality, success,
+                f"the twin's ground truth: {detail}",
+            )
+        out = message_class("std_msgs/msg/String")()
+        out.data = verdict.to_json()
+        self.verdict_pub.publish(out)
 
     # ------------------------------------------------------------------ services
 
@@ -287,6 +284,7 @@ class TwinNode:
             self.plant.render(self.settings.camera_size)  # warm the new scene's renderer up
         self.spec = spec
         self.pending.clear()
+        self.tracker.reset()
         self._clear_latched()
         self.mode = "follow"
         self.rng = np.random.default_rng([self.settings.seed, spec.seed & 0xFFFFFFFF])
@@ -385,10 +383,11 @@ class TwinNode:
         if self.info_pub is not None:
             self.info_pub.publish(camera_info_message(size, stamp_ns))
         if self.pose_pub is not None:
-            pose = self.plant.object_pose()
-            if pose is not None:
-                noise = self.settings.gap.object_pose_noise_m
-                self.pose_pub.publish(pose_message(pose, noise, self.rng, stamp_ns))
+            reading = self.tracker.reading(self.sim_s, self.rng)
+            if reading is not None:
+                self.pose_pub.publish(pose_message(reading))
+                self.stats["poses_published"] += 1
+            self.stats["pose_dropouts"] = self.tracker.dropouts
 
     # ------------------------------------------------------------------ control loop
 
@@ -462,6 +461,9 @@ class TwinNode:
                 self._advance((k + 1) * period_sim)
                 stamp = epoch_ns + (k + 1) * period_ns
                 self._publish_tick(stamp)
+                if self.pose_pub is not None and camera_period:
+                    tcp, holding = self.plant.hand()
+                    self.tracker.observe(self.sim_s, stamp, self.plant.object_pose(), tcp, holding)
                 if camera_period and self.sim_s >= next_camera:
                     self._publish_camera(stamp)
                     next_camera += camera_period

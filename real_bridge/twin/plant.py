@@ -3,7 +3,7 @@
 The node owns timing and ROS I/O; a plant owns one simulator instance of the robot and its scene
 with the twin's reality gap applied, and follows joint targets like a robot's joint servos — it
 runs no policy and judges nothing except through `oracle()` (the twin's ground truth, labelled as
-such by the node). `SimSuitesPlant` (`real_bridge.twin.sim_plant`) is the plant of the twin: the
+such by the node and kept for measuring the harness's detector, never for judging). `SimSuitesPlant` (`real_bridge.twin.sim_plant`) is the plant of the twin: the
 sim_suites Panda and scenes on MuJoCo (or PyBullet).
 """
 
@@ -66,8 +66,9 @@ class Plant(Protocol):
     def oracle(self, target_quality: float) -> tuple[float, bool, str]:
         """Ground truth of the scene now: (quality, success, detail)."""
 
-    def measured_quality(self, object_pos: np.ndarray) -> float:
-        """The task's quality if the object were at `object_pos` (for the reference detector)."""
+    def hand(self) -> tuple[np.ndarray, bool]:
+        """True TCP position (3,) and whether the hand holds the object (for the tracker's
+        occlusion)."""
 
     def render(self, size: int) -> np.ndarray | None:
         """An RGB image (size, size, 3) uint8 from the scene camera; None without a renderer."""

@@ -50,7 +50,7 @@ class TwinProcess:
         domain_id: ROS_DOMAIN_ID for the twin (and for the bridge that talks to it).
         discovery: "loopback" (default), "system" or a Fast DDS XML path.
         ready_timeout_s: how long to wait for the twin's ready line.
-        **options: twin flags (see `embodied-eval twin run --help`), e.g. `detector=True`,
+        **options: twin flags (see `embodied-eval twin run --help`), e.g. `tracker_latency_s=0.1`,
             `stop_at_s=0.5`, `force_limit_n=40`.
     """
 

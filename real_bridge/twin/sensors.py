@@ -1,5 +1,6 @@
 """The twin's sensor messages: camera image (with the gap's exposure and noise), camera info,
-the object tracker's pose (with the gap's tracker noise), diagnostics and applied-command echoes."""
+the object tracker's readings (`real_bridge.twin.tracker`), diagnostics and applied-command
+echoes."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from real_bridge.ros_node import message_class, ns_to_stamp
 from real_bridge.twin.settings import RealityGap
+from real_bridge.twin.tracker import TrackerReading
 
 #: Vertical field of view of the twin's camera (MuJoCo's default free camera), degrees.
 CAMERA_FOVY_DEG = 45.0
@@ -48,18 +50,14 @@ def camera_info_message(size: int, stamp_ns: int) -> Any:
     return info
 
 
-def pose_message(
-    pose: tuple[np.ndarray, np.ndarray], noise_m: float, rng: np.random.Generator, stamp_ns: int
-) -> Any:
-    """geometry_msgs/PoseStamped of the object in the world frame, position noise σ = noise_m."""
-    pos, quat = pose
-    pos = pos + rng.normal(0.0, noise_m, 3)
+def pose_message(reading: TrackerReading) -> Any:
+    """geometry_msgs/PoseStamped of one tracker reading (world frame, stamped when it was true)."""
     msg = message_class("geometry_msgs/msg/PoseStamped")()
-    ns_to_stamp(stamp_ns, msg.header.stamp)
+    ns_to_stamp(reading.stamp_ns, msg.header.stamp)
     msg.header.frame_id = "world"
     p, o = msg.pose.position, msg.pose.orientation
-    p.x, p.y, p.z = (float(v) for v in pos)
-    o.w, o.x, o.y, o.z = (float(v) for v in quat)
+    p.x, p.y, p.z = (float(v) for v in reading.position)
+    o.w, o.x, o.y, o.z = (float(v) for v in reading.quat)
     return msg
 
 

@@ -49,6 +49,13 @@ class RealityGap:
             frequency, Hz (0: no filter).
         sensor_noise_std: standard deviation of published joint-position noise, rad.
         object_pose_noise_m: standard deviation of the object-pose "tracker" noise, m.
+        tracker_latency_s: the tracker publishes the pose that was true this long ago, stamped
+            with the time it was true (a tag tracker's capture-to-publish delay), s.
+        tracker_occlusion_radius_m / tracker_occlusion_height_m: the tracker loses the object
+            (publishes nothing) while the hand is over it: within this horizontal distance of it
+            and from 3 cm up to this high above it, m (radius 0: the hand never hides it from
+            above; `real_bridge.twin.tracker`).
+        tracker_hidden_when_held: the tracker also loses the object while the hand holds it.
         camera_exposure: gain on the camera's pixel values (1 = as rendered).
         camera_noise_std: standard deviation of per-pixel camera noise, in 0–255 units.
     """
@@ -64,6 +71,10 @@ class RealityGap:
     actuator_bandwidth_hz: float = 8.0
     sensor_noise_std: float = 0.0005
     object_pose_noise_m: float = 0.002
+    tracker_latency_s: float = 0.05
+    tracker_occlusion_radius_m: float = 0.04
+    tracker_occlusion_height_m: float = 0.10
+    tracker_hidden_when_held: bool = True
     camera_exposure: float = 0.8
     camera_noise_std: float = 4.0
 
@@ -84,16 +95,39 @@ class RealityGap:
             "actuator_bandwidth_hz",
             "sensor_noise_std",
             "object_pose_noise_m",
+            "tracker_latency_s",
+            "tracker_occlusion_radius_m",
+            "tracker_occlusion_height_m",
             "camera_noise_std",
         ):
             _positive(name, getattr(self, name), allow_zero=True)
         if self.actuator_delay_s > 1.0:
             raise EvalError("actuator_delay_s: must be at most 1 s", key="actuator_delay_s")
+        if self.tracker_latency_s > 1.0:
+            raise EvalError("tracker_latency_s: must be at most 1 s", key="tracker_latency_s")
 
     @classmethod
     def none(cls) -> RealityGap:
         """No gap at all: the twin behaves like the nominal simulator."""
-        return cls(1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+        return cls(
+            friction_scale=1.0,
+            contact_timeconst_s=0.0,
+            link_mass_scale=1.0,
+            object_mass_scale=1.0,
+            payload_kg=0.0,
+            actuator_gain_scale=1.0,
+            joint_damping_scale=1.0,
+            actuator_delay_s=0.0,
+            actuator_bandwidth_hz=0.0,
+            sensor_noise_std=0.0,
+            object_pose_noise_m=0.0,
+            tracker_latency_s=0.0,
+            tracker_occlusion_radius_m=0.0,
+            tracker_occlusion_height_m=0.0,
+            tracker_hidden_when_held=False,
+            camera_exposure=1.0,
+            camera_noise_std=0.0,
+        )
 
 
 @dataclass(frozen=True)
@@ -131,9 +165,8 @@ class TwinSettings:
         engine: physics engine of the twin's simulator.
         faults: fault kinds from the suite's taxonomy to inject in every episode where the task
             family has them (the "real" robot's own faults).
-        camera_hz / camera_size: the camera's frame rate (0: no camera) and square image size.
-        detector: also run the reference detector ("twin-scene-detector"), which judges an
-            episode from its noisy object tracker when the harness announces the episode's end.
+        camera_hz / camera_size: the camera's frame rate (0: no camera) and square image size;
+            the object tracker publishes at the camera's rate.
     """
 
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
@@ -146,7 +179,6 @@ class TwinSettings:
     faults: tuple[str, ...] = ()
     camera_hz: float = 30.0
     camera_size: int = 128
-    detector: bool = False
 
     def __post_init__(self) -> None:
         if not 1.0 <= self.state_rate_hz <= 2000.0:

@@ -18,7 +18,6 @@ the robot (what its force monitor watches) as `force.z` of the wrench, N; torque
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import deque
 from collections.abc import Mapping
@@ -339,13 +338,10 @@ class SimSuitesPlant:
         error = float(getattr(self.env, "_error", float("nan")))
         return quality, quality >= target_quality, f"goal error {error * 1000:.1f} mm"
 
-    def measured_quality(self, object_pos: np.ndarray) -> float:
-        from sim_suites.tasks import graded_quality
-
-        env = self.env
-        state = dataclasses.replace(env._task_state(), object_pos=np.asarray(object_pos))
-        error = env.task.goal_error(state, env.goal)
-        return float(graded_quality(error, env.task.spec.tolerance_m))
+    def hand(self) -> tuple[np.ndarray, bool]:
+        tcp = getattr(self.env, "_tcp", None)
+        held = bool(getattr(self.env, "_held", False))
+        return (np.zeros(3) if tcp is None else np.array(tcp, dtype=float)), held
 
     def render(self, size: int) -> np.ndarray | None:
         backend = self._inner_backend

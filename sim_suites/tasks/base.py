@@ -120,6 +120,13 @@ class Task(ABC):
     def goal_error(self, state: TaskState, goal: np.ndarray) -> float:
         """Family goal error e (m) of a physics state."""
 
+    def point_error(self, point: np.ndarray, goal: np.ndarray) -> float:
+        """Goal error e (m) seen from the tracked point alone — what a lab's tracker or camera
+        measures (no slide position, no speed): the family's `goal_error` of a state whose
+        tracked point is `point`."""
+        state = TaskState(np.asarray(point, dtype=float), 0.0, 0.0, False)
+        return self.goal_error(state, goal)
+
     @abstractmethod
     def grasp_width(self) -> float:
         """Width (m) of the grasped part across the fingers."""

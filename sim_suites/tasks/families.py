@@ -6,7 +6,8 @@ Goal errors (the e of the scoring rule in `sim_suites.tasks.base`):
 - pick_place: ‖p_cube − g‖, the 3-D distance of the cube's centre from the goal resting pose.
 - push: ‖p_block,xy − g_xy‖, the planar distance of the block from the goal.
 - drawer_open: max(0, d_goal − d), how much of the required pull d_goal is still missing
-  (d = the drawer's slide position).
+  (d = the drawer's slide position; from the handle's position p alone, max(0, (g − p) · a)
+  with a the pull direction and g the handle's goal).
 - peg_insert: √(ℓ² + max(0, z − z_goal)²), lateral offset ℓ from the hole axis combined with the
   insertion depth still missing (z_goal = the peg's centre when it stands on the hole floor).
 """
@@ -28,6 +29,8 @@ DRAWER_HALF = (0.06, 0.10, 0.04)
 DRAWER_Z = 0.045
 HANDLE_OFFSET = np.array([-0.035, 0.0, 0.055])
 HANDLE_HALF = (0.012, 0.015, 0.015)
+#: The direction the drawer (and its handle) moves when pulled open: toward the robot.
+SLIDE_AXIS = (-1.0, 0.0, 0.0)
 
 _RED = (0.8, 0.2, 0.2, 1.0)
 _BLUE = (0.2, 0.3, 0.8, 1.0)
@@ -123,7 +126,7 @@ class DrawerOpen(Task):
                 joint="slide",
                 pos=(x, y, DRAWER_Z),
                 mass=1.0,
-                slide_axis=(-1.0, 0.0, 0.0),
+                slide_axis=SLIDE_AXIS,
                 slide_range=(0.0, 0.30),
                 slide_damping=5.0,
                 slide_friction_n=2.0,
@@ -141,6 +144,12 @@ class DrawerOpen(Task):
 
     def goal_error(self, state: TaskState, goal: np.ndarray) -> float:
         return max(0.0, self.pull_m - state.slide_q)
+
+    def point_error(self, point: np.ndarray, goal: np.ndarray) -> float:
+        """The pull still missing, from the handle's position: the goal is the handle pulled
+        `pull_m` along the slide axis, so e = max(0, (g − p) · a), a = the pull direction."""
+        axis = np.array(SLIDE_AXIS)
+        return max(0.0, float((np.asarray(goal) - np.asarray(point)) @ axis))
 
     def grasp_width(self) -> float:
         return 2 * HANDLE_HALF[1]
