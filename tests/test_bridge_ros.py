@@ -211,7 +211,9 @@ def test_the_trackers_latency_and_dropouts_show_in_the_recording(tmp_path):
     rec = read_mcap(ep.artifacts[0].path)
 
     def delay(topic):
-        return np.median([m.log_time - stamp_to_ns(d.header.stamp) for m, d in rec[topic]]) / 1e9
+        # The floor of received − stamped: the median of a 500 Hz stream grows with the harness's
+        # queue on a loaded machine; its fastest message shows the transport delay alone.
+        return min(m.log_time - stamp_to_ns(d.header.stamp) for m, d in rec[topic]) / 1e9
 
     # Received minus stamped: the joint states' transport delay, the tracker's 100 ms more.
     assert delay("/object_pose") - delay("/joint_states") == pytest.approx(0.1, abs=0.03)
@@ -390,18 +392,19 @@ def test_homing_after_an_episode_on_a_worn_arm_that_ended_low(twin, tmp_path):
 
 def test_tool_use_episode_end_to_end(twin, tmp_path):
     """The twin resets to the hook scene and tracks the block; the harness runs the reference
-    policy on it for a whole episode and the twin's detector judges the block (the scored object,
-    not the grasped hook)."""
+    policy on it for a whole episode and the harness's detector judges the block (the scored
+    object, not the grasped hook)."""
     config = load_bridge_config(profile_path("twin")).replace(
         domain_id=twin.domain_id,
         deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
-        loop=LoopSettings(judge="detector", detector="twin-scene-detector", max_steps=450),
+        loop=LoopSettings(judge="detector", max_steps=450),
     )
     with Ros2Backend(None, config=config) as robot:
         outcome = robot.run_episode(spec("tool", task="tool_use/hook_center"), None, tmp_path)
     ep = outcome.episode
     assert ep.family == "tool_use" and ep.status in ("ok", "safety_stop"), ep.status_reason
-    assert ep.judge == {"kind": "detector", "name": "twin-scene-detector", "version": "1"}
+    if ep.status == "ok":  # a protective stop ends the episode before any judge is asked
+        assert (ep.judge["kind"], ep.judge["name"]) == ("detector", "scene-detector")
     # The twin's tracker saw the block out of reach (x ≈ 0.83 m) where the setup placed it.
     assert ep.scene["source"] == "tracker"
     assert abs(ep.scene["object_pos_m"][0] - 0.83) < 0.01
