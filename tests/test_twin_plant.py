@@ -212,3 +212,24 @@ def test_pybullet_contact_spring_by_hand():
     k, c = pybullet_contact_spring(0.1, 0.04)
     assert k == pytest.approx(1250.0)
     assert c == pytest.approx(2 * (1250.0 * 0.1) ** 0.5)
+
+
+def test_after_the_scene_stops_the_arm_still_follows_its_controller(plant):
+    """The demo's halt: the hand left the workspace, the scene's own monitor ended the task, and
+    the arm then ignored every homing trajectory until the next scene reset (the set-point was
+    frozen). The robot's controller must keep following trajectories; only the node holds."""
+    from real_bridge.bridge_config import load_bridge_config, profile_path
+
+    home = np.asarray(load_bridge_config(profile_path("twin")).robot.home, dtype=float)
+    plant.reset_scene(spec(), episode_manifest(spec(), None, max_steps=20))
+    # Near the posture the demo's pick-place episode ended in; the TCP leaves the workspace box
+    # (x < 0.15 m) on the way.
+    plant.set_arm_target(np.array([-0.56, -0.3, -0.52, -3.05, -0.44, 2.55, 0.16]), 1.0)
+    for _ in range(1000):  # 2 s
+        plant.step_physics()
+    assert not plant._live  # the scene's task ended
+    plant.set_arm_target(home, 2.0)
+    for _ in range(1500):  # 3 s
+        plant.step_physics()
+    q, _, _ = plant.joint_state()
+    assert np.max(np.abs(q[:7] - home)) < 0.15, q[:7] - home

@@ -296,13 +296,20 @@ class SimSuitesPlant:
             self._events.extend(info.get("safety_events", ()))
             if terminated or truncated:  # a safety stop or a physics failure ended the scene
                 self._live = False
-        else:  # the scene was stopped: the servos hold, nothing else happens
+        else:
+            # The scene's task ended (the simulator's own monitor stopped it, e.g. the hand left
+            # the workspace): the robot's controller still follows its trajectories — a hold is
+            # the node's decision (deadman, latched stop), never the scene's. Freezing the
+            # set-point here left the arm deaf to every later command until the next scene
+            # reset, so homing before that reset could never move it.
             q = self._current.q
-            gravity = env.kin.gravity_torque(q[:7])
-            from sim_suites.robot import ARM_KP
-
+            rots, origins = env.kin.link_frames(q[:7])
+            unused = np.zeros(3)  # the follower reads neither a Cartesian velocity nor the TCP
+            command = self.follower.command(
+                unused, 0.0, self.control_dt_s, q[:7], unused, rots, origins
+            )
             env.backend.step(
-                self.follower.q_des + gravity / ARM_KP,
+                command.arm_cmd,
                 self.follower.finger,
                 round(self.control_dt_s / self.physics_dt_s),
             )
