@@ -98,3 +98,30 @@ def test_the_adapter_keeps_a_covered_object_visible_and_carries_a_held_one():
     obs = adapter.observe(q, np.zeros(9), None, 3.0, True)
     assert obs["object_visible"][0] == 1.0
     assert obs["object_pos"] == pytest.approx(tcp + np.array([0.0, 0.0, -0.01]))
+
+
+def test_holding_hides_only_a_tracked_part_enclosed_in_the_fingers():
+    """A cube held in the fingers is hidden; a drawer's handle (the drawer body stays in view)
+    and a held tool (the tracked block is elsewhere) are not."""
+    from embodied_eval.records import EpisodeSpec
+    from real_bridge.interface import episode_manifest
+    from real_bridge.twin.settings import TwinSettings
+    from real_bridge.twin.sim_plant import SimSuitesPlant
+
+    plant = SimSuitesPlant(TwinSettings())
+    try:
+        for task_id, hides in (
+            ("pick_place/cube_center", True),
+            ("drawer_open/drawer_center", False),
+            ("tool_use/hook_center", False),
+        ):
+            spec = EpisodeSpec(
+                episode_id=f"{task_id}-r", pair_id=task_id, side="real",
+                family=task_id.split("/")[0], task_id=task_id, seed=1, drift_name="nominal",
+                engine="ros2",
+            )
+            plant.reset_scene(spec, episode_manifest(spec, None))
+            plant.env._held = True  # as the scene's grasp detector reports a closed grasp
+            assert plant.hand()[1] is hides, task_id
+    finally:
+        plant.close()

@@ -346,8 +346,14 @@ class SimSuitesPlant:
         return quality, quality >= target_quality, f"goal error {error * 1000:.1f} mm"
 
     def hand(self) -> tuple[np.ndarray, bool]:
+        """The TCP and whether the hand holds the *tracked* object enclosed in its fingers: a
+        held tool (tool use) is not the tracked object, and a drawer's handle is part of a
+        drawer whose body stays in the tracker's view while the hand pulls it."""
         tcp = getattr(self.env, "_tcp", None)
+        task, scene = getattr(self.env, "task", None), getattr(self.env, "_scene", None)
         held = bool(getattr(self.env, "_held", False))
+        if held and task is not None and scene is not None:
+            held = not task.tool_name and scene.body(task.object_name).joint == "free"
         return (np.zeros(3) if tcp is None else np.array(tcp, dtype=float)), held
 
     def render(self, size: int) -> np.ndarray | None:
