@@ -36,6 +36,9 @@ STEP_READERS: dict[str, str] = {
     "mcap": "real_bridge.recording_steps:recorded_steps",
 }
 
+#: Fits a calibration from a window's recorded real episodes (`embodied-eval calibrate`).
+CALIBRATE = "real_bridge.calibration.window:calibrate_window"
+
 #: Robot backends for the real side, by name.
 ROBOT_BACKENDS: dict[str, str] = {
     "ros2": "real_bridge.ros2_backend:Ros2Backend",

@@ -66,6 +66,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "embodied_eval.cli.compare",
         "Sequential A/B comparison of two policies (stops when it decides).",
     ),
+    "calibrate": (
+        "embodied_eval.cli.calibrate",
+        "Fit the simulator's physical parameters to recorded real episodes.",
+    ),
     "store": (
         "embodied_eval.cli.store_cmd",
         "The store's integrity: verify the ledgers; amend an episode.",
