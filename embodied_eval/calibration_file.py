@@ -68,7 +68,7 @@ def _toml_value(value: Any) -> str:
 
 def _toml_table(prefix: str, table: Mapping[str, Any], lines: list[str]) -> None:
     plain = {k: v for k, v in table.items() if not isinstance(v, Mapping)}
-    if prefix and plain:
+    if prefix and (plain or not table):  # an empty table is written too: the hash counts it
         lines.append(f"\n[{prefix}]")
     for key, value in plain.items():
         lines.append(f"{key} = {_toml_value(value)}")

@@ -227,3 +227,50 @@ def test_recording_without_joint_states_is_refused(tmp_path):
     )  # fmt: skip
     with pytest.raises(EvalError, match="no joint states recorded; record the `joint_state`"):
         read_recorded_episode(episode, {})
+
+
+def test_calibrate_cli_reads_recordings_and_writes_file_and_report(tmp_path, capsys):
+    from embodied_eval.cli.main import main
+    from embodied_eval.protocol import example_protocol_path, load_protocol
+    from embodied_eval.store import Store
+    from real_bridge.calibration.recorded import read_recorded_episode
+    from tests.calibration_support import write_recording
+
+    protocol = load_protocol(example_protocol_path())
+    rng = np.random.default_rng(3)
+    gap = dataclasses.replace(TRUTH, actuator_bandwidth_hz=0.0, actuator_delay_s=0.0)
+    db = tmp_path / "e.db"
+    with Store(db) as store:
+        for seed in range(3):
+            rec = record_offline(gap, TASK, seed, protocol.randomization,
+                                 excitation_commands(80, rng), rng)  # fmt: skip
+            episode = write_recording(rec, tmp_path / f"{seed}.mcap", 0.0, "twin")
+            episode = dataclasses.replace(episode, window=protocol.window_id)
+            store.write_episode(episode)
+            # The reader puts the commands back on the robot's clock from the robot's echo (its
+            # clock starts at the first joint state).
+            back = read_recorded_episode(episode, protocol.randomization)
+            assert back.robot_id == "twin" and len(back.commands) == len(rec.commands)
+            assert back.state_t[0] == 0.0
+            np.testing.assert_allclose([c.arrival_s for c in back.commands],
+                                       [c.arrival_s - rec.state_t[0] for c in rec.commands],
+                                       atol=1e-6)  # fmt: skip
+            np.testing.assert_allclose(back.state_q, rec.state_q)
+            np.testing.assert_allclose(back.object_pos, rec.object_pos)
+            assert back.stopped_s == pytest.approx(rec.stopped_s - rec.state_t[0])
+    out = tmp_path / "calibration.toml"
+    argv = ["calibrate", "--db", str(db), "--protocol", str(example_protocol_path()), "--out",
+            str(out), "--params", "payload,actuator_gain", "--report", str(tmp_path / "rep"),
+            "--json"]  # fmt: skip
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["robot_id"] == "twin" and len(result["validated_on"]) == 1
+    payload = result["parameters"]["payload"]
+    assert payload["identified"] and payload["low"] <= 0.4 <= payload["high"], payload
+    assert result["validation"]["joint_rms_mrad_after"] < result["validation"][
+        "joint_rms_mrad_before"]  # fmt: skip
+    cal = read_calibration(out, robot_id="twin")
+    assert cal.sha256 == result["content_sha256"]
+    assert set(cal.values) == {"payload", "actuator_gain"}
+    page = (tmp_path / "rep" / "report.html").read_text()
+    assert page.count("<svg") == 3 + 2  # three joints and the object's x and z
