@@ -168,6 +168,8 @@ class Protocol:
     scene_tolerance_m: float = 0.01
     scene_tolerance_rad: float = 0.05
     out_of_range_actions: str = "refuse"
+    #: The `[sim] calibration` file (or `run --calibration`): "" runs the nominal simulator.
+    sim_calibration: str = ""
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:
