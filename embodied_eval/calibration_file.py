@@ -112,10 +112,10 @@ class Calibration:
     values: dict[str, float]
     data: dict[str, Any]
 
-    def sim_gap(self, control_dt_s: float) -> dict[str, float]:
+    def sim_gap(self, control_dt_s: float) -> dict[str, Any]:
         """The simulator's reality-gap fields this calibration sets (`SIM_FIELDS`); the delay
         becomes whole control steps of `control_dt_s`."""
-        out: dict[str, float] = {}
+        out: dict[str, Any] = {}
         for name, value in self.values.items():
             field = SIM_FIELDS.get(name)
             if field is None:
