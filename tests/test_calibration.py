@@ -139,6 +139,14 @@ def test_unknown_parameter_and_unbuildable_scene_are_refused():
         parse_params("payloadd")
     with pytest.raises(EvalError, match="cannot build the scene of 'pick_place/nope'"):
         EpisodeReplay("pick_place/nope")
+    from real_bridge.calibration.fit import check_scenes
+    from real_bridge.calibration.recorded import RecordedEpisode
+
+    empty = np.zeros((0, 9))
+    unknown = RecordedEpisode("x-real", "pick_place/nope", 0, {}, "twin", [], np.zeros(0), empty,
+                              empty)  # fmt: skip
+    with pytest.raises(EvalError, match="cannot build the scene of 'pick_place/nope'"):
+        check_scenes([unknown])
 
 
 def _content(robot="twin"):
@@ -274,3 +282,45 @@ def test_calibrate_cli_reads_recordings_and_writes_file_and_report(tmp_path, cap
     assert set(cal.values) == {"payload", "actuator_gain"}
     page = (tmp_path / "rep" / "report.html").read_text()
     assert page.count("<svg") == 3 + 2  # three joints and the object's x and z
+
+
+def test_calibrate_by_drift_day_measures_each_days_tool_and_firmware(tmp_path, capsys):
+    from embodied_eval.cli.main import main
+    from embodied_eval.protocol import example_protocol_path, load_protocol
+    from embodied_eval.store import Store
+    from tests.calibration_support import write_recording
+
+    protocol = load_protocol(example_protocol_path())
+    days = {d.name: d for d in protocol.drifts}
+    rng = np.random.default_rng(4)
+    robot = dataclasses.replace(TRUTH, payload_kg=0.0, actuator_gain_scale=1.0,
+                                actuator_bandwidth_hz=0.0, actuator_delay_s=0.0)  # fmt: skip
+    db = tmp_path / "e.db"
+    with Store(db) as store:
+        for k, name in enumerate(("nominal", "day14_worn") * 2):
+            # day14_worn: a 0.5 kg tool, firmware 5.0.0 (gains × 0.7, one more 20 ms step)
+            drift = dict(days[name].params)
+            rec = record_offline(robot, TASK, k, protocol.randomization,
+                                 excitation_commands(60, rng), rng, drift=drift,
+                                 episode_id=f"d{k}-real-ros2-a1")  # fmt: skip
+            episode = write_recording(rec, tmp_path / f"{k}.mcap", 0.0, "twin")
+            store.write_episode(
+                dataclasses.replace(episode, window=protocol.window_id, drift=drift)
+            )
+    out = tmp_path / "cal.toml"
+    argv = ["calibrate", "--db", str(db), "--protocol", str(example_protocol_path()), "--out",
+            str(out), "--params", "payload,actuator_gain,actuator_delay", "--by-drift",
+            "--json"]  # fmt: skip
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["by_drift"]
+    assert [(r["drift"], r["day"], r["episodes"]) for r in rows] == [
+        ("nominal", 0, 2), ("day14_worn", 14, 2)]  # fmt: skip
+    nominal, worn = (r["parameters"] for r in rows)
+    assert nominal["payload"]["value"] < 0.05 and nominal["actuator_delay"]["value"] < 0.005
+    assert abs(nominal["actuator_gain"]["value"] - 1.0) < 0.05
+    for name, truth in (("payload", 0.5), ("actuator_gain", 0.7), ("actuator_delay", 0.02)):
+        assert worn[name]["identified"], worn[name]
+        assert worn[name]["low"] <= truth <= worn[name]["high"], worn[name]
+    assert read_calibration(tmp_path / "cal-day14_worn.toml", robot_id="twin").values[
+        "payload"] == pytest.approx(worn["payload"]["value"])  # fmt: skip
+    assert not out.exists()

@@ -2,7 +2,7 @@
 
     embodied-eval calibrate --db DB --protocol P [--window W] [--family F]
                             [--params payload,actuator_delay,...] --out calibration.toml
-                            [--report DIR] [--workers N] [--json]
+                            [--report DIR] [--by-drift] [--workers N] [--json]
 
 Reads the window's real episodes that have an MCAP recording, replays their commands in the
 MuJoCo model of each pair's scene and fits the named parameters (default: payload,
@@ -10,7 +10,8 @@ actuator_delay, actuator_gain, actuator_bandwidth, joint_damping, object_mass, f
 per parameter the estimate, its 95 % interval and whether the data identify it (with its most
 correlated partner when not), the fitting/validation split and the validation residuals before
 and after; writes the calibration file (`--out`) and, with `--report`, `report.html` with overlays
-of measured vs simulated trajectories. The work is done by the robot side's calibration
+of measured vs simulated trajectories. `--by-drift` calibrates each drift setting's episodes
+separately (one file per drift, `<out stem>-<drift>.toml`) and prints them by drift day. The work is done by the robot side's calibration
 (`embodied_eval.plugins.CALIBRATE`).
 """
 
@@ -74,6 +75,25 @@ def _print(out: dict[str, Any]) -> None:
         console.print(f"report: {out['report']}", markup=False)
 
 
+def _print_by_drift(out: dict[str, Any]) -> None:
+    console.print(
+        f"calibration of robot {out['robot_id']} per drift day — window {out['window']}",
+        markup=False,
+    )
+    for row in out["by_drift"]:
+        day = "?" if row["day"] is None else row["day"]
+        console.print(
+            f"day {day} ({row['drift']}, {row['episodes']} episodes) → {row['out']}", markup=False
+        )
+        for name, e in row["parameters"].items():
+            verdict = "" if e["identified"] else "  not identified, kept nominal"
+            console.print(
+                f"  {name:<19} {_fmt(e.get('value')):>9} {e['unit']:<3} 95 % "
+                f"[{_fmt(e.get('low'))}, {_fmt(e.get('high'))}]{verdict}",
+                markup=False,
+            )
+
+
 def calibrate(
     protocol: Path = typer.Option(..., "--protocol", help="The protocol file of the window."),
     out: Path = typer.Option(..., "--out", help="Calibration file to write (TOML)."),
@@ -85,6 +105,9 @@ def calibrate(
         None, "--params", help="Comma-separated parameters to fit (default: all but link_mass)."
     ),
     report: Path | None = typer.Option(None, "--report", help="Directory for report.html."),
+    by_drift: bool = typer.Option(
+        False, "--by-drift", help="Calibrate each drift setting (day) separately: one file each."
+    ),
     workers: int = typer.Option(2, "--workers", min=1, max=64, help="Replay processes."),
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
@@ -97,10 +120,12 @@ def calibrate(
     with open_store(db, create=False) as store:
         result = resolve(CALIBRATE)(
             store, proto, window=wid, family=family, params=params, out=out, report=report,
-            workers=workers,
+            workers=workers, by_drift=by_drift,
         )  # fmt: skip
     if as_json:
         print_json(result)
+    elif by_drift:
+        _print_by_drift(result)
     else:
         _print(result)
 

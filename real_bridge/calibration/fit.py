@@ -378,6 +378,25 @@ def summarize(residuals: Sequence[EpisodeResidual]) -> dict[str, float]:
     return out
 
 
+def check_scenes(episodes: Sequence[RecordedEpisode]) -> None:
+    """Every episode's scene is one the model can build (checked here, before any replay runs
+    in a worker process).
+
+    Raises:
+        EvalError: naming the task the model has no scene for.
+    """
+    from sim_suites.tasks import task_spec
+
+    for task_id in sorted({e.task_id for e in episodes}):
+        try:
+            task_spec(task_id)
+        except EvalError as exc:
+            raise EvalError(
+                f"calibrate: cannot build the scene of {task_id!r} to replay in ({exc}); "
+                "calibrate from episodes of the sim's task catalog"
+            ) from None
+
+
 def calibrate_episodes(
     episodes: Sequence[RecordedEpisode],
     names: Sequence[str],
@@ -401,6 +420,7 @@ def calibrate_episodes(
             "`object_pose` stream or leave them out of --params"
         )
     fitting, validation = split_episodes(episodes)
+    check_scenes(episodes)
     order = list(episodes)
     fit_idx = [order.index(e) for e in fitting]
     val_idx = [order.index(e) for e in validation]

@@ -77,6 +77,7 @@ DEFAULT_PARAMS = (
     "friction",
 )
 
+
 def parse_params(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """The parameter names of `--params` ("payload,actuator_delay,..."), checked.
 

@@ -45,6 +45,7 @@ class RecordedEpisode:
         randomization: the protocol's `[randomization]` ranges (the scene knobs rebuild the
             pair's scene).
         robot_id: the robot the episode ran on.
+        drift: the episode record's drift (name and parameters, as recorded).
         commands: arm and gripper commands, in arrival order.
         state_t / state_q / state_effort: joint-state stamps (s), positions (n, 9), efforts (n, 9).
         object_t / object_pos: tracker stamps (s) and positions (m, (k, 3)); empty when absent.
@@ -69,6 +70,7 @@ class RecordedEpisode:
     wrench: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
     started_s: float = 0.0
     stopped_s: float = float("inf")
+    drift: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def has_object_track(self) -> bool:
@@ -237,6 +239,7 @@ def read_recorded_episode(
         state_q=q,
         state_effort=effort,
         started_s=(started[0] - offset - t0) * 1e-9,
+        drift=dict(episode.drift),
     )
     from real_bridge.interface import LEVEL_ERROR
 
