@@ -56,6 +56,8 @@ def _print(out: dict[str, Any]) -> None:
             f"[{_fmt(e.get('low'))}, {_fmt(e.get('high'))}]"
         )
         if not e["identified"]:
+            if e.get("fitted_value") is not None:
+                line += f" around the fit's {_fmt(e['fitted_value'])}"
             line += f"  NOT IDENTIFIED ({e['reason']}"
             line += f"; most correlated with {e['partner']}, ρ = {e['correlation']:+.2f})" if e.get(
                 "partner") else ")"  # fmt: skip

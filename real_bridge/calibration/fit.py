@@ -67,6 +67,8 @@ class ParameterEstimate:
         identified: whether the data pin it down (see the module docstring).
         partner / correlation: the parameter it is most correlated with, and how much.
         reason: why it is not identified ("" when it is).
+        fitted: when not identified, the value the fit had reached (the interval is around it);
+            nan otherwise.
     """
 
     name: str
@@ -77,6 +79,7 @@ class ParameterEstimate:
     partner: str = ""
     correlation: float = 0.0
     reason: str = ""
+    fitted: float = math.nan
 
 
 @dataclass
@@ -440,6 +443,7 @@ def calibrate_episodes(
             iterations += 1
             estimates.update(refit)
         for name in dropped:
+            estimates[name].fitted = estimates[name].value
             estimates[name].value = nominal[name]
         values = dict(nominal)
         values.update({n: e.value for n, e in estimates.items() if e.identified})

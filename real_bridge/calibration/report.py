@@ -33,10 +33,12 @@ def estimate_entry(est: ParameterEstimate) -> dict[str, Any]:
     bandwidth is written in Hz (its fitted time constant beside it)."""
     info = PARAMETERS[est.name]
     value, low, high, unit = est.value, est.low, est.high, info.unit
+    fitted = est.fitted
     entry: dict[str, Any] = {}
     if est.name == "actuator_bandwidth":
         entry["time_constant_s"] = _finite(value)
         value, low, high = bandwidth_hz(value), bandwidth_hz(high), bandwidth_hz(low)
+        fitted = bandwidth_hz(fitted) if math.isfinite(fitted) else fitted
         unit = "Hz"
     entry.update(
         {
@@ -48,6 +50,8 @@ def estimate_entry(est: ParameterEstimate) -> dict[str, Any]:
             "partner": est.partner,
             "correlation": round(float(est.correlation), 4),
             "reason": est.reason,
+            # not identified: what the fit reached (the interval is around it); kept nominal
+            "fitted_value": None if est.identified else _finite(fitted),
         }
     )
     return {k: v for k, v in entry.items() if v is not None}
@@ -180,7 +184,14 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for name, entry in content["parameters"].items():
-        verdict = "identified" if entry["identified"] else f"not identified: {entry['reason']}"
+        verdict = (
+            "identified"
+            if entry["identified"]
+            else (
+                f"not identified: {entry['reason']}; the fit reached {_fmt(entry.get('fitted_value'))}"
+                " (the interval is around it); kept nominal"
+            )
+        )
         partner = (
             f"{entry['partner']} (ρ = {entry['correlation']:+.2f})" if entry.get("partner") else "—"
         )
