@@ -130,14 +130,24 @@ def main() -> int:
     parser.add_argument("--unpaired", type=int, default=40)
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--reuse", default="", help="folder of an earlier run: its recordings and real episodes"
+    )
     args = parser.parse_args()
     from embodied_eval.calibration_file import NOT_MAPPED, SIM_FIELDS
     from sim_suites.variations import RealityGap
 
-    record_dir = Path(tempfile.mkdtemp(prefix="calibration-gap-"))
-    started = time.monotonic()
-    real = run_real(args.real, args.steps, record_dir)
-    print(f"real side: {len(real)} episodes in {time.monotonic() - started:.0f} s")
+    if args.reuse:
+        lines = (Path(args.reuse) / "real.jsonl").read_text().splitlines()
+        real = [Episode.from_json(line) for line in lines]
+        print(f"real side: {len(real)} episodes of {args.reuse}")
+    else:
+        record_dir = Path(tempfile.mkdtemp(prefix="calibration-gap-"))
+        started = time.monotonic()
+        real = run_real(args.real, args.steps, record_dir)
+        (record_dir / "real.jsonl").write_text("".join(e.to_json() + "\n" for e in real))
+        print(f"real side: {len(real)} episodes in {time.monotonic() - started:.0f} s "
+              f"(kept in {record_dir})")  # fmt: skip
     recs = [read_recorded_episode(ep, {}) for ep in real if ep.artifacts]
     started = time.monotonic()
     result = calibrate_episodes(recs, PARAMS, workers=args.workers)

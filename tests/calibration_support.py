@@ -50,6 +50,7 @@ def write_recording(rec: RecordedEpisode, path: Path, delay_s: float, robot_id: 
         topics.object_pose: "geometry_msgs/msg/PoseStamped",
         topics.episode: "std_msgs/msg/String",
         topics.diagnostics: "diagnostic_msgs/msg/DiagnosticArray",
+        topics.manifest: "std_msgs/msg/String",
     }
     for topic, kind in kinds.items():
         recorder.add_stream(topic, kind)
@@ -81,6 +82,10 @@ def write_recording(rec: RecordedEpisode, path: Path, delay_s: float, robot_id: 
     def ns_of(s: float) -> int:
         return EPOCH_NS + round(s * 1e9)
 
+    # The manifest the reset station was given (its scene ranges rebuild the pair's scene).
+    told = {"episode": {"episode_id": rec.episode_id},
+            "randomization": {k: list(v) for k, v in rec.randomization.items()}}  # fmt: skip
+    write(topics.manifest, t["std_msgs/msg/String"](data=json.dumps(told)), ns_of(0.0))
     event = json.dumps({"episode_id": rec.episode_id, "phase": "started"})
     write(topics.episode, t["std_msgs/msg/String"](data=event), ns_of(rec.started_s) + LATENCY_NS)
     names = arm + gripper

@@ -7,7 +7,9 @@ From the episode's MCAP recording (see `real_bridge.recording`):
   long it waited) when the robot echoes, else from the send time mapped onto the robot's clock by
   the joint states' stamps (median of receive time − stamp);
 - the joint states (positions and efforts) with their stamps;
-- the object tracker's positions with their stamps, and the wrench, when recorded.
+- the object tracker's positions with their stamps, and the wrench, when recorded;
+- the randomization ranges of the manifest the robot's reset station was given (the scene knobs
+  rebuild the pair's scene), else the protocol's.
 
 Times are seconds on the robot's clock relative to the first joint state of the recording.
 """
@@ -148,6 +150,7 @@ def read_recorded_episode(
         topics.get("object_pose", ""): "object",
         topics.get("episode", ""): "event",
         topics.get("diagnostics", ""): "diagnostics",
+        topics.get("manifest", ""): "manifest",
     }
     roles.pop("", None)
     factory = DecoderFactory()
@@ -232,7 +235,7 @@ def read_recorded_episode(
         episode_id=episode.episode_id,
         task_id=episode.task_id,
         seed=int(episode.seed),
-        randomization=dict(randomization),
+        randomization=_told_randomization(streams.get("manifest", []), episode, randomization),
         robot_id=str(meta.get("robot_id", "") or config.get("robot_id", "")),
         commands=commands,
         state_t=(stamps - t0) * 1e-9,
@@ -269,6 +272,23 @@ def read_recorded_episode(
             ]
         )
     return recorded
+
+
+def _told_randomization(
+    manifests: list[tuple[int, Any]], episode: Episode, protocol_ranges: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ranges the robot's reset station was given for this episode (its recorded manifest),
+    else the protocol's."""
+    for _, msg in reversed(manifests):
+        try:
+            data = json.loads(msg.data)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and (data.get("episode") or {}).get(
+            "episode_id"
+        ) == episode.episode_id and isinstance(data.get("randomization"), dict):
+            return dict(data["randomization"])
+    return dict(protocol_ranges)
 
 
 def _level(level: Any) -> int:
