@@ -39,6 +39,8 @@ STEP_READERS: dict[str, str] = {
 #: The measured accuracy of a success detector: `lookup(name, version) -> {counts...} | None`
 #: (confusion counts against the twin's oracle, shipped with the detector).
 JUDGE_ACCURACY = "real_bridge.judge_accuracy:stored_accuracy"
+#: Fits a calibration from a window's recorded real episodes (`embodied-eval calibrate`).
+CALIBRATE = "real_bridge.calibration.window:calibrate_window"
 
 #: Robot backends for the real side, by name.
 ROBOT_BACKENDS: dict[str, str] = {

@@ -22,8 +22,10 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
 - `[sim]` engines, max_steps, policy, grasp ("contact", or "assisted": a weld holds grasped
   parts; certify refuses assisted episodes unless the protocol declares it),
   out_of_range_actions ("refuse": an action outside the action space ends the episode `error`;
-  "clip": clipped and counted); `[real]` backend, robot_id, policy, judge_correction (AR
-  corrected with the detector's measured accuracy), scene_tolerance_m / scene_tolerance_rad
+  "clip": clipped and counted), calibration (a file from `embodied-eval calibrate`, relative to
+  the protocol file: the sim side runs with its fitted parameters); `[real]` backend, robot_id,
+  policy, judge_correction (AR corrected with the detector's measured accuracy),
+  scene_tolerance_m / scene_tolerance_rad
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
 - `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
@@ -371,6 +373,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
             k: v
             for k, v in sim.items()
             if not (k == "out_of_range_actions" and v == "refuse")
+            and not (k == "calibration" and v == "")
         },
         # Declared-only keys at their defaults stay out: protocols that do not set them keep
         # their hash.
@@ -424,6 +427,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         ar_estimator=emb["ar_estimator"],
         out_of_range_actions=sim["out_of_range_actions"],
         judge_correction=real["judge_correction"],
+        sim_calibration=sim["calibration"],
         maintenance=maintenance,
         expansion=expansion,
     )
@@ -448,7 +452,12 @@ def load_protocol(path: str | Path) -> Protocol:
         raise EvalError(f"protocol file {str(path)!r} is not valid TOML: {exc}") from None
     except RecursionError:
         raise EvalError(f"protocol file {str(path)!r} is nested too deeply") from None
-    return protocol_from_mapping(data)
+    protocol = protocol_from_mapping(data)
+    if protocol.sim_calibration and not Path(protocol.sim_calibration).is_absolute():
+        # A relative calibration file is the protocol file's neighbour.
+        where = str(Path(path).parent / protocol.sim_calibration)
+        protocol = dataclasses.replace(protocol, sim_calibration=where)
+    return protocol
 
 
 def example_protocol_path() -> Path:

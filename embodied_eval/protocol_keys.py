@@ -157,6 +157,8 @@ SIM_KEYS: dict[str, Key] = {
     "grasp": Key(str, "contact", choices=GRASP_MODES),
     # in the hash only when not the default ("refuse")
     "out_of_range_actions": Key(str, "refuse", choices=OUT_OF_RANGE_ACTIONS),
+    # a calibration file (`embodied-eval calibrate`); in the hash only when set
+    "calibration": Key(str, ""),
 }
 REAL_KEYS: dict[str, Key] = {
     "backend": Key(str, "ros2", check=_backend_problem),

@@ -170,6 +170,8 @@ class Protocol:
     out_of_range_actions: str = "refuse"
     #: `[real] judge_correction`: correct AR with the detector's measured accuracy.
     judge_correction: bool = False
+    #: The `[sim] calibration` file (or `run --calibration`): "" runs the nominal simulator.
+    sim_calibration: str = ""
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:

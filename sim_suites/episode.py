@@ -34,7 +34,7 @@ from sim_suites.policies import Policy, load_policy
 from sim_suites.safety import SafetyLimits
 from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import task_spec
-from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
+from sim_suites.variations import DEFAULT_RANDOMIZATION, NOMINAL_CONTROL_RATE_HZ, RealityGap
 
 #: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
 #: restore the whole simulator state, so reuse does not change results (tested).
@@ -123,6 +123,9 @@ def run_episode(
             else "1970-01-01T00:00:00Z"
         )
 
+    calibration = None
+    if protocol is not None and protocol.sim_calibration and reality_gap is None:
+        calibration, reality_gap = calibrated_gap(protocol)
     agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
     # A policy that sees through cameras says so (`observation_mode`); others get state.
     env = cached_env(spec.task_id, spec.engine, getattr(agent, "observation_mode", "state"))
@@ -191,6 +194,8 @@ def run_episode(
         randomization_record["not_applied"] = reset_info["not_applied"]
     if reality_gap is not None:
         randomization_record["reality_gap"] = reality_gap.to_dict()
+    if calibration is not None:
+        randomization_record["calibration"] = calibration
     # The record keeps the policy actually run, the protocol's q* for the instance and the
     # drift's name next to its parameters; everything else is the manifest row's.
     episode = spec.to_episode(
@@ -213,6 +218,29 @@ def run_episode(
         status_reason=summary["status_reason"],
     )
     return EpisodeOutcome(episode=episode, safety_events=summary["safety_events"])
+
+
+def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:
+    """The protocol's calibration file, verified, as the episode's reality gap.
+
+    Returns:
+        (what the episode record keeps: the file's hash, the fields applied and the parameters
+        a sim episode cannot apply, with why; the `RealityGap`). The delay becomes whole control
+        steps at the nominal control rate.
+
+    Raises:
+        EvalError: the file was edited, is missing or was fitted on another robot.
+    """
+    from embodied_eval.calibration_file import read_calibration
+
+    cal = read_calibration(protocol.sim_calibration, robot_id=protocol.robot_id)
+    fields = cal.sim_gap(1.0 / NOMINAL_CONTROL_RATE_HZ)
+    record = {
+        "sha256": cal.sha256,
+        "applied": dict(sorted(fields.items())),
+        "not_applied": sorted(cal.not_mapped()),
+    }
+    return record, RealityGap(**fields)
 
 
 def record_observation(trace: dict[str, list[np.ndarray]], obs: Any, time_s: float) -> None:

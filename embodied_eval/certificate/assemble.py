@@ -16,7 +16,8 @@ certificate.json (format "embodied-eval-certificate/1"):
                         "ar_estimator" ("classical", or "ppi": AR_ppi in E and the AR
                         gate; the embodiment notes say so), "window": {"id", "start", "end"}}
     rng                 {"seed", "streams"}: every bootstrap derives from this seed
-    manifests           [{"manifest_hash", "created_at", "episodes"}] escrowed for the window
+    manifests           [{"manifest_hash", "created_at", "episodes", "sim_calibration_sha256"
+                        (calibrated sim side only)}] escrowed for the window
     window              {"id", "valid", "invalid_reason", "exposure_hours", "exposure_source",
                         "blind_hours", "exposure_entries", "exposure_how_measured", "closed",
                         "close" (the protocol owner's signed close, or null)}
@@ -275,6 +276,12 @@ def build_certificate(
                 "manifest_hash": m["manifest_hash"],
                 "created_at": m["created_at"],
                 "episodes": len((m.get("manifest") or {}).get("episodes", [])),
+                # The calibration the sim side ran with (absent: the nominal simulator).
+                **{
+                    k: v
+                    for k, v in (m.get("manifest") or {}).items()
+                    if k == "sim_calibration_sha256"
+                },
             }
             for m in inputs.manifests
         ],

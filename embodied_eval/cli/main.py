@@ -70,6 +70,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "embodied_eval.cli.rank",
         "Leaderboard of many policies: Bradley–Terry strengths, intervals, P(best).",
     ),
+    "calibrate": (
+        "embodied_eval.cli.calibrate",
+        "Fit the simulator's physical parameters to recorded real episodes.",
+    ),
     "store": (
         "embodied_eval.cli.store_cmd",
         "The store's integrity: verify the ledgers; amend an episode.",

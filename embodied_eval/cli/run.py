@@ -6,6 +6,7 @@ episodes in flight when it stopped are run again from their seeds.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from enum import StrEnum
@@ -148,12 +149,20 @@ def run_command(
     ray_working_dir: str | None = typer.Option(
         None, "--ray-working-dir", help="Code folder shipped to a remote Ray cluster."
     ),
+    calibration: Path | None = typer.Option(
+        None,
+        "--calibration",
+        help="Run the sim side with this calibration file (`embodied-eval calibrate`) instead "
+        "of the protocol's [sim] calibration.",
+    ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Plan and escrow the manifest only."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
     as_json: bool = JsonOption,
 ) -> None:
     """Run a protocol's paired sim/real trials; re-run the same command to resume."""
     protocol = load_protocol(protocol_file)
+    if calibration is not None:
+        protocol = dataclasses.replace(protocol, sim_calibration=str(calibration))
     gym_engine = tuple(engine or ()) == ("gymnasium",)
     if quality and not (gym_id or gym_engine):
         raise EvalError("--quality needs --gym-id or --engine gymnasium", key="quality")

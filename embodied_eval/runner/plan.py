@@ -137,6 +137,17 @@ class Manifest:
         return [s for s in self.specs if s.side == side and (wanted is None or s.engine in wanted)]
 
 
+def _calibration_header(protocol: Protocol) -> dict[str, str]:
+    """The manifest's record of the sim side's calibration (verified now: an edited file or one
+    fitted on another robot stops the run before anything is planned)."""
+    if not protocol.sim_calibration:
+        return {}
+    from embodied_eval.calibration_file import read_calibration
+
+    cal = read_calibration(protocol.sim_calibration, robot_id=protocol.robot_id)
+    return {"sim_calibration_sha256": cal.sha256}
+
+
 def plan_manifest(
     protocol: Protocol,
     *,
@@ -237,6 +248,7 @@ def plan_manifest(
         "real_engine": real_eng,
         "sim_source": sim_source,
         **({"sim_task": sim_task} if sim_task else {}),
+        **_calibration_header(protocol),
         "seed_rule": SEED_RULE,
         "design": "factorial: instances x drifts x seeds_per_instance, seeded run order",
         "seeds_per_instance": protocol.seeds_per_instance,

@@ -1,0 +1,305 @@
+"""A recorded real episode as the calibration needs it: on the robot's clock.
+
+From the episode's MCAP recording (see `real_bridge.recording`):
+
+- the arm and gripper commands sent after the episode's "started" event, each with its arrival
+  time on the robot's clock — from the robot's echo of each applied command (its stamp minus how
+  long it waited) when the robot echoes, else from the send time mapped onto the robot's clock by
+  the joint states' stamps (median of receive time − stamp);
+- the joint states (positions and efforts) with their stamps;
+- the object tracker's positions with their stamps, and the wrench, when recorded;
+- the randomization ranges of the manifest the robot's reset station was given (the scene knobs
+  rebuild the pair's scene), else the protocol's.
+
+Times are seconds on the robot's clock relative to the first joint state of the recording.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from embodied_eval.errors import EvalError
+from embodied_eval.records import Episode
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command as the robot received it: arrival (s, robot clock), targets, duration (s)."""
+
+    arrival_s: float
+    kind: str  # "arm" or "gripper"
+    positions: np.ndarray
+    duration_s: float
+
+
+@dataclass
+class RecordedEpisode:
+    """Everything the calibration reads from one real episode (see the module docstring).
+
+    Attributes:
+        episode_id, task_id, seed: the episode record's.
+        randomization: the protocol's `[randomization]` ranges (the scene knobs rebuild the
+            pair's scene).
+        robot_id: the robot the episode ran on.
+        drift: the episode record's drift (name and parameters, as recorded).
+        commands: arm and gripper commands, in arrival order.
+        state_t / state_q / state_effort: joint-state stamps (s), positions (n, 9), efforts (n, 9).
+        object_t / object_pos: tracker stamps (s) and positions (m, (k, 3)); empty when absent.
+        wrench_t / wrench: force/torque stamps and readings ((k, 6)); empty when absent.
+        started_s: the "started" event mapped onto the robot clock.
+        stopped_s: when the robot's safety controller stopped it (it holds from then on, which
+            the replay does not model), s; inf when it never stopped.
+    """
+
+    episode_id: str
+    task_id: str
+    seed: int
+    randomization: Mapping[str, Any]
+    robot_id: str
+    commands: list[Command]
+    state_t: np.ndarray
+    state_q: np.ndarray
+    state_effort: np.ndarray
+    object_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    object_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    wrench_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    wrench: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    started_s: float = 0.0
+    stopped_s: float = float("inf")
+    drift: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_object_track(self) -> bool:
+        return len(self.object_t) > 0
+
+    @property
+    def arm_commands(self) -> list[Command]:
+        return [c for c in self.commands if c.kind == "arm"]
+
+
+def _stamp_s(header: Any) -> int:
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
+def _duration_ns(point: Any) -> int:
+    return int(point.time_from_start.sec) * 1_000_000_000 + int(point.time_from_start.nanosec)
+
+
+def _ordered(names: Any, values: Any, wanted: list[str], path: Path, what: str) -> list[float]:
+    index = {n: i for i, n in enumerate(names)}
+    missing = [w for w in wanted if w not in index]
+    if missing:
+        raise EvalError(f"recording {path}: {what} does not name joint {missing[0]!r}")
+    return [float(values[index[w]]) for w in wanted]
+
+
+def recording_path(episode: Episode) -> Path:
+    """The episode's MCAP recording.
+
+    Raises:
+        EvalError: the episode has none on disk (record real episodes with recording on).
+    """
+    for art in episode.artifacts:
+        if art.kind == "mcap" and Path(art.path).is_file():
+            return Path(art.path)
+    raise EvalError(
+        f"episode {episode.episode_id}: no MCAP recording on disk; record real episodes "
+        "(the robot profile's `record = true`) to calibrate from them"
+    )
+
+
+def read_recorded_episode(
+    episode: Episode, randomization: Mapping[str, Any], path: str | Path | None = None
+) -> RecordedEpisode:
+    """Read one real episode's recording for calibration.
+
+    Args:
+        episode: the episode record (its seed rebuilds the scene).
+        randomization: the protocol's `[randomization]` ranges.
+        path: the recording (default: the episode's MCAP artifact).
+
+    Raises:
+        EvalError: the file is not a harness recording or lacks a needed stream (joint states
+            with efforts, the arm commands, the "started" event).
+    """
+    from mcap_ros2.decoder import DecoderFactory
+
+    from real_bridge.recording import read_partial
+
+    path = recording_path(episode) if path is None else Path(path)
+    metadata: list[Any] = []
+    schemas, channels, messages = read_partial(path, metadata)
+    meta = next((m.metadata for m in metadata if m.name == "episode"), None)
+    if meta is None or "bridge_config" not in meta:
+        raise EvalError(f"recording {path}: no episode metadata (not a harness recording)")
+    config = json.loads(meta["bridge_config"])
+    topics, robot = config["topics"], config["robot"]
+    arm, gripper = list(robot["arm_joints"]), list(robot["gripper_joints"])
+    roles = {
+        topics["joint_state"]: "state",
+        topics["command"]: "arm",
+        topics.get("gripper_command", ""): "gripper",
+        topics.get("applied", ""): "applied",
+        topics.get("wrench", ""): "wrench",
+        topics.get("object_pose", ""): "object",
+        topics.get("episode", ""): "event",
+        topics.get("diagnostics", ""): "diagnostics",
+        topics.get("manifest", ""): "manifest",
+    }
+    roles.pop("", None)
+    factory = DecoderFactory()
+    decoders: dict[int, Any] = {}
+    for cid, channel in channels.items():
+        if channel.topic in roles:
+            decoder = factory.decoder_for(channel.message_encoding, schemas.get(channel.schema_id))
+            if decoder is not None:
+                decoders[cid] = decoder
+    streams: dict[str, list[tuple[int, Any]]] = {}
+    for message in sorted(messages, key=lambda m: m.log_time):
+        if message.channel_id in decoders:
+            role = roles[channels[message.channel_id].topic]
+            streams.setdefault(role, []).append(
+                (int(message.log_time), decoders[message.channel_id](message.data))
+            )
+    states = streams.get("state", [])
+    if len(states) < 2:
+        raise EvalError(
+            f"recording {path}: no joint states recorded; record the `joint_state` stream"
+        )
+    joints = arm + gripper
+    stamps = np.array([_stamp_s(m.header) for _, m in states], dtype=np.int64)
+    if np.any(np.diff(stamps) <= 0):
+        order = np.argsort(stamps, kind="stable")
+        states = [states[i] for i in order]
+        stamps = stamps[order]
+    t0 = int(stamps[0])
+    q = np.array([_ordered(m.name, m.position, joints, path, "a joint state") for _, m in states])
+    if any(len(m.effort) != len(m.name) for _, m in states):
+        raise EvalError(
+            f"recording {path}: the joint states carry no efforts; the calibration needs them "
+            "to find the controller's update times (publish effort in joint_states)"
+        )
+    effort = np.array(
+        [_ordered(m.name, m.effort, joints, path, "a joint state") for _, m in states]
+    )
+    # Receive time − stamp: maps the harness's clock onto the robot's.
+    offset = int(np.median([log - int(s) for (log, _), s in zip(states, stamps, strict=True)]))
+    started = [
+        log for log, msg in streams.get("event", []) if _event(msg.data) == (
+            episode.episode_id, "started")
+    ]  # fmt: skip
+    if not started:
+        raise EvalError(f"recording {path}: the episode never started (no 'started' event)")
+    sent = [
+        (log, kind, msg)
+        for kind in ("arm", "gripper")
+        for log, msg in streams.get(kind, [])
+        if log >= started[0] and msg.points
+    ]
+    if not any(kind == "arm" for _, kind, _ in sent):
+        raise EvalError(
+            f"recording {path}: no arm commands recorded after the episode started; record the "
+            "`command` stream"
+        )
+    echoes = {str(m.header.frame_id): m for _, m in streams.get("applied", [])}
+    period_ns = int(np.median(np.diff(stamps)))
+    commands = []
+    for log, kind, msg in sent:
+        names = arm if kind == "arm" else gripper
+        echo = echoes.get(str(msg.header.frame_id)) if msg.header.frame_id else None
+        if echo is not None:
+            # Applied at the physics step before the echo's state tick, after waiting this long.
+            arrival_ns = _stamp_s(echo.header) - period_ns - _duration_ns(echo.points[0])
+            positions = _ordered(echo.joint_names, echo.points[0].positions, names, path, "an echo")
+        else:
+            arrival_ns = log - offset
+            positions = _ordered(
+                msg.joint_names, msg.points[-1].positions, names, path, "a command"
+            )
+        commands.append(
+            Command(
+                arrival_s=(arrival_ns - t0) * 1e-9,
+                kind=kind,
+                positions=np.array(positions, dtype=float),
+                duration_s=_duration_ns(msg.points[-1]) * 1e-9,
+            )
+        )
+    commands.sort(key=lambda c: c.arrival_s)
+    recorded = RecordedEpisode(
+        episode_id=episode.episode_id,
+        task_id=episode.task_id,
+        seed=int(episode.seed),
+        randomization=_told_randomization(streams.get("manifest", []), episode, randomization),
+        robot_id=str(meta.get("robot_id", "") or config.get("robot_id", "")),
+        commands=commands,
+        state_t=(stamps - t0) * 1e-9,
+        state_q=q,
+        state_effort=effort,
+        started_s=(started[0] - offset - t0) * 1e-9,
+        drift=dict(episode.drift),
+    )
+    from real_bridge.interface import LEVEL_ERROR
+
+    stops = [
+        _stamp_s(m.header)
+        for log, m in streams.get("diagnostics", [])
+        if log >= started[0]
+        and any(
+            _level(st.level) == LEVEL_ERROR and st.name.startswith("safety/") for st in m.status
+        )
+    ]
+    if stops:
+        recorded.stopped_s = (min(stops) - t0) * 1e-9
+    poses = streams.get("object", [])
+    if poses:
+        recorded.object_t = np.array([(_stamp_s(m.header) - t0) * 1e-9 for _, m in poses])
+        recorded.object_pos = np.array(
+            [[m.pose.position.x, m.pose.position.y, m.pose.position.z] for _, m in poses]
+        )
+    wrenches = streams.get("wrench", [])
+    if wrenches:
+        recorded.wrench_t = np.array([(_stamp_s(m.header) - t0) * 1e-9 for _, m in wrenches])
+        recorded.wrench = np.array(
+            [
+                [w.force.x, w.force.y, w.force.z, w.torque.x, w.torque.y, w.torque.z]
+                for w in (m.wrench for _, m in wrenches)
+            ]
+        )
+    return recorded
+
+
+def _told_randomization(
+    manifests: list[tuple[int, Any]], episode: Episode, protocol_ranges: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The ranges the robot's reset station was given for this episode (its recorded manifest),
+    else the protocol's."""
+    for _, msg in reversed(manifests):
+        try:
+            data = json.loads(msg.data)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and (data.get("episode") or {}).get(
+            "episode_id"
+        ) == episode.episode_id and isinstance(data.get("randomization"), dict):
+            return dict(data["randomization"])
+    return dict(protocol_ranges)
+
+
+def _level(level: Any) -> int:
+    return level[0] if isinstance(level, (bytes, bytearray)) else int(level)
+
+
+def _event(text: str) -> tuple[str, str]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return "", ""
+    if not isinstance(data, dict):
+        return "", ""
+    return str(data.get("episode_id", "")), str(data.get("phase", ""))

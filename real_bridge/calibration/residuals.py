@@ -1,0 +1,151 @@
+"""Residuals between a recorded episode and its replay, and the replays of many episodes.
+
+The residual of one episode stacks, in this order:
+
+- joint tracking: (replayed − measured) arm joint positions after every controller update from
+  the first command on (until the robot's safety controller stopped it, if it did), divided by `JOINT_SCALE_RAD`;
+- object track: (replayed − measured) object position at every tracker reading from the first
+  command on (the replay interpolated between controller updates), divided by `OBJECT_SCALE_M`,
+  when the recording has a tracker.
+
+The scales only weigh the two kinds against each other: the intervals use the residuals' own
+spread.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from real_bridge.calibration.recorded import RecordedEpisode
+from real_bridge.calibration.replay import EpisodeReplay, ReplayTrace
+
+#: Joint-position error that weighs as much as OBJECT_SCALE_M of object error, rad.
+JOINT_SCALE_RAD = 1e-3
+#: Object-position error that weighs as much as JOINT_SCALE_RAD of joint error, m.
+OBJECT_SCALE_M = 2e-3
+
+
+@dataclass(frozen=True)
+class EpisodeResidual:
+    """One episode's residual parts (unscaled: rad and m) and its replay."""
+
+    joint: np.ndarray  # (K, 7), rad
+    object: np.ndarray  # (M, 3), m
+    trace: ReplayTrace
+
+    def stacked(self) -> np.ndarray:
+        """The weighted residual vector (see the module docstring)."""
+        return np.concatenate(
+            [self.joint.ravel() / JOINT_SCALE_RAD, self.object.ravel() / OBJECT_SCALE_M]
+        )
+
+
+def episode_residual(recorded: RecordedEpisode, trace: ReplayTrace) -> EpisodeResidual:
+    """Compare a replay with the recording (see the module docstring)."""
+    start = recorded.commands[0].arrival_s
+    keep = (trace.t >= start) & (trace.t < recorded.stopped_s)
+    times = trace.t[keep]
+    idx = np.clip(np.searchsorted(recorded.state_t, times), 0, len(recorded.state_t) - 1)
+    before = np.clip(idx - 1, 0, None)
+    nearer = np.abs(recorded.state_t[before] - times) < np.abs(recorded.state_t[idx] - times)
+    idx = np.where(nearer, before, idx)
+    joint = trace.q[keep, :7] - recorded.state_q[idx, :7]
+    obj = np.zeros((0, 3))
+    if recorded.has_object_track:
+        inside = (
+            (recorded.object_t >= start)
+            & (recorded.object_t <= trace.t[-1])
+            & (recorded.object_t < recorded.stopped_s)
+        )
+        seen_t = recorded.object_t[inside]
+        replayed = np.column_stack(
+            [np.interp(seen_t, trace.t, trace.object_pos[:, i]) for i in range(3)]
+        )
+        obj = replayed - recorded.object_pos[inside]
+    return EpisodeResidual(joint=joint, object=obj, trace=trace)
+
+
+# ---------------------------------------------------------------------- replays in workers
+
+_EPISODES: list[RecordedEpisode] = []
+_REPLAYS: dict[str, EpisodeReplay] = {}
+
+
+def _init_worker(episodes: list[RecordedEpisode]) -> None:
+    global _EPISODES
+    _EPISODES = episodes
+    _REPLAYS.clear()
+
+
+def _replay(recorded: RecordedEpisode, values: Mapping[str, float]) -> EpisodeResidual:
+    replay = _REPLAYS.get(recorded.task_id)
+    if replay is None:
+        replay = _REPLAYS[recorded.task_id] = EpisodeReplay(recorded.task_id)
+    return episode_residual(recorded, replay.run(recorded, values))
+
+
+def _worker_run(
+    indices: Sequence[int], values: Mapping[str, float]
+) -> list[tuple[int, EpisodeResidual]]:
+    return [(i, _replay(_EPISODES[i], values)) for i in indices]
+
+
+class Replayer:
+    """Replays a fixed set of recorded episodes under parameter values, on `workers` processes.
+
+    Args:
+        episodes: the recordings.
+        workers: processes to replay in (1: in this process). Episodes are dealt round-robin.
+    """
+
+    def __init__(self, episodes: Sequence[RecordedEpisode], workers: int = 1) -> None:
+        self.episodes = list(episodes)
+        self.workers = max(1, min(int(workers), len(self.episodes)))
+        self.evaluations = 0
+        self._pool: Any = None
+        if self.workers > 1:
+            import multiprocessing
+
+            self._pool = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("fork" if os.name == "posix" else "spawn"),
+                initializer=_init_worker,
+                initargs=(self.episodes,),
+            )
+        else:
+            _init_worker(self.episodes)
+
+    def run(
+        self, values: Mapping[str, float], subset: Sequence[int] | None = None
+    ) -> list[EpisodeResidual]:
+        """The residuals of the episodes (all, or those at `subset`), in their order."""
+        order = list(range(len(self.episodes))) if subset is None else list(subset)
+        self.evaluations += 1
+        if self._pool is None:
+            if _EPISODES is not self.episodes:
+                _init_worker(self.episodes)
+            return [_replay(self.episodes[i], values) for i in order]
+        chunks = [order[w :: self.workers] for w in range(self.workers)]
+        futures = [self._pool.submit(_worker_run, c, dict(values)) for c in chunks if c]
+        found = dict(pair for f in futures for pair in f.result())
+        return [found[i] for i in order]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+        for replay in _REPLAYS.values():
+            replay.close()
+        _REPLAYS.clear()
+
+    def __enter__(self) -> Replayer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
