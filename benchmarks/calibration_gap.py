@@ -152,7 +152,8 @@ def main() -> int:
     started = time.monotonic()
     result = calibrate_episodes(recs, PARAMS, workers=args.workers)
     print(f"calibration: {len(recs)} recordings, {time.monotonic() - started:.0f} s, "
-          f"{result.evaluations} replays of the fitting set")  # fmt: skip
+          f"{result.evaluations} replays of the fitting set; set aside (the replay could not "
+          f"follow them): {', '.join(result.set_aside) or 'none'}")  # fmt: skip
     print("\n| parameter | truth | estimate | 95 % interval | identified | partner |")
     print("|---|---|---|---|---|---|")
     for name, e in result.estimates.items():

@@ -50,6 +50,11 @@ def _print(out: dict[str, Any]) -> None:
     )
     console.print(f"  fitting: {', '.join(out['fitted_on'])}", markup=False)
     console.print(f"  validation: {', '.join(out['validated_on'])}", markup=False)
+    if out.get("set_aside"):
+        console.print(
+            f"  set aside (the replay could not follow them): {', '.join(out['set_aside'])}",
+            markup=False,
+        )
     for name, e in out["parameters"].items():
         line = (
             f"  {name:<19} {_fmt(e.get('value')):>9} {e['unit']:<3} 95 % "

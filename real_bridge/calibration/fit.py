@@ -1,16 +1,19 @@
 """Fit declared parameters to recorded real episodes, with intervals and identifiability.
 
 The episodes are split by episode into a fitting set and a validation set (`split_episodes`).
-scipy's `least_squares` (trust-region reflective, bounded) minimises the fitting set's residual
-(`real_bridge.calibration.residuals`) over the declared parameters; the others stay nominal.
-The Jacobian is by finite differences; the actuator delay's step is one control period, because a
-command takes effect at the controller's next update (the replay is a staircase in the delay at
-finer steps).
+Coarse scans put the start in the right valley (`real_bridge.calibration.starts`: delay and
+actuator lag, then payload and servo gain); scipy's `least_squares` (trust-region reflective,
+bounded, soft-L1 loss) then minimises the fitting set's residual
+(`real_bridge.calibration.residuals`) over the declared parameters with the delay held, the
+delay gets its profile, and the rest is fitted again if the delay moved; parameters not declared
+stay nominal. Fitting episodes the replay cannot follow (`episodes_not_followed`) are set aside
+and the fit redone. The Jacobian is by finite differences; the actuator delay's step is one
+control period, because a command takes effect at the controller's next update.
 
-Each parameter then gets a 95 % interval from the Jacobian (`jacobian_intervals`) and a verdict
-(`identifiability`): identified when its interval is narrower than ± its resolution
-(`RESOLUTION`); otherwise it is reported as not identified, with the parameter it is most
-correlated with, held at its nominal value and the others fitted again without it.
+Each parameter then gets a 95 % interval from the Jacobian (`jacobian_intervals`; the delay's from
+its profile) and a verdict (`identifiability`): identified when its interval is narrower than ±
+its resolution (`RESOLUTION`); otherwise it is reported as not identified, with the parameter it
+is most correlated with, held at its nominal value and the others fitted again without it.
 """
 
 from __future__ import annotations
@@ -26,10 +29,19 @@ import numpy as np
 from embodied_eval.errors import EvalError
 from real_bridge.calibration.params import PARAMETERS, nominal_values
 from real_bridge.calibration.recorded import RecordedEpisode
-from real_bridge.calibration.residuals import EpisodeResidual, Replayer
+from real_bridge.calibration.residuals import EpisodeResidual, Replayer, stacked_residual
+from real_bridge.calibration.starts import (
+    DELAY_PROFILE_STEP_S,
+    LOSS,
+    LOSS_SCALE,
+    SCAN_EPISODES,
+    START,
+    Z_95,
+    delay_profile,
+    sag_start,
+    timing_start,
+)
 
-#: Two-sided 95 % normal quantile.
-Z_95 = 1.959963984540054
 #: Interval half-width beyond which a parameter counts as not identified, in its own unit.
 RESOLUTION: dict[str, float] = {
     "payload": 0.1,
@@ -52,6 +64,12 @@ FD_STEP: dict[str, float] = {
     "object_mass": 0.05,
     "friction": 0.05,
 }
+#: Least-squares stopping tolerances (scipy's xtol, ftol): the payload–gain valley is long and
+#: shallow, so the fit must not stop at the first small step along it.
+XTOL = 1e-6
+FTOL = 1e-7
+#: A fitting episode whose RMS residual exceeds this many times the median episode's is set aside.
+NOT_FOLLOWED_FACTOR = 4.0
 #: A Jacobian column this small relative to the largest (each scaled by its resolution) means the
 #: recordings never exercise the parameter.
 UNEXERCISED = 1e-6
@@ -94,6 +112,7 @@ class FitResult:
     after: dict[str, float]
     evaluations: int
     iterations: int
+    set_aside: list[str] = field(default_factory=list)
     before_residuals: list[EpisodeResidual] = field(default_factory=list)
     after_residuals: list[EpisodeResidual] = field(default_factory=list)
 
@@ -178,27 +197,10 @@ def identifiability(
     return out
 
 
-#: Where the fit starts: nominal, except the actuator's time constant (at τ = 0 the filter's effect
-#: has zero slope, so a fit started there could never leave it).
-START: dict[str, float] = {"actuator_bandwidth": 0.01}
-#: Delays tried before the least-squares fit (s, up to); the step is one control period.
-DELAY_SCAN_S = 0.2
-#: Actuator time constants tried at the scanned delay, s.
-TIME_CONSTANT_SCAN_S = (0.0, 0.005, 0.01, 0.02, 0.035, 0.06)
-#: Grid of the delay's profile (the physics step), s.
-DELAY_PROFILE_STEP_S = 0.002
-#: Episodes the delay scan replays (the first ones of the fitting set).
-DELAY_SCAN_EPISODES = 3
-
-
 def _values_of(base: Mapping[str, float], names: Sequence[str], x: np.ndarray) -> dict[str, float]:
     out = dict(base)
     out.update({n: float(v) for n, v in zip(names, x, strict=True)})
     return out
-
-
-def _residual(replayer: Replayer, subset: Sequence[int], values: Mapping[str, float]) -> np.ndarray:
-    return np.concatenate([r.stacked() for r in replayer.run(values, subset)])
 
 
 def finite_difference_jacobian(
@@ -218,86 +220,8 @@ def finite_difference_jacobian(
             h = -h
         moved = x.copy()
         moved[j] += h
-        jac[:, j] = (_residual(replayer, subset, _values_of(base, names, moved)) - f0) / h
+        jac[:, j] = (stacked_residual(replayer, subset, _values_of(base, names, moved)) - f0) / h
     return jac
-
-
-def _cost(replayer: Replayer, subset: Sequence[int], values: Mapping[str, float]) -> float:
-    r = _residual(replayer, subset, values)
-    return float(r @ r)
-
-
-def timing_start(
-    replayer: Replayer, subset: Sequence[int], base: Mapping[str, float], names: Sequence[str]
-) -> dict[str, float]:
-    """Start values of the delay and the actuator's time constant from a coarse scan of a few
-    episodes: a delay and a slow actuator both make the arm late, so a least-squares fit started
-    far from both can settle with one absorbing the other. Delays on a grid of control periods,
-    then time constants at the best delay, then delays again near it. The scan compares the
-    changes of the joint error from one controller update to the next, which the static sag of an
-    unknown payload or gain hardly touches."""
-    out = dict(base)
-
-    def _timing_cost(values: Mapping[str, float]) -> float:
-        return float(
-            sum(np.sum(np.diff(r.joint, axis=0) ** 2) for r in replayer.run(values, subset))
-        )
-
-    step = FD_STEP["actuator_delay"]
-    delays = list(np.arange(0.0, DELAY_SCAN_S + 1e-9, step))
-
-    def best_delay(grid: Sequence[float]) -> float:
-        costs = [_timing_cost({**out, "actuator_delay": float(d)}) for d in grid]
-        return float(grid[int(np.argmin(costs))])
-
-    if "actuator_delay" in names:
-        out["actuator_delay"] = best_delay(delays)
-    if "actuator_bandwidth" in names:
-        taus = list(TIME_CONSTANT_SCAN_S)
-        costs = [_timing_cost({**out, "actuator_bandwidth": t}) for t in taus]
-        out["actuator_bandwidth"] = max(
-            START["actuator_bandwidth"] / 2, taus[int(np.argmin(costs))]
-        )
-        if "actuator_delay" in names:
-            d = out["actuator_delay"]
-            near = [x for x in (d - 2 * step, d - step, d, d + step) if 0.0 <= x <= DELAY_SCAN_S]
-            out["actuator_delay"] = best_delay(near)
-    return out
-
-
-def delay_profile(
-    replayer: Replayer,
-    subset: Sequence[int],
-    base: Mapping[str, float],
-    step_s: float,
-    half_width_s: float,
-    dof: int,
-) -> tuple[float, float, float]:
-    """The delay's estimate and 95 % interval from the profile of the residual.
-
-    A command takes effect at the controller's next update, so the residual is flat in the delay
-    between the moments where some command moves to another update: the Jacobian cannot see the
-    delay finer than that. The residual is evaluated on a grid of `step_s` (the physics step)
-    within ±`half_width_s` of the fitted delay, the other parameters held; the interval is every
-    delay whose residual is within z₀.₉₇₅² s² of the smallest (a likelihood-ratio interval,
-    s² = ‖r‖²/dof), the estimate its middle.
-
-    Returns:
-        (estimate, low, high), s.
-    """
-    d0 = base["actuator_delay"]
-    grid = d0 + step_s * np.arange(-round(half_width_s / step_s), round(half_width_s / step_s) + 1)
-    grid = grid[
-        (grid >= PARAMETERS["actuator_delay"].low) & (grid <= PARAMETERS["actuator_delay"].high)
-    ]
-    costs = np.array(
-        [float(np.sum(_residual(replayer, subset, {**base, "actuator_delay": float(d)}) ** 2))
-         for d in grid]
-    )  # fmt: skip
-    best = float(costs.min())
-    inside = grid[costs - best <= Z_95**2 * best / max(1, dof)]
-    low, high = float(inside.min()), float(inside.max())
-    return 0.5 * (low + high), low, high
 
 
 def _fit(
@@ -316,7 +240,7 @@ def _fit(
     step = np.array([FD_STEP[n] for n in names])
 
     def fun(x: np.ndarray) -> np.ndarray:
-        return _residual(replayer, fitting, _values_of(base, names, x))
+        return stacked_residual(replayer, fitting, _values_of(base, names, x))
 
     # diff_step is relative to max(1, |x|); the steps here are absolute.
     rel = step / np.maximum(1.0, np.abs(x0) + step)
@@ -324,7 +248,7 @@ def _fit(
         res = least_squares(
             fun, x0, jac="2-point", bounds=(lower, upper), diff_step=rel,
             x_scale=np.array([RESOLUTION[n] for n in names]), max_nfev=max_nfev,
-            method="trf", xtol=1e-3, ftol=1e-4,
+            method="trf", xtol=XTOL, ftol=FTOL, loss=LOSS, f_scale=LOSS_SCALE,
         )  # fmt: skip
     return np.clip(res.x, lower, upper)
 
@@ -346,7 +270,7 @@ def _solve(
         values = _values_of(values, smooth, x)
     profile = None
     if "actuator_delay" in names:
-        f = _residual(replayer, fitting, values)
+        f = stacked_residual(replayer, fitting, values)
         dof = max(1, f.size - len(names))
         before = values["actuator_delay"]
         profile = delay_profile(
@@ -357,7 +281,7 @@ def _solve(
             x = _fit(replayer, fitting, smooth, values, max_iters * (len(smooth) + 1))
             values = _values_of(values, smooth, x)
     x = np.array([values[n] for n in names])
-    f0 = _residual(replayer, fitting, values)
+    f0 = stacked_residual(replayer, fitting, values)
     jac = finite_difference_jacobian(replayer, fitting, names, values, x, f0)
     estimates = identifiability(names, x, jac, f0)
     if profile is not None:
@@ -379,6 +303,19 @@ def summarize(residuals: Sequence[EpisodeResidual]) -> dict[str, float]:
     out = {"joint_rms_mrad": float(np.sqrt(np.mean(joint**2)) * 1e3) if joint.size else math.nan}
     out["object_rms_mm"] = float(np.sqrt(np.mean(obj**2)) * 1e3) if obj.size else math.nan
     return out
+
+
+def episodes_not_followed(residuals: Sequence[EpisodeResidual]) -> list[int]:
+    """Fitting episodes the replay cannot follow at the first fit's values: their RMS residual is
+    more than `NOT_FOLLOWED_FACTOR` × the median episode's (a contact that went another way, a
+    grasp that held in one world and slipped in the other). They are set aside and the fit is
+    redone without them (when they are fewer than half). Returns their positions in `residuals`.
+    """
+    rms = np.array([float(np.sqrt(np.mean(r.stacked() ** 2))) for r in residuals])
+    if rms.size < 3:
+        return []
+    far = [k for k, v in enumerate(rms) if v > NOT_FOLLOWED_FACTOR * float(np.median(rms))]
+    return far if len(far) < rms.size / 2 else []
 
 
 def check_scenes(episodes: Sequence[RecordedEpisode]) -> None:
@@ -431,10 +368,23 @@ def calibrate_episodes(
     start = {**nominal, **{n: v for n, v in START.items() if n in names}}
     with Replayer(order, workers) as replayer:
         free = list(names)
+        scan = fit_idx[:SCAN_EPISODES]
         if "actuator_delay" in free or "actuator_bandwidth" in free:
-            start = timing_start(replayer, fit_idx[:DELAY_SCAN_EPISODES], start, free)
+            start = timing_start(replayer, scan, start, free)
+        start = sag_start(replayer, scan, start, free)
         estimates, values = _solve(replayer, fit_idx, free, start, max_iters)
         iterations = 1
+        aside = episodes_not_followed(replayer.run(values, fit_idx))
+        if aside:
+            fit_idx = [i for k, i in enumerate(fit_idx) if k not in set(aside)]
+            scan = fit_idx[:SCAN_EPISODES]
+            start = (
+                timing_start(replayer, scan, values, free) if "actuator_delay" in free else values
+            )
+            start = sag_start(replayer, scan, start, free)
+            estimates, values = _solve(replayer, fit_idx, free, start, max_iters)
+            iterations += 1
+        set_aside = [fitting[k].episode_id for k in aside]
         dropped = [n for n in free if not estimates[n].identified]
         if dropped and len(dropped) < len(free):
             kept = [n for n in free if n not in dropped]
@@ -453,7 +403,8 @@ def calibrate_episodes(
     return FitResult(
         estimates=estimates,
         values=values,
-        fitting=[e.episode_id for e in fitting],
+        fitting=[e.episode_id for e in fitting if e.episode_id not in set_aside],
+        set_aside=set_aside,
         validation=[e.episode_id for e in validation],
         before=summarize(before),
         after=summarize(after),

@@ -48,6 +48,9 @@ class RecordedEpisode:
             pair's scene).
         robot_id: the robot the episode ran on.
         drift: the episode record's drift (name and parameters, as recorded).
+        reset_s: when the harness handed the robot's reset station this episode's manifest,
+            mapped onto the robot clock (the scene reset follows at once); None when the
+            manifest was not recorded.
         commands: arm and gripper commands, in arrival order.
         state_t / state_q / state_effort: joint-state stamps (s), positions (n, 9), efforts (n, 9).
         object_t / object_pos: tracker stamps (s) and positions (m, (k, 3)); empty when absent.
@@ -73,6 +76,7 @@ class RecordedEpisode:
     started_s: float = 0.0
     stopped_s: float = float("inf")
     drift: Mapping[str, Any] = field(default_factory=dict)
+    reset_s: float | None = None
 
     @property
     def has_object_track(self) -> bool:
@@ -236,6 +240,7 @@ def read_recorded_episode(
         task_id=episode.task_id,
         seed=int(episode.seed),
         randomization=_told_randomization(streams.get("manifest", []), episode, randomization),
+        reset_s=_told_at(streams.get("manifest", []), episode, offset + t0),
         robot_id=str(meta.get("robot_id", "") or config.get("robot_id", "")),
         commands=commands,
         state_t=(stamps - t0) * 1e-9,
@@ -284,11 +289,28 @@ def _told_randomization(
             data = json.loads(msg.data)
         except ValueError:
             continue
-        if isinstance(data, dict) and (data.get("episode") or {}).get(
-            "episode_id"
-        ) == episode.episode_id and isinstance(data.get("randomization"), dict):
+        if (
+            isinstance(data, dict)
+            and (data.get("episode") or {}).get("episode_id") == episode.episode_id
+            and isinstance(data.get("randomization"), dict)
+        ):
             return dict(data["randomization"])
     return dict(protocol_ranges)
+
+
+def _told_at(manifests: list[tuple[int, Any]], episode: Episode, zero_ns: int) -> float | None:
+    """When this episode's manifest went to the robot (robot clock, s), or None."""
+    for log, msg in reversed(manifests):
+        try:
+            data = json.loads(msg.data)
+        except ValueError:
+            continue
+        if (
+            isinstance(data, dict)
+            and (data.get("episode") or {}).get("episode_id") == episode.episode_id
+        ):
+            return (log - zero_ns) * 1e-9
+    return None
 
 
 def _level(level: Any) -> int:

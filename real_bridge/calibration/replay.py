@@ -9,8 +9,9 @@ linear interpolation over the command's duration, then passes the actuator's fir
 low-pass; the servos get a gravity feed-forward from the nominal model. The controller updates
 once per control period, at the times found in the recording (`controller_phase_s`).
 
-The replay starts from the scene reset (the arm at home, the object where the scene puts it)
-`SETTLE_S` before the first command and reports the joint positions after every controller
+The replay starts from the scene reset (the arm at home, the object where the scene puts it): at
+the controller update after the recorded manifest went to the robot's reset station, else
+`SETTLE_S` before the first command. It reports the joint positions after every controller
 update and the object's tracked point at those times.
 """
 
@@ -123,7 +124,11 @@ class EpisodeReplay:
         commands = recorded.commands
         first = commands[0].arrival_s
         phase = controller_phase_s(recorded, dt)
-        t0 = phase + dt * np.floor((first - SETTLE_S - phase) / dt)
+        if recorded.reset_s is not None and recorded.reset_s < first:
+            # The reset station resets the scene at the controller update after it was asked.
+            t0 = phase + dt * np.ceil((recorded.reset_s - phase) / dt)
+        else:
+            t0 = phase + dt * np.floor((first - SETTLE_S - phase) / dt)
         end = min(
             float(recorded.state_t[-1]), commands[-1].arrival_s + 1.0, recorded.stopped_s + dt
         )

@@ -77,6 +77,7 @@ def calibration_content(
         "engine": "mujoco",
         "created_at": created_at,
         "fitted_on": list(result.fitting),
+        "set_aside": list(result.set_aside),
         "validated_on": list(result.validation),
         "parameters": {n: estimate_entry(e) for n, e in result.estimates.items()},
         "validation": residuals,

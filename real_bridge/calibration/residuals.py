@@ -71,6 +71,13 @@ def episode_residual(recorded: RecordedEpisode, trace: ReplayTrace) -> EpisodeRe
     return EpisodeResidual(joint=joint, object=obj, trace=trace)
 
 
+def stacked_residual(
+    replayer: Replayer, subset: Sequence[int], values: Mapping[str, float]
+) -> np.ndarray:
+    """The weighted residual vector of the episodes at `subset`, in their order."""
+    return np.concatenate([r.stacked() for r in replayer.run(values, subset)])
+
+
 # ---------------------------------------------------------------------- replays in workers
 
 _EPISODES: list[RecordedEpisode] = []
