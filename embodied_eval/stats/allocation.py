@@ -52,7 +52,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from embodied_eval.errors import EvalError
-from embodied_eval.stats.comparison import betting_fractions
+from embodied_eval.stats.comparison import betting_fractions, checked_outcome
 
 DECISIONS = ("best", "order")
 CONTINUE, UNDECIDED = "continue", "undecided"
@@ -258,13 +258,7 @@ class RankingAllocation:
         return min(dict.fromkeys(tasks), key=lambda t: float(self.tasks.get(t, zero)[idx].sum()))
 
     def _value(self, x: float | bool, name: str) -> float:
-        v = float(x)
-        if self.graded:
-            if not 0.0 <= v <= 1.0:
-                raise EvalError(f"{name}: graded quality {x!r} must be in [0, 1]", key=name)
-        elif v not in (0.0, 1.0):
-            raise EvalError(f"{name}: success {x!r} must be 0 or 1 (use graded for q)", key=name)
-        return v
+        return checked_outcome(x, name, self.graded)
 
     def update(self, outcomes: Mapping[str, float | bool], task: str | None = None) -> str:
         """Record one fresh instance's outcomes ({policy: x} of the policies run on it

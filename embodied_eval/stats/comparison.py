@@ -215,6 +215,18 @@ def _check_unit(name: str, value: float) -> float:
     return value
 
 
+def checked_outcome(x: float | bool, name: str, graded: bool) -> float:
+    """One trial's outcome as a float: a success 0/1, or with `graded` a quality in [0, 1]
+    (EvalError naming `name` otherwise)."""
+    v = float(x)
+    if graded:
+        if not 0.0 <= v <= 1.0:
+            raise EvalError(f"{name}: graded quality {x!r} must be in [0, 1]", key=name)
+    elif v not in (0.0, 1.0):
+        raise EvalError(f"{name}: success {x!r} must be 0 or 1 (use graded for q)", key=name)
+    return v
+
+
 @dataclass
 class SequentialComparison:
     """Anytime-valid three-way comparison of policies A and B on paired trials.
@@ -262,13 +274,7 @@ class SequentialComparison:
         return 1.0 - self.power
 
     def _value(self, x: float | bool, name: str) -> float:
-        v = float(x)
-        if self.graded:
-            if not 0.0 <= v <= 1.0:
-                raise EvalError(f"{name}: graded quality {x!r} must be in [0, 1]", key=name)
-        elif v not in (0.0, 1.0):
-            raise EvalError(f"{name}: success {x!r} must be 0 or 1 (use graded for q)", key=name)
-        return v
+        return checked_outcome(x, name, self.graded)
 
     def update(self, a: float | bool, b: float | bool) -> str:
         """Record one paired trial (A's and B's outcome); returns the decision so far."""
