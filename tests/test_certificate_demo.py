@@ -109,7 +109,9 @@ def test_scaled_down_demo_certifies_and_verifies(tmp_path: Path) -> None:
     assert all(e["judge"]["kind"] == "detector" for e in ended)
     assert all(e["judge"]["name"] == "scene-detector" and "oracle" in e["control"] for e in ended)
     if ended:
-        assert cert["embodiment"]["judge"]["judges"][0]["name"] == "scene-detector"
+        # Episodes a protective stop ended have no judge; the detector is listed beside them.
+        judges = cert["embodiment"]["judge"]["judges"]
+        assert any(j["name"] == "scene-detector" for j in judges), judges
         assert '<p id="judge">Real outcomes judged by detector scene-detector' in html
     assert cert["embodiment"]["episodes"]["real_counted"] == len(scored_pairs)
     # The maintenance closure is computed from the store over the calendar's days; the

@@ -193,10 +193,16 @@ def judge_line(judge: Mapping[str, Any] | None) -> str:
     (Se, Sp with intervals and n) and whether AR was corrected for it; "" without real episodes."""
     if not isinstance(judge, Mapping) or not judge.get("judges"):
         return ""
+    # Judges first; episodes that ended before any judge was asked (a protective stop) last.
+    judges = sorted(judge["judges"], key=lambda j: j.get("kind") == "none")
     who = "; ".join(
-        f"{j.get('kind')} {j.get('name') or ''} {j.get('version') or ''}".strip()
+        (
+            "no judge: ended before judging"
+            if j.get("kind") == "none"
+            else f"{j.get('kind')} {j.get('name') or ''} {j.get('version') or ''}".strip()
+        )
         + f" ({fmt_number(j.get('episodes'), 0)} episodes)"
-        for j in judge["judges"]
+        for j in judges
     )
     text = f"Real outcomes judged by {esc(who)}."
     acc = judge.get("accuracy")
