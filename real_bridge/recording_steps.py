@@ -119,7 +119,7 @@ def recorded_steps(episode: Episode, path: str | Path) -> dict[str, np.ndarray]:
     started = [
         t
         for t, msg in streams.get("event", [])
-        if _event(msg.data) == (episode.episode_id, "started")
+        if episode_event_fields(msg.data) == (episode.episode_id, "started")
     ]
     if not started:
         raise EvalError(f"recording {path}: the episode never started (no 'started' event)")
@@ -184,7 +184,8 @@ def recorded_steps(episode: Episode, path: str | Path) -> dict[str, np.ndarray]:
     return out
 
 
-def _event(text: str) -> tuple[str, str]:
+def episode_event_fields(text: str) -> tuple[str, str]:
+    """(episode id, phase) of a recorded episode event's JSON text; ("", "") when it is not one."""
     try:
         data = json.loads(text)
     except ValueError:

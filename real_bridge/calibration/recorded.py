@@ -26,6 +26,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode
+from real_bridge.recording_steps import episode_event_fields
 
 
 @dataclass(frozen=True)
@@ -195,7 +196,7 @@ def read_recorded_episode(
     # Receive time − stamp: maps the harness's clock onto the robot's.
     offset = int(np.median([log - int(s) for (log, _), s in zip(states, stamps, strict=True)]))
     started = [
-        log for log, msg in streams.get("event", []) if _event(msg.data) == (
+        log for log, msg in streams.get("event", []) if episode_event_fields(msg.data) == (
             episode.episode_id, "started")
     ]  # fmt: skip
     if not started:
@@ -315,13 +316,3 @@ def _told_at(manifests: list[tuple[int, Any]], episode: Episode, zero_ns: int) -
 
 def _level(level: Any) -> int:
     return level[0] if isinstance(level, (bytes, bytearray)) else int(level)
-
-
-def _event(text: str) -> tuple[str, str]:
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return "", ""
-    if not isinstance(data, dict):
-        return "", ""
-    return str(data.get("episode_id", "")), str(data.get("phase", ""))

@@ -231,7 +231,6 @@ class MujocoBackend:
         self._part_geoms = np.array(
             [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in free_parts], dtype=int
         )
-        # Friction (and contact softness) act on every free part: the object and a tool.
         part_ids = {self._body_id[b.name] for b in scene.bodies if b.role in PART_ROLES}
         self._object_geoms = np.array(
             [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in part_ids], dtype=int
