@@ -26,6 +26,12 @@ TASK_CATALOGS: dict[str, str] = {
     "sim_suites.episode:run_episode": "sim_suites.tasks.catalog:task_catalog",
 }
 
+#: The camera reference policy of each sim engine, by the engine's import target: what the
+#: sensitivity sweep runs the knobs that change only camera images with (`CAMERA_KNOBS`).
+CAMERA_POLICIES: dict[str, str] = {
+    "sim_suites.episode:run_episode": "sim_suites.policies:vision",
+}
+
 #: Builds a policy from its name and a task id: `load(name, task_id) -> Policy` (import paths with
 #: `?key=value` options, policy server URLs); used by `embodied-eval policy serve`.
 POLICY_LOADER = "sim_suites.policies:load_policy"

@@ -72,12 +72,15 @@ from embodied_eval.protocol_keys import (
 )
 from embodied_eval.protocol_model import (
     AR_ESTIMATORS,
+    CAMERA_KNOBS,
     DEFAULT_M_MIN,
     DR_KNOBS,
     DRIFT_KEYS,
     FAMILY_NAMES_HINT,
     GRASP_MODES,
+    MAX_DISTRACTORS,
     SEVERITY_WEIGHT_DEFAULTS,
+    TEXTURE_CHOICES,
     DriftSetting,
     PriceCard,
     Protocol,
@@ -94,12 +97,15 @@ from embodied_eval.validation import (
 
 __all__ = [
     "AR_ESTIMATORS",
+    "CAMERA_KNOBS",
     "DEFAULT_M_MIN",
     "DRIFT_KEYS",
     "DR_KNOBS",
     "FAMILY_NAMES_HINT",
     "GRASP_MODES",
+    "MAX_DISTRACTORS",
     "SEVERITY_WEIGHT_DEFAULTS",
+    "TEXTURE_CHOICES",
     "DriftSetting",
     "PriceCard",
     "Protocol",

@@ -155,6 +155,12 @@ def protocol_check(
     max_steps: int | None = typer.Option(
         None, "--max-steps", min=1, help="Control steps per sweep episode (default: protocol's)."
     ),
+    camera_policy: str | None = typer.Option(
+        None,
+        "--camera-policy",
+        help="Policy the knobs that change only camera images are swept with (default: the "
+        "engine's camera reference policy).",
+    ),
 ) -> None:
     """Validate a protocol file and print its hash and battery (and, with --sensitivity, how
     much each declared knob changes the reference policy's success and quality).
@@ -164,7 +170,9 @@ def protocol_check(
     proto = load_protocol(file)
     check_instances(proto)
     if sensitivity:
-        _print_sensitivity(proto, engine, instances_per_family, seeds, max_steps, as_json)
+        _print_sensitivity(
+            proto, engine, instances_per_family, seeds, max_steps, as_json, camera_policy
+        )
         return
     if as_json:
         print_json({"protocol_hash": proto.protocol_hash, "protocol": proto.canonical()})
@@ -214,6 +222,7 @@ def _print_sensitivity(
     seeds: int,
     max_steps: int | None,
     as_json: bool,
+    camera_policy: str | None = None,
 ) -> None:
     result = run_sweep(
         proto,
@@ -221,6 +230,7 @@ def _print_sensitivity(
         instances_per_family=instances_per_family,
         seeds=seeds,
         max_steps=max_steps,
+        camera_policy=camera_policy,
     )
     if as_json:
         print_json(
@@ -238,6 +248,8 @@ def _print_sensitivity(
                         "quality_change": e.quality_change.to_json(),
                         "changed_pairs": e.changed_pairs,
                         "inert": e.inert,
+                        "policy": e.policy,
+                        "camera_knob": e.camera,
                     }
                     for e in result.effects
                 ],

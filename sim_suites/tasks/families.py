@@ -103,7 +103,11 @@ class Push(Task):
 
 
 class DrawerOpen(Task):
-    """Open a drawer (a prismatic joint toward the robot) by pulling its handle a set length."""
+    """Open a drawer (a prismatic joint toward the robot) by pulling its handle a set length.
+
+    Instance extras: `pull_m` (how far to pull, m; default 0.15) and `slide_friction_n` (the
+    runners' Coulomb friction, N; default 2).
+    """
 
     family = "drawer_open"
     object_name = "drawer"
@@ -112,6 +116,11 @@ class DrawerOpen(Task):
     @property
     def pull_m(self) -> float:
         return float(self.spec.extra.get("pull_m", 0.15))
+
+    @property
+    def slide_friction_n(self) -> float:
+        """Coulomb friction of the drawer's runners (N): 2 N runs freely, 20 N sticks."""
+        return float(self.spec.extra.get("slide_friction_n", 2.0))
 
     def bodies(self) -> tuple[Body, ...]:
         x, y = self.spec.start_xy
@@ -129,7 +138,7 @@ class DrawerOpen(Task):
                 slide_axis=SLIDE_AXIS,
                 slide_range=(0.0, 0.30),
                 slide_damping=5.0,
-                slide_friction_n=2.0,
+                slide_friction_n=self.slide_friction_n,
                 grasp_width=2 * HANDLE_HALF[1],
             ),
         )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim_suites.arena import Body, Geom
-from sim_suites.tasks.base import Task, TaskState
+from sim_suites.tasks.base import Task, TaskState, footprint_xy
 
 #: The scored block (half extents, m), its mass (kg) and friction.
 TARGET_HALF = (0.025, 0.025, 0.02)
@@ -100,3 +100,11 @@ class ToolUse(Task):
 
     def grasp_width(self) -> float:
         return 2 * HOOK_SHAFT_HALF[1]
+
+    def work_region_xy(self) -> np.ndarray:
+        """The base region, plus the hook where it pulls: its foot just beyond the block's far
+        face and its shaft PULL_SIDE_M to the block's left, at the block's start and goal."""
+        behind = np.array([TARGET_HALF[0] + HOOK_FOOT_HALF[0] - HOOK_FOOT_POS[0], PULL_SIDE_M])
+        hook = footprint_xy(hook_body(0.0, 0.0))
+        pulls = [hook + np.array(xy) + behind for xy in (self.spec.start_xy, self.spec.goal_xy)]
+        return np.concatenate([super().work_region_xy(), *pulls])
