@@ -297,6 +297,9 @@ class MujocoRenderer:
             cid = m.camera(camera).id
             m.cam_pos[cid] = new_pos
             m.cam_quat[cid] = _quat_from_matrix(new_rot)
+        # The cameras' world poses (`cam_xpos`, `cam_xmat`) follow the model's at once, not
+        # only at the next physics step.
+        mujoco.mj_camlight(m, self.data)
 
     def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """RGB (h, w, 3) uint8 and, if asked, metric depth (h, w, 1) float32; fresh arrays."""
