@@ -62,6 +62,8 @@ class SceneSetup:
     arm_q: np.ndarray
     part_width_m: float
     tool_pos: np.ndarray | None = None
+    #: Where distractor k stands on the table (x, y), m (`sim_suites.distractors`).
+    distractors_xy: tuple[tuple[float, float], ...] = ()
 
     def lines(self) -> list[str]:
         """The placement as a technician reads it."""
@@ -74,6 +76,8 @@ class SceneSetup:
         if self.tool_pos is not None:
             t = self.tool_pos
             out.append(f"tool grasp point at x={t[0]:.3f} y={t[1]:.3f} z={t[2]:.3f} m")
+        for k, (x, y) in enumerate(self.distractors_xy):
+            out.append(f"distractor_{k} standing at x={x:.3f} y={y:.3f} m")
         if np.any(self.obstacle):
             o = self.obstacle
             out.append(f"obstacle at x={o[0]:.3f} y={o[1]:.3f} z={o[2]:.3f} m, size {o[3]:.3f} m")
@@ -91,8 +95,8 @@ def hand_covers(tcp: np.ndarray, object_pos: np.ndarray) -> bool:
 
 
 def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
-    """The pair's scene of `spec` (placement, yaw and size from the pair's scene stream, as the
-    sim half drew them) from the sim's own model."""
+    """The pair's scene of `spec` (placement, yaw, size and distractors from the pair's scene
+    stream, as the sim half drew them) from the sim's own model."""
     from sim_suites.env import PandaTaskEnv
     from sim_suites.scenes import episode_seeds, scene_ranges
 
@@ -118,6 +122,9 @@ def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
         arm_q=np.array(obs["joint_pos"][:7], dtype=float),
         part_width_m=float(env.task.grasp_width()),
         tool_pos=np.array(obs["tool_pos"], dtype=float) if "tool_pos" in obs else None,
+        distractors_xy=tuple(
+            (float(x), float(y)) for x, y in env.start_scene.get("distractors_xy", [])
+        ),
     )
 
 

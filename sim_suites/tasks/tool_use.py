@@ -63,7 +63,9 @@ def hook_body(x: float, y: float) -> Body:
 class ToolUse(Task):
     """Pull a block out of reach into a goal region with a hook (see the module docstring).
 
-    Instance extras: `hook_x`, `hook_y`, where the hook's grasp point lies (m).
+    Instance extras: `hook_x`, `hook_y`, where the hook's grasp point lies (m);
+    `block_mass_kg` and `block_friction`, the block's mass and sliding friction (defaults
+    TARGET_MASS_KG, TARGET_FRICTION).
     """
 
     family = "tool_use"
@@ -85,8 +87,8 @@ class ToolUse(Task):
                 geoms=(Geom("box", TARGET_HALF, rgba=_GREEN),),
                 joint="free",
                 pos=(x, y, TARGET_HALF[2]),
-                mass=TARGET_MASS_KG,
-                friction=TARGET_FRICTION,
+                mass=float(self.spec.extra.get("block_mass_kg", TARGET_MASS_KG)),
+                friction=float(self.spec.extra.get("block_friction", TARGET_FRICTION)),
                 grasp_width=2 * TARGET_HALF[1],
             ),
             hook_body(*self.hook_xy),
