@@ -217,8 +217,9 @@ def throughput(engine: str, episodes: int, record_dir: Path, mode: str) -> dict[
     }
 
 
-def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, float]:
-    """AR of the scripted policy per family over all instances × `seeds` seeds."""
+def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, tuple[float, int]]:
+    """(AR, episodes) of the scripted policy per family over all catalog instances × `seeds`
+    seeds (`benchmarks/battery.py` measures the example protocol's own battery)."""
     import tomllib
 
     from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
@@ -232,7 +233,7 @@ def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, float]:
         for seed in range(seeds):
             ep = run_episode(spec_for(task_id, engine, 100 + seed), protocol).episode
             wins.setdefault(spec.family, []).append(ep.success)
-    return {family: float(np.mean(w)) for family, w in wins.items()}
+    return {family: (float(np.mean(w)), len(w)) for family, w in wins.items()}
 
 
 def vision_ar(
@@ -313,9 +314,8 @@ def main() -> None:
             for strong in (False, True):
                 ar = reference_ar(engine, args.ar_seeds, strong)
                 label = "strong DR" if strong else "protocol DR"
-                n = 5 * args.ar_seeds
-                cells = ", ".join(f"{f} {v:.2f}" for f, v in ar.items())
-                print(f"reference AR {engine:9s} {label:11s} (n={n}/family): {cells}")
+                cells = ", ".join(f"{f} {v:.2f} (n={n})" for f, (v, n) in ar.items())
+                print(f"reference AR {engine:9s} {label:11s}: {cells}")
     for condition in ("nominal", "protocol DR", "day14", "dim") if args.vision_seeds > 0 else ():
         for name in ("vision", "scripted"):
             counts = vision_ar(

@@ -37,11 +37,11 @@ def _hook(x: float, y: float, **extra: float) -> dict[str, float]:
 #: Harder instances (the example protocol's battery): a 4 cm steel cube (0.5 kg) with polished
 #: faces (friction 0.3 against the pads) that a weak grip drops; a rubber block (friction 0.9)
 #: that tips when pushed on a grippy table; a drawer on sticky runners (22 N) that pulls out of a
-#: weak grip; a rubber-footed block (friction 1.2) that a hook drags badly.
+#: weak grip; a rubber-footed block (friction 1.5) that a hook drags badly.
 STEEL = {"mass_kg": 0.5, "friction": 0.3}
 RUBBER_BLOCK = {"friction": 0.9}
 STICKY_N = 22.0
-RUBBER_FOOT = 1.2
+RUBBER_FOOT = 1.5
 
 
 TASK_SPECS: dict[str, TaskSpec] = {
