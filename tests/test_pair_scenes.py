@@ -27,10 +27,11 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "embodied_eval" / "data" / "exam
 #: One instance per family and the seeds tried (the example's placement is 0-4 cm, yaw ±0.3 rad,
 #: size ×0.9-1.1, plus physics knobs the twin must not take).
 TASKS = {
-    "pick_place": "pick_place/cube_left",
-    "push": "push/block_diagonal",
-    "drawer_open": "drawer_open/drawer_right",
+    "pick_place": "pick_place/steel_left",
+    "push": "push/rubber_diagonal",
+    "drawer_open": "drawer_open/sticky_right",
     "peg_insert": "peg_insert/peg_far",
+    "tool_use": "tool_use/rubber_right",
 }
 SEEDS = (11, 2026, 4_000_000_007)
 
