@@ -43,8 +43,9 @@ _GREEN = (0.2, 0.65, 0.25, 1.0)
 _ORANGE = (0.95, 0.45, 0.05, 1.0)
 
 
-def hook_body(x: float, y: float) -> Body:
-    """The hook lying flat on the table with its grasp point at (x, y)."""
+def hook_body(x: float, y: float, friction: float = HOOK_FRICTION) -> Body:
+    """The hook lying flat on the table with its grasp point at (x, y), sliding friction
+    `friction`."""
     return Body(
         name="hook",
         role="tool",
@@ -55,7 +56,7 @@ def hook_body(x: float, y: float) -> Body:
         joint="free",
         pos=(x, y, HOOK_SHAFT_HALF[2]),
         mass=HOOK_MASS_KG,
-        friction=HOOK_FRICTION,
+        friction=friction,
         grasp_width=2 * HOOK_SHAFT_HALF[1],
     )
 
@@ -65,7 +66,7 @@ class ToolUse(Task):
 
     Instance extras: `hook_x`, `hook_y`, where the hook's grasp point lies (m);
     `block_mass_kg` and `block_friction`, the block's mass and sliding friction (defaults
-    TARGET_MASS_KG, TARGET_FRICTION).
+    TARGET_MASS_KG, TARGET_FRICTION); `hook_friction` (default HOOK_FRICTION).
     """
 
     family = "tool_use"
@@ -91,7 +92,7 @@ class ToolUse(Task):
                 friction=float(self.spec.extra.get("block_friction", TARGET_FRICTION)),
                 grasp_width=2 * TARGET_HALF[1],
             ),
-            hook_body(*self.hook_xy),
+            hook_body(*self.hook_xy, float(self.spec.extra.get("hook_friction", HOOK_FRICTION))),
         )
 
     def goal_pos(self, start_offset: np.ndarray) -> np.ndarray:
