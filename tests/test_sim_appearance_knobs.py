@@ -195,7 +195,7 @@ def test_the_new_knobs_are_reproducible(engine: str) -> None:
     try:
         first, info_a = env.reset(seed=11)
         again, info_b = env.reset(seed=11)
-        other, info_c = env.reset(seed=12)
+        _, info_c = env.reset(seed=12)
     finally:
         env.close()
     assert info_a["randomization"] == info_b["randomization"]

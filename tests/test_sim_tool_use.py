@@ -156,7 +156,7 @@ def test_a_slippery_hook_alone_fails(engine: str, monkeypatch: pytest.MonkeyPatc
     try:
         assert env.backend.scene.body("hook").friction == 0.016
         assert env.backend.scene.body("block").friction == 0.5
-        info, seen = _run(env, scripted(slippery))
+        info, _ = _run(env, scripted(slippery))
         block = env.object_point
     finally:
         env.close()
