@@ -45,8 +45,8 @@ def test_every_example_knob_changes_outcome_or_quality() -> None:
     assert not [w for w in result.warnings if w.startswith("inert")]
     knobs = {e.knob for e in result.effects if not e.inert}
     assert knobs == {*protocol.randomization, "drift.day07", "drift.day14_worn", "randomization"}
-    # Paired: both arms ran the same 4 instances with the same seeds.
-    assert {e.n for e in result.effects} == {4}
+    # Paired: both arms ran the same 5 instances (one per family) with the same seeds.
+    assert {e.n for e in result.effects} == {5}
 
 
 def test_an_inert_knob_is_flagged() -> None:
