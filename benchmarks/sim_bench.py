@@ -222,7 +222,7 @@ def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, tuple[float
     seeds (`benchmarks/battery.py` measures the example protocol's own battery)."""
     import tomllib
 
-    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+    from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 
     raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
     if strong:
@@ -248,7 +248,7 @@ def vision_ar(
     """
     import tomllib
 
-    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+    from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 
     raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
     if condition == "nominal":

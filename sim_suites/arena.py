@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from embodied_eval.protocol import MAX_DISTRACTORS
+from embodied_eval.protocol.reader import MAX_DISTRACTORS
 
 #: Body roles: what a contact with the body means to the safety monitors.
 ROLES = ("object", "tool", "fixture", "drawer", "human", "obstacle", "distractor")

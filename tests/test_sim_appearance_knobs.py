@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import TEXTURE_CHOICES
+from embodied_eval.protocol.reader import TEXTURE_CHOICES
 from sim_suites.distractors import CLEARANCE_M, _hull, distance_to_region
 from sim_suites.env import PandaTaskEnv
 from sim_suites.policies import scripted
@@ -86,7 +86,7 @@ def test_knob_draws() -> None:
 def test_protocol_bounds_of_the_new_knobs() -> None:
     import tomllib
 
-    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+    from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 
     raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
     for knob, bad, words in (

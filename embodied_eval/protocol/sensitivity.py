@@ -35,7 +35,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import CAMERA_POLICIES, SIM_ENGINES, lookup
-from embodied_eval.protocol import CAMERA_KNOBS, Protocol
+from embodied_eval.protocol.reader import CAMERA_KNOBS, Protocol
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.stats.bootstrap import bootstrap_statistic
 from embodied_eval.stats.estimate import Estimate
