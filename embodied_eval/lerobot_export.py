@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from embodied_eval.artifact_files import artifact_file
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import STEP_READERS, resolve
 from embodied_eval.records import Episode
@@ -84,15 +85,20 @@ class ExportResult:
     skipped: int
 
 
-def trajectory_path(episode: Episode) -> Path | None:
+def trajectory_path(episode: Episode, store_path: Path | None) -> Path | None:
     """The episode's per-step artifact on disk: its `.npz` trajectory, else a recording that
-    a frame reader understands (`plugins.STEP_READERS`)."""
+    a frame reader understands (`plugins.STEP_READERS`). `store_path`: the store the episode was
+    read from (artifact paths are relative to its folder)."""
     for art in episode.artifacts:
-        if art.kind == "trajectory" and art.path.endswith(".npz") and Path(art.path).is_file():
-            return Path(art.path)
+        if art.kind == "trajectory" and art.path.endswith(".npz"):
+            found = artifact_file(art.path, store_path)
+            if found is not None:
+                return found
     for art in episode.artifacts:
-        if art.kind in STEP_READERS and Path(art.path).is_file():
-            return Path(art.path)
+        if art.kind in STEP_READERS:
+            found = artifact_file(art.path, store_path)
+            if found is not None:
+                return found
     return None
 
 
@@ -210,9 +216,14 @@ def _stats(values: np.ndarray) -> dict[str, Any]:
 
 
 def export_lerobot(
-    episodes: Sequence[Episode], out_dir: str | Path, *, robot_type: str = ""
+    episodes: Sequence[Episode],
+    out_dir: str | Path,
+    *,
+    robot_type: str = "",
+    store_path: Path | None = None,
 ) -> ExportResult:
     """Write `episodes` as a LeRobotDataset v3.0 folder at `out_dir` (must not exist or be empty).
+    `store_path`: the store the episodes were read from (their artifact paths are relative to it).
 
     The folder is built beside `out_dir` and renamed into place, so a failed export leaves nothing.
     """
@@ -226,7 +237,7 @@ def export_lerobot(
     trajectories: list[Trajectory] = []
     skipped = 0
     for ep in episodes:
-        path = trajectory_path(ep)
+        path = trajectory_path(ep, store_path)
         traj = load_trajectory(ep, path) if path is not None else None
         if traj is None or len(traj.time) == 0:
             skipped += 1

@@ -11,6 +11,7 @@ tables in the same file with their own migrations (`apply_migrations`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from embodied_eval import ledger
+from embodied_eval.artifact_files import stored_artifact_path
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, Fault, check_autonomous_recovery, utc_now_iso
@@ -126,6 +128,17 @@ class Store:
 
     # ------------------------------------------------------------------ episodes
 
+    def _travelling(self, episode: Episode) -> Episode:
+        """`episode` with its artifact paths recorded relative to the store's folder (see
+        `artifact_files`), so the store and its folder can be moved together."""
+        if not episode.artifacts:
+            return episode
+        artifacts = tuple(
+            dataclasses.replace(a, path=stored_artifact_path(a.path, self.path))
+            for a in episode.artifacts
+        )
+        return dataclasses.replace(episode, artifacts=artifacts)
+
     def write_episode(
         self, episode: Episode, safety_events: Sequence[Mapping[str, Any]] = ()
     ) -> bool:
@@ -183,6 +196,7 @@ class Store:
     ) -> bool:
         for fault in episode.faults:
             check_autonomous_recovery(fault, episode.duration_s)
+        episode = self._travelling(episode)
         body = _episode_body(episode)
         events_json = [canonical_json(dict(ev)) for ev in safety_events]
         now = utc_now_iso()

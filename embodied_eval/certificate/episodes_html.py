@@ -13,6 +13,7 @@ from typing import Any
 
 from embodied_eval.certificate.episode_media import (
     RECORDING_KINDS,
+    MediaPlaces,
     artifact_href,
     camera_strip,
 )
@@ -35,10 +36,10 @@ def _outcome(e: Episode) -> str:
     return f'<span class="verdict-{cls}">{esc(word)}</span>'
 
 
-def _links(e: Episode, report_dir: Path | None) -> str:
+def _links(e: Episode, places: MediaPlaces) -> str:
     links = []
     for art in e.artifacts:
-        href = artifact_href(art, report_dir)
+        href = artifact_href(art, places)
         name = Path(art.path).name
         kind = art.kind or "file"
         if href is None:
@@ -95,7 +96,7 @@ def _severity_rank(rows: Sequence[Mapping[str, Any]]) -> int:
 def _attention(
     episodes: Sequence[Episode],
     by_episode: Mapping[str, Sequence[Mapping[str, Any]]],
-    report_dir: Path | None,
+    places: MediaPlaces,
 ) -> str:
     chosen = [
         e
@@ -125,11 +126,11 @@ def _attention(
     rows = []
     strips = 0
     for e in chosen:
-        media = _links(e, report_dir)
+        media = _links(e, places)
         if any(a.kind in RECORDING_KINDS for a in e.artifacts):
             if strips < STRIPS_LIMIT:
                 strips += 1
-                strip, note = camera_strip(e.artifacts)
+                strip, note = camera_strip(e.artifacts, places.store_path)
             else:
                 strip, note = [], f"only the first {STRIPS_LIMIT} recordings get a strip"
             images = "".join(
@@ -165,7 +166,7 @@ def _attention(
 def _pairs(
     episodes: Sequence[Episode],
     by_episode: Mapping[str, Sequence[Mapping[str, Any]]],
-    report_dir: Path | None,
+    places: MediaPlaces,
 ) -> str:
     pairs: dict[str, list[Episode]] = defaultdict(list)
     for e in episodes:
@@ -185,7 +186,7 @@ def _pairs(
                 "<br>".join(_cell(e) for e in real) or '<span class="muted">not paired</span>',
                 "<br>".join(_judge(e) for e in real) or "—",
                 _incident_text(incidents),
-                "<br>".join(_links(e, report_dir) for e in real if e.artifacts)
+                "<br>".join(_links(e, places) for e in real if e.artifacts)
                 or '<span class="muted">no recording</span>',
             ]
         )
@@ -213,6 +214,7 @@ def episodes_html(
     episodes: Sequence[Episode],
     incidents: Sequence[Mapping[str, Any]],
     report_dir: Path | None,
+    store_path: Path | None = None,
 ) -> str:
     """The `#episodes` section.
 
@@ -221,7 +223,10 @@ def episodes_html(
         incidents: the certificate's `incidents.list`.
         report_dir: the folder the report is written to (links are relative to it); None to
             name recordings without linking them.
+        store_path: the store the episodes were read from (artifact paths are relative to its
+            folder).
     """
+    places = MediaPlaces(report_dir, store_path)
     if not episodes:
         return (
             '<section id="episodes"><h2>Episodes</h2>'
@@ -234,7 +239,7 @@ def episodes_html(
         f"<p>{len(episodes)} episode(s), {recorded} with a recording. Recording links are "
         "relative to this report's folder (they open where the report was written). Outcome: "
         "success when the episode ended ok with quality q ≥ q*.</p>"
-        + _attention(episodes, by_episode, report_dir)
-        + _pairs(episodes, by_episode, report_dir)
+        + _attention(episodes, by_episode, places)
+        + _pairs(episodes, by_episode, places)
         + "</section>"
     )

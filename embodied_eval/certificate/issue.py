@@ -148,7 +148,11 @@ def issue_certificate(
     plots = certificate_plots(cert)
     files: dict[str, bytes] = {
         REPORT_FILE: render_report(
-            cert, plots, episodes=inputs.episodes, report_dir=Path(out)
+            cert,
+            plots,
+            episodes=inputs.episodes,
+            report_dir=Path(out),
+            store_path=inputs.db_path,
         ).encode("utf-8"),
         PROTOCOL_FILE: protocol_bytes,
     }
