@@ -38,9 +38,9 @@ from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
 from embodied_eval.keys import create_private_key
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.protocol import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry
-from embodied_eval.runner.plan import plan_manifest
 from embodied_eval.store import Store
 
 pytestmark = pytest.mark.timeout(180)

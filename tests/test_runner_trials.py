@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.canonical import file_sha256
+from embodied_eval.manifest import plan_manifest, verify_manifest_file
 from embodied_eval.plugins import INCIDENT_LOG, ROBOT_BACKENDS, SIM_ENGINES
 from embodied_eval.records import Episode
-from embodied_eval.runner.plan import plan_manifest, verify_manifest_file
 from embodied_eval.runner.summary import run_history
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import GymSource

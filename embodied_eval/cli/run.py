@@ -15,7 +15,14 @@ from typing import Any
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.cli.common import (
+    DbOption,
+    JsonOption,
+    ProtocolOption,
+    console,
+    print_json,
+    protocol_path,
+)
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol import load_protocol
 from embodied_eval.runner.gym_side import GymSource
@@ -87,7 +94,10 @@ def print_summary(summary: RunSummary) -> None:
 
 
 def run_command(
-    protocol_file: Path = typer.Argument(..., help="Protocol TOML file."),
+    protocol_arg: Path | None = typer.Argument(
+        None, metavar="[PROTOCOL]", help="Protocol TOML file (or --protocol)."
+    ),
+    protocol_opt: Path | None = ProtocolOption,
     side: SideChoice = typer.Option(SideChoice.both, "--side", help="Which side to run now."),
     engine: list[str] | None = typer.Option(
         None, "--engine", help="Sim engine, repeatable: mujoco, pybullet (default: the protocol's)."
@@ -160,6 +170,8 @@ def run_command(
     as_json: bool = JsonOption,
 ) -> None:
     """Run a protocol's paired sim/real trials; re-run the same command to resume."""
+    protocol_file = protocol_path(protocol_arg, protocol_opt, required=True)
+    assert protocol_file is not None
     protocol = load_protocol(protocol_file)
     if calibration is not None:
         protocol = dataclasses.replace(protocol, sim_calibration=str(calibration))

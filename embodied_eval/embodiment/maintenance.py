@@ -34,10 +34,10 @@ from embodied_eval.embodiment.safety import summarize_safety
 from embodied_eval.embodiment.selection import choose_policy, select_episodes
 from embodied_eval.embodiment.transfer import transfer_overall
 from embodied_eval.gates import GateCheck, GateResult, Verdict
+from embodied_eval.manifest import drift_name_of_pair
 from embodied_eval.patches import HumanPatch
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, Incident, first_attempts
-from embodied_eval.runner.plan import drift_name_of_pair
 from embodied_eval.scoring.closures import MaintenanceAudit, maintenance_closure
 from embodied_eval.stats import Estimate, clopper_pearson_interval
 

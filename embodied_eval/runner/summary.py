@@ -9,21 +9,15 @@ else: re-running the same command runs exactly the slots that are not settled.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import atomic_write_text, canonical_json
+from embodied_eval.manifest import Manifest, Slot, policy_attempts, settle, spec_slot
 from embodied_eval.records import Episode
-from embodied_eval.runner.plan import Manifest, spec_slot
 from embodied_eval.store import Store, apply_migrations, transaction
-
-#: Statuses after which a manifest row is run again as a new attempt (while retries are left).
-RETRY_ON = ("error", "aborted")
-#: `control["abort_cause"]` values of robot-side aborts (see `robot_side_abort`).
-ROBOT_SIDE_CAUSES = ("robot_lost", "unsupervised")
 
 #: The runner's own table: one row per invocation, with its summary.
 RUNNER_MIGRATIONS = (
@@ -40,57 +34,6 @@ RUNNER_MIGRATIONS = (
     CREATE INDEX runner_runs_by_manifest ON runner_runs(manifest_hash, started_at);
     """,
 )
-
-Slot = tuple[str, str, str]
-
-
-def settle(attempts: Sequence[Episode], max_retries: int) -> tuple[Episode | None, int | None]:
-    """The settled episode of one slot, or the attempt number to run next.
-
-    Args:
-        attempts: the stored attempts of one slot (any order).
-        max_retries: retries allowed after attempt 1.
-
-    Returns:
-        (final, None) when settled: the first attempt that is scored (or has a status that is not
-        retried), else the last attempt once its number exceeds max_retries. (None, n) when attempt
-        n is due (n = 1 when nothing is stored).
-    """
-    if not attempts:
-        return None, 1
-    ordered = sorted(attempts, key=lambda e: e.attempt)
-    for ep in ordered:
-        if ep.scored or ep.status not in RETRY_ON:
-            return ep, None
-    last = ordered[-1]
-    if policy_attempts(ordered) > max_retries:
-        return last, None
-    return None, last.attempt + 1
-
-
-def robot_side_abort(ep: Episode) -> bool:
-    """An attempt aborted by the robot side, not the policy: the robot was lost, or the episode
-    ran unsupervised because the harness died. Such attempts do not use the policy's retries."""
-    return ep.status == "aborted" and ep.control.get("abort_cause") in ROBOT_SIDE_CAUSES
-
-
-def policy_attempts(attempts: Sequence[Episode]) -> int:
-    """Attempts that count against the retries: all but the robot-side aborts."""
-    return sum(1 for ep in attempts if not robot_side_abort(ep))
-
-
-def stored_attempts(store: Store, manifest: Manifest) -> dict[Slot, list[Episode]]:
-    """Every stored attempt of every slot of `manifest`, by slot."""
-    pairs = {s.pair_id for s in manifest.specs}
-    out: dict[Slot, list[Episode]] = defaultdict(list)
-    header = manifest.header
-    for ep in store.episodes(
-        protocol_hash=str(header["protocol_hash"]), window=str(header["window"])
-    ):
-        if ep.pair_id in pairs:
-            out[(ep.pair_id, ep.side, ep.engine)].append(ep)
-    return dict(out)
-
 
 def progress_rows(
     manifest: Manifest,

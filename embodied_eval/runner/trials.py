@@ -33,6 +33,17 @@ from typing import Any
 from rich.console import Console
 
 from embodied_eval.errors import EvalError
+from embodied_eval.manifest import (
+    RETRY_ON,
+    Manifest,
+    Slot,
+    plan_manifest,
+    settle,
+    spec_for_attempt,
+    spec_slot,
+    stored_attempts,
+    write_manifest_file,
+)
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import Episode, EpisodeSpec, utc_now_iso
@@ -44,25 +55,14 @@ from embodied_eval.runner.options import (
     plan_for,
     run_settings,
 )
-from embodied_eval.runner.plan import (
-    Manifest,
-    plan_manifest,
-    spec_for_attempt,
-    spec_slot,
-    write_manifest_file,
-)
 from embodied_eval.runner.progress import RunProgress
 from embodied_eval.runner.real_side import RealSide, Recorder
 from embodied_eval.runner.stopping import RealSideStopping, StopDecision
 from embodied_eval.runner.summary import (
-    RETRY_ON,
     RunSummary,
-    Slot,
     persist_summary,
     progress_rows,
     retries_spent,
-    settle,
-    stored_attempts,
 )
 from embodied_eval.runner.work import GYM_ENGINE, GymSource, SimContext, run_sim_episode
 from embodied_eval.store import Store
