@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from embodied_eval.manifest import plan_manifest
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.executors import LocalPoolExecutor, SequentialExecutor
 

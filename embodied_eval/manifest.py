@@ -34,9 +34,9 @@ import numpy as np
 
 from embodied_eval.canonical import atomic_write_text, canonical_hash, canonical_json, sha256_hex
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, EpisodeSpec
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 MANIFEST_FORMAT = "embodied-eval/manifest-v1"
 
@@ -149,7 +149,7 @@ def _calibration_header(protocol: Protocol) -> dict[str, str]:
     fitted on another robot stops the run before anything is planned)."""
     if not protocol.sim_calibration:
         return {}
-    from embodied_eval.calibration_file import read_calibration
+    from embodied_eval.protocol.calibration_file import read_calibration
 
     cal = read_calibration(protocol.sim_calibration, robot_id=protocol.robot_id)
     return {"sim_calibration_sha256": cal.sha256}

@@ -22,7 +22,7 @@ from typing import Any
 
 from embodied_eval.canonical import atomic_write_text, canonical_json, sha256_hex
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import (
     Artifact,
     EpisodeOutcome,
@@ -31,7 +31,7 @@ from embodied_eval.records import (
     parse_utc,
     utc_now_iso,
 )
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from real_bridge.entry import ManualAnswers, Prompter, collect_answers
 
 ENGINE = "manual"

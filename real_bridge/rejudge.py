@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.artifact_files import artifact_file
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode
+from embodied_eval.store.artifacts import artifact_file
 from real_bridge.detector import (
     CONTEXT_KEY,
     DetectorVerdict,
@@ -130,7 +130,7 @@ def rejudge_episode(
     "cannot judge") is reproduced exactly, False when not, None when the store holds no detector
     verdict for the episode.
     """
-    from embodied_eval.store import Store
+    from embodied_eval.store.core import Store
 
     with Store(db, create=False) as store:
         episode = store.get_episode(episode_id)

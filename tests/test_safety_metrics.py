@@ -10,9 +10,7 @@ import math
 
 import pytest
 
-from embodied_eval.errors import EvalError
-from embodied_eval.records import ExposureEntry, Incident
-from embodied_eval.safety_metrics import (
+from embodied_eval.embodiment.safety_metrics import (
     counted_incidents,
     exposure_hours,
     incident_rate_upper_bounds,
@@ -25,6 +23,8 @@ from embodied_eval.safety_metrics import (
     unreviewed_serious,
     window_validity,
 )
+from embodied_eval.errors import EvalError
+from embodied_eval.records import ExposureEntry, Incident
 
 _n = 0
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-import embodied_eval.store as store_module
-from embodied_eval.artifact_files import artifact_file, stored_artifact_path
+import embodied_eval.store.core as store_module
 from embodied_eval.cli.main import main
-from embodied_eval.protocol import load_protocol
+from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
-from embodied_eval.store_verify import verify_store
+from embodied_eval.store.artifacts import artifact_file, stored_artifact_path
+from embodied_eval.store.core import Store
+from embodied_eval.store.verify_store import verify_store
 
 pytestmark = pytest.mark.timeout(240)
 

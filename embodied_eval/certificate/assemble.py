@@ -74,7 +74,6 @@ from typing import Any
 import numpy as np
 
 from embodied_eval import __version__
-from embodied_eval.artifact_files import artifact_file
 from embodied_eval.canonical import canonical_hash, file_sha256
 from embodied_eval.certificate.compute import Results
 from embodied_eval.certificate.incidents import incidents_section
@@ -88,6 +87,7 @@ from embodied_eval.records import (
     utc_now_iso,
 )
 from embodied_eval.scoring.frontier import quality_frontier
+from embodied_eval.store.artifacts import artifact_file
 
 CERTIFICATE_FORMAT = "embodied-eval-certificate/1"
 #: Quality thresholds τ at which the quality frontier F(τ) is reported.

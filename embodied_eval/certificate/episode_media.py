@@ -24,10 +24,10 @@ from urllib.parse import quote
 
 import numpy as np
 
-from embodied_eval.artifact_files import artifact_file
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import RECORDING_FRAMES, resolve
 from embodied_eval.records import Artifact
+from embodied_eval.store.artifacts import artifact_file
 
 THUMB_HEIGHT = 90
 FRAMES_PER_STRIP = 4

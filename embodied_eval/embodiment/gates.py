@@ -37,10 +37,11 @@ from typing import Any
 
 from embodied_eval.embodiment.composite import EmbodimentEstimates
 from embodied_eval.embodiment.reliability import RecoveryResult
-from embodied_eval.embodiment.safety import SafetySummary
+from embodied_eval.embodiment.safety_report import SafetySummary
 from embodied_eval.embodiment.transfer import TransferResult
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import (
+from embodied_eval.scoring.evidence_fields import estimate
+from embodied_eval.scoring.gate_checks import (
     GateCheck,
     GateResult,
     Verdict,
@@ -48,7 +49,6 @@ from embodied_eval.gates import (
     check_at_most,
     combine_verdicts,
 )
-from embodied_eval.scoring.evidence_fields import estimate
 from embodied_eval.stats import (
     Estimate,
     plan_mtbf_gate,

@@ -17,7 +17,7 @@ from typing import Any
 from embodied_eval.canonical import atomic_write_text, canonical_json
 from embodied_eval.manifest import Manifest, Slot, policy_attempts, settle, spec_slot
 from embodied_eval.records import Episode
-from embodied_eval.store import Store, apply_migrations, transaction
+from embodied_eval.store.core import Store, apply_migrations, transaction
 
 #: The runner's own table: one row per invocation, with its summary.
 RUNNER_MIGRATIONS = (

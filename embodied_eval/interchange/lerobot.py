@@ -49,10 +49,10 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.artifact_files import artifact_file
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import STEP_READERS, resolve
 from embodied_eval.records import Episode
+from embodied_eval.store.artifacts import artifact_file
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000

@@ -1,0 +1,31 @@
+"""The embedded store and what vouches for it.
+
+- `core`: the SQLite store (`Store`) — episodes, faults, manifests, safety events;
+- `sqlite`, `guard`: opening the file (WAL, refusing files that are not ours, read-only opens);
+- `ledger`, `hashchain`, `ledger_checks`: the trial ledger, the hash chain it shares with the
+  incident log, and what the chain promises checked against the tables;
+- `verify_store`, `verify_report`: one verify of the whole store;
+- `artifacts`: where an episode's files live (paths relative to the store, so it travels);
+- `signing_keys`: Ed25519 keys and signatures (ledger seals, incident reviews, certificates);
+- `trial_audit`, `patches`: human audits, corrections and patches appended to the ledger.
+
+`from embodied_eval.store import Store` is the public way in.
+"""
+
+from embodied_eval.store.core import UNASSIGNED_WINDOW as UNASSIGNED_WINDOW
+from embodied_eval.store.core import Store as Store
+from embodied_eval.store.guard import DB_ENV_VAR as DB_ENV_VAR
+from embodied_eval.store.guard import DEFAULT_DB as DEFAULT_DB
+from embodied_eval.store.guard import default_db_path as default_db_path
+from embodied_eval.store.sqlite import apply_migrations as apply_migrations
+from embodied_eval.store.sqlite import transaction as transaction
+
+__all__ = [
+    "DB_ENV_VAR",
+    "DEFAULT_DB",
+    "UNASSIGNED_WINDOW",
+    "Store",
+    "apply_migrations",
+    "default_db_path",
+    "transaction",
+]
