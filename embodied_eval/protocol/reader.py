@@ -462,4 +462,4 @@ def load_protocol(path: str | Path) -> Protocol:
 
 def example_protocol_path() -> Path:
     """The example protocol shipped with the package (used by the demo)."""
-    return Path(__file__).parent / "data" / "example_protocol.toml"
+    return Path(__file__).parents[1] / "data" / "example_protocol.toml"
