@@ -136,7 +136,9 @@ def observation_space(task: str) -> spaces.Box:
 
     env = ALL_V3_ENVIRONMENTS[task]()
     try:
+        # As the suite's `set_task` does for a goal-observable task: drop the cached space.
         env._partially_observable = False
+        del env.sawyer_observation_space
         space = env.sawyer_observation_space
         return spaces.Box(space.low, space.high, dtype=np.float64)
     finally:
@@ -223,7 +225,7 @@ class MetaWorldTaskEnv(gymnasium.Env[np.ndarray, np.ndarray]):
             goal_pos_m=[round(float(v), 6) for v in sawyer._target_pos],
             suite_seed=scene_seed,
         )
-        info = {**info, "randomization": randomization, "scene": scene, "suite": self.suite}
+        info = {**info, "randomization": randomization, "scene": scene, "suite": dict(self.suite)}
         return np.asarray(observation, dtype=np.float64), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
