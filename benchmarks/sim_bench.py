@@ -228,7 +228,7 @@ def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, float]:
     """AR of the scripted policy per family over all instances × `seeds` seeds."""
     import tomllib
 
-    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+    from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 
     raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
     if strong:
@@ -254,7 +254,7 @@ def vision_ar(
     """
     import tomllib
 
-    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+    from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 
     raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
     if condition == "nominal":
@@ -331,7 +331,7 @@ def suite_rows(episodes: int) -> list[str]:
     """Harness vs bare Meta-World per task: episode time, ratio and AR with Wilson intervals."""
     import tomllib
 
-    from embodied_eval.protocol import protocol_from_mapping
+    from embodied_eval.protocol.reader import protocol_from_mapping
     from sim_suites.suites.meta_world import run_episode as run_suite_episode
 
     ids = [f"metaworld/{t}" for t in SUITE_TASKS]

@@ -21,10 +21,10 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.runner.options import RunOptions, run_settings
-from embodied_eval.task_catalog import check_instances
+from embodied_eval.protocol.task_catalog import check_instances
 from sim_suites.scenes import episode_seeds
 from sim_suites.suites import meta_world, mujoco_compat
 from sim_suites.suites.meta_world import MetaWorldTaskEnv, expert_policy, run_episode
@@ -332,7 +332,7 @@ def test_cli_runs_a_suite_protocol_and_refuses_a_real_side(
     code = main(["run", str(path), "--db", str(db), "--out", str(tmp_path / "out"),
                  "--executor", "sequential"])  # fmt: skip
     assert code == 0
-    from embodied_eval.store import Store
+    from embodied_eval.store.core import Store
 
     with Store(db) as store:
         (episode,) = store.episodes()

@@ -31,7 +31,7 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.gym_side import EnvEpisode, run_env_episode
 from sim_suites.scenes import check_scene_seed, episode_seeds, scene_record
