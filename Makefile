@@ -34,6 +34,10 @@ $(STAMP_ALL): pyproject.toml | $(BIN)/python
 	# openpi's client, only to prove our policy server speaks its protocol. It pins numpy<2,
 	# which its code does not need (and pyarrow needs numpy 2): install it without its pins.
 	$(BIN)/python -m pip install -q --no-deps "openpi-client==0.1.2"
+	# Meta-World (the `metaworld` sim engine) pins mujoco==3.3.0; the project runs MuJoCo 4.0 and
+	# carries a compatibility shim (sim_suites/suites/mujoco_compat.py). Its other requirements
+	# (gymnasium[mujoco], numpy, scipy, imageio) are the project's own, so it installs without pins.
+	$(BIN)/python -m pip install -q --no-deps "metaworld==3.1.1"
 	touch $@ $(STAMP_BASE)
 
 demo: $(STAMP_BASE) system-deps

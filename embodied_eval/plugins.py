@@ -18,12 +18,24 @@ from embodied_eval.errors import EvalError
 SIM_ENGINES: dict[str, str] = {
     "mujoco": "sim_suites.episode:run_episode",
     "pybullet": "sim_suites.episode:run_episode",
+    "metaworld": "sim_suites.suites.meta_world:run_episode",
+}
+
+#: Sim engines that are standard benchmark suites run through their own packages: their tasks
+#: exist only in simulation, so a protocol using one has no real side.
+SUITE_ENGINES: frozenset[str] = frozenset({"metaworld"})
+
+#: Policies a suite bundles, by the name a protocol gives them: "module:factory" of a Gymnasium
+#: policy, `factory(env, seed) -> act(observation) -> action`.
+SUITE_POLICIES: dict[str, str] = {
+    "metaworld:expert": "sim_suites.suites.meta_world:expert_policy",
 }
 
 #: Task catalogs of sim engines, by the engine's import target: `catalog() -> {family: [task_id,
 #: ...]}`; `protocol check` and `run` refuse instances an engine's catalog does not hold.
 TASK_CATALOGS: dict[str, str] = {
     "sim_suites.episode:run_episode": "sim_suites.tasks.catalog:task_catalog",
+    "sim_suites.suites.meta_world:run_episode": "sim_suites.suites.meta_world:task_catalog",
 }
 
 #: Builds a policy from its name and a task id: `load(name, task_id) -> Policy` (import paths with

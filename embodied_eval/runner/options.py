@@ -15,7 +15,13 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.manifest import Manifest, plan_manifest
-from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES, resolve
+from embodied_eval.plugins import (
+    ROBOT_BACKENDS,
+    SIM_ENGINES,
+    SUITE_ENGINES,
+    SUITE_POLICIES,
+    resolve,
+)
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.protocol.task_catalog import check_instances
 from embodied_eval.records import SIDES
@@ -149,6 +155,7 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
                 key="engine",
             )
         targets = {e: SIM_ENGINES[e] for e in engines}
+        check_sim_only(protocol, engines, options.sides)
         if "sim" in options.sides:
             check_instances(protocol, engines)
         sim_policy = options.policy or protocol.sim_policy
@@ -167,6 +174,19 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
     )
 
 
+def check_sim_only(protocol: Protocol, engines: tuple[str, ...], sides: tuple[str, ...]) -> None:
+    """A standard suite (`SUITE_ENGINES`) has no real counterpart: refuse a real side."""
+    suites = [e for e in engines if e in SUITE_ENGINES]
+    if not suites:
+        return
+    if sides == ("real",) or ("real" in sides and protocol.real_fraction > 0):
+        raise EvalError(
+            f"engine {suites[0]!r} is a standard suite with no real counterpart: set [sampling] "
+            "real_fraction = 0 or run --side sim",
+            key="side",
+        )
+
+
 def check_importable(settings: RunSettings, options: RunOptions) -> None:
     """Resolve what the selected sides will import, so a typo fails before anything runs."""
     if "real" in options.sides:
@@ -179,7 +199,7 @@ def check_importable(settings: RunSettings, options: RunOptions) -> None:
         if is_remote_policy(settings.sim_policy):
             parse_policy_url(settings.sim_policy)
         else:
-            resolve(settings.sim_policy)
+            resolve(SUITE_POLICIES.get(settings.sim_policy, settings.sim_policy))
         if options.gym is not None and options.gym.quality:
             resolve(options.gym.quality)
 
