@@ -26,6 +26,13 @@ SIM_ENGINES: dict[str, str] = {
 #: exist only in simulation, so a protocol using one has no real side.
 SUITE_ENGINES: frozenset[str] = frozenset({"metaworld", "libero"})
 
+#: Checks that a suite's package is installed and imports, run before anything runs: `check() ->
+#: version`, raising an EvalError that names the install command otherwise.
+SUITE_CHECKS: dict[str, str] = {
+    "metaworld": "sim_suites.suites.meta_world:suite_version",
+    "libero": "sim_suites.suites.libero_suite:suite_version",
+}
+
 #: Policies a suite bundles, by the name a protocol gives them: "module:factory" of a Gymnasium
 #: policy, `factory(env, seed) -> act(observation) -> action`.
 SUITE_POLICIES: dict[str, str] = {

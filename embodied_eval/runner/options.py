@@ -18,6 +18,7 @@ from embodied_eval.manifest import Manifest, plan_manifest
 from embodied_eval.plugins import (
     ROBOT_BACKENDS,
     SIM_ENGINES,
+    SUITE_CHECKS,
     SUITE_ENGINES,
     SUITE_POLICIES,
     resolve,
@@ -194,8 +195,10 @@ def check_importable(settings: RunSettings, options: RunOptions) -> None:
         if is_remote_policy(settings.real_policy):
             parse_policy_url(settings.real_policy)
     if "sim" in options.sides:
-        for target in settings.engine_targets.values():
+        for engine, target in settings.engine_targets.items():
             resolve(target)
+            if engine in SUITE_CHECKS and target == SIM_ENGINES.get(engine):
+                resolve(SUITE_CHECKS[engine])()  # the suite's package installed and importable
         if is_remote_policy(settings.sim_policy):
             parse_policy_url(settings.sim_policy)
         else:
