@@ -26,6 +26,7 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.trials import RunOptions, run_trials
+from embodied_eval.store.artifacts import artifact_file
 from embodied_eval.store.core import Store
 from real_bridge.bridge_config import load_bridge_config, profile_path
 from real_bridge.discovery import configure_process, domain_id_for_test, ros_environment
@@ -195,8 +196,10 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
     ], [e.status_reason for e in attempts]
     first = attempts[0]
     assert first.control["abort_cause"] == "unsupervised" and "unsupervised" in first.status_reason
-    assert first.artifacts[0].path == str(partial) and partial.is_file()  # kept and linked
-    recovered = Path(first.artifacts[1].path)
+    # Kept and linked, relative to the store's folder.
+    assert artifact_file(first.artifacts[0].path, db) == partial and partial.is_file()
+    recovered = artifact_file(first.artifacts[1].path, db)
+    assert recovered is not None
     from rosbags.highlevel import AnyReader
 
     with AnyReader([recovered]) as reader:  # the recovered copy opens in rosbags
