@@ -93,34 +93,47 @@ class ConsoleServer:
     # ------------------------------------------------------------------ state
 
     def view(self) -> tuple[int, dict[str, Any]]:
-        """(version, the window view): re-read when an episode was published since the last
-        read (at most every STORE_MIN_S) or STORE_POLL_S passed."""
-        now = time.monotonic()
-        seq = self.live.last_seq
+        """(version, the window view): the latest read of the store (read now only before the
+        first; the refresher thread keeps it current, see `_refresh`)."""
+        current = self._view
+        if current is not None:
+            return current
         with self._view_lock:
-            fresh = self._view is not None and (
-                now - self._view_at < STORE_MIN_S
-                or (seq == self._view_seq and now - self._view_at < STORE_POLL_S)
-            )
-            if fresh:
-                assert self._view is not None
-                return self._view
-            info = self.live.run_info()
-            manifest = self.manifest_hash or info.get("manifest_hash")
-            version = (self._view[0] + 1) if self._view is not None else 1
-            try:
-                data = window_view(
-                    self.db_path,
-                    self.protocol,
-                    manifest_hash=manifest,
-                    max_retries=int(info.get("max_retries", self.max_retries)),
-                    since=str(info.get("started_at", "")) if self.live.attached else "",
-                    token=self.token,
-                )
-            except EvalError as exc:
-                data = {"error": str(exc), "html": {}}
-            self._view, self._view_at, self._view_seq = (version, data), now, seq
+            if self._view is None:
+                self._read(self.live.last_seq)
+            assert self._view is not None
             return self._view
+
+    def _read(self, seq: int) -> None:
+        info = self.live.run_info()
+        manifest = self.manifest_hash or info.get("manifest_hash")
+        version = (self._view[0] + 1) if self._view is not None else 1
+        try:
+            data = window_view(
+                self.db_path,
+                self.protocol,
+                manifest_hash=manifest,
+                max_retries=int(info.get("max_retries", self.max_retries)),
+                since=str(info.get("started_at", "")) if self.live.attached else "",
+                token=self.token,
+            )
+        except EvalError as exc:
+            data = {"error": str(exc), "html": {}}
+        self._view, self._view_at, self._view_seq = (version, data), time.monotonic(), seq
+
+    def _refresh(self) -> None:
+        """Re-read the store when something was published since the last read (at most every
+        STORE_MIN_S) or STORE_POLL_S passed (another process may write it); the event streams
+        never wait for the store."""
+        while not self.closing:
+            time.sleep(0.05)
+            now, seq = time.monotonic(), self.live.last_seq
+            due = now - self._view_at >= STORE_POLL_S or (
+                seq != self._view_seq and now - self._view_at >= STORE_MIN_S
+            )
+            if due:
+                with self._view_lock:
+                    self._read(seq)
 
     def state(self) -> dict[str, Any]:
         """Everything the page shows, as JSON."""
@@ -215,6 +228,7 @@ class ConsoleServer:
             time.sleep(0.01)
         if not server.started:
             raise EvalError("console: the web server did not start", key="console_port")
+        threading.Thread(target=self._refresh, name="console-store", daemon=True).start()
         return self.url
 
     def stop(self) -> None:

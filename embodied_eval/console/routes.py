@@ -64,7 +64,7 @@ async def event_stream(console: Any) -> Any:
         for event in live.events_since(seq):
             seq = event["seq"]
             yield ServerSentEvent(data=event, event="event", id=str(seq))
-        current, window = await asyncio.to_thread(console.view)
+        current, window = console.view()
         if current != version:
             version = current
             yield ServerSentEvent(

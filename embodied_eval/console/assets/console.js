@@ -94,8 +94,8 @@
     }
   }
 
-  function addEvent(e) {
-    if (e.t_ns) { window.__consoleLatencies.push(nowMs() - e.t_ns / 1e6); }
+  function addEvent(e, live) {
+    if (live && e.t_ns) { window.__consoleLatencies.push(nowMs() - e.t_ns / 1e6); }
     window.__consoleEvents += 1;
     var li = document.createElement("li");
     li.className = e.kind;
@@ -117,7 +117,7 @@
       showRun(d.run);
       showWindow(d.window, d.version);
       if (d.real) { showReal(d.real); }
-      (d.events || []).forEach(addEvent);
+      (d.events || []).forEach(function (e) { addEvent(e, false); });
     });
     source.addEventListener("real", function (m) { showReal(JSON.parse(m.data)); });
     source.addEventListener("frame", function (m) {
@@ -128,7 +128,7 @@
     });
     source.addEventListener("event", function (m) {
       var e = JSON.parse(m.data);
-      addEvent(e);
+      addEvent(e, true);
       if (e.kind === "run" || e.kind === "operator") {
         showRun({run_id: e.run_id, status: e.kind === "run" ? e.status : document.body.dataset.runStatus, manifest_hash: e.manifest_hash});
       }
