@@ -151,6 +151,8 @@
 
   $("stop").addEventListener("click", function () {
     if (window.confirm("Stop the run now? The real episode in progress is aborted and the robot holds where it is (safe-stop hold). Re-run the same command to continue later.")) {
+      // When the stop was confirmed (wall clock, ms): what a hold's latency is measured from.
+      document.body.dataset.stopConfirmedMs = String(nowMs());
       ask("stop");
     }
   });
