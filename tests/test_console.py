@@ -241,7 +241,7 @@ def test_the_cli_run_prints_the_console_url_and_a_stop_exits_non_zero(tmp_path: 
     args = [*_cli(), "run", str(protocol_file), "--side", "sim", "--executor", "sequential",
             "--db", str(db), "--out", str(out), "--no-progress"]  # fmt: skip
     run = subprocess.Popen(
-        [*args, "--console-port", "0", "--user", "cli-user"],
+        [*args, "--console-port", "0", "--user", "cli-user", "--foxglove-port", "0"],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -254,6 +254,7 @@ def test_the_cli_run_prints_the_console_url_and_a_stop_exits_non_zero(tmp_path: 
         assert found, line
         base, token = found.group(1), found.group(2)
         assert get(base + "/api/state")[0] == 401
+        assert re.match(r"foxglove: ws://127\.0\.0\.1:\d+$", run.stderr.readline().strip())
 
         def stored() -> int:
             state = json.loads(get(base + "/api/state", token)[1])
