@@ -21,7 +21,8 @@ The tracker is a sensor (`real_bridge.twin.tracker`): noisy, late by the gap's
 Deadman: once a harness has sent a heartbeat, the twin follows commands only while heartbeats
 keep arriving; when none came for `deadlines.deadman_s` it holds its posture at once (checked every
 tick) and reports `mode = hold` with the wall time it did so. A latched protective stop also holds
-until the scene is reset. The twin runs no policy.
+until the scene is reset. `robot/state` also names the last arm command received and when it
+arrived (`last_arm_command`, `last_arm_command_ns`, wall clock). The twin runs no policy.
 
 Clock: states are stamped with the simulation clock anchored to wall time when the node starts:
 tick k is stamped start + k / rate. Ticks are never skipped, so a gap in the stamps the harness
