@@ -82,9 +82,9 @@ def console_with_browser(tmp: Path) -> Iterator[tuple[Any, dict[str, Any]]]:
 
     from embodied_eval.console.app import ConsoleServer
     from embodied_eval.console.live_state import LiveState
-    from embodied_eval.protocol import protocol_from_mapping
-    from embodied_eval.runner.plan import plan_manifest
-    from embodied_eval.store import Store
+    from embodied_eval.protocol.reader import protocol_from_mapping
+    from embodied_eval.manifest import plan_manifest
+    from embodied_eval.store.core import Store
 
     protocol = protocol_from_mapping(CONSOLE_PROTOCOL)
     manifest = plan_manifest(protocol)

@@ -29,7 +29,7 @@ from real_bridge.bridge_config import BridgeConfig
 from real_bridge.policy_loop import OperatorStop
 from real_bridge.recording import compressed_topic, ros2msg_definition
 from real_bridge.ros_node import STREAM_TYPES
-from real_bridge.safety import ROBOT_STATE_STATUS, SafetyTracker
+from real_bridge.safety_state import ROBOT_STATE_STATUS, SafetyTracker
 
 #: How often the feed thread publishes the episode in progress, Hz.
 FEED_HZ = 20.0

@@ -20,9 +20,9 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from embodied_eval.protocol import Protocol, protocol_from_mapping
-from embodied_eval.runner.plan import plan_manifest
-from embodied_eval.store import Store
+from embodied_eval.protocol.reader import Protocol, protocol_from_mapping
+from embodied_eval.manifest import plan_manifest
+from embodied_eval.store.core import Store
 
 PROTOCOL = """
 [protocol]

@@ -29,11 +29,11 @@ from embodied_eval.console.app import ConsoleServer
 from embodied_eval.console.live_state import LiveState
 from embodied_eval.console.window import window_view
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.live import operator_requests
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
-from embodied_eval.store_verify import verify_store
+from embodied_eval.store.core import Store
+from embodied_eval.store.verify_store import verify_store
 from tests.console_support import stored_window
 
 pytestmark = [pytest.mark.timeout(300)]

@@ -19,13 +19,13 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.console.app import ConsoleServer
 from embodied_eval.console.live_state import LiveState
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.live import operator_requests
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from real_bridge.bridge_config import load_bridge_config
 from real_bridge.discovery import configure_process, domain_id_for_test
-from real_bridge.safety import ROBOT_STATE_STATUS
+from real_bridge.safety_state import ROBOT_STATE_STATUS
 from real_bridge.twin.process import TwinProcess
 from tests.browser_support import browser, open_page
 from tests.test_bridge_runner import MINI_PROTOCOL, profile

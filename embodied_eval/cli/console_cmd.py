@@ -12,8 +12,8 @@ from pathlib import Path
 import typer
 
 from embodied_eval.cli.common import DbOption, err_console
-from embodied_eval.protocol import load_protocol
-from embodied_eval.store import default_db_path
+from embodied_eval.protocol.reader import load_protocol
+from embodied_eval.store.core import default_db_path
 
 #: Default port of the console.
 DEFAULT_PORT = 8050
@@ -45,7 +45,7 @@ def console_command(
     """Serve a live console of a window's store: progress, stopping, incidents, episodes."""
     from embodied_eval.console.app import ConsoleServer
     from embodied_eval.console.window import load_manifest
-    from embodied_eval.store import Store
+    from embodied_eval.store.core import Store
 
     protocol = load_protocol(protocol_file)
     path = db if db is not None else default_db_path()

@@ -30,7 +30,7 @@ from typing import Any
 from embodied_eval.console.live_state import LiveState, frame_jpeg
 from embodied_eval.console.window import window_view
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 
 #: Seconds between re-reads of the store when nothing was published (another process may write).
 STORE_POLL_S = 2.0

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.certificate.episodes_html import (
     camera_strip_html,
     episode_cell,
@@ -34,13 +34,13 @@ from embodied_eval.certificate.episodes_html import (
 from embodied_eval.certificate.html_parts import esc, fmt_number, table, verdict_html
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, Episode, EpisodeSpec, parse_utc
-from embodied_eval.runner.plan import Manifest
+from embodied_eval.manifest import Manifest
 from embodied_eval.runner.summary import progress_rows, settle, stored_attempts
 from embodied_eval.runner.trials import replay_stopping
 from embodied_eval.stats.proportions import wilson_interval
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 #: Episodes listed under "recent episodes" (newest first).
 RECENT_EPISODES = 8

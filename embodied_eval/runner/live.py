@@ -15,10 +15,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.console.live_state import LiveState, OperatorRequest
 from embodied_eval.records import EpisodeOutcome
-from embodied_eval.store import Store, transaction
+from embodied_eval.store.core import Store, transaction
 
 
 def operator_record_writer(
