@@ -77,6 +77,7 @@ class BridgeLink:
         self._arrived = threading.Condition(self._lock)
         self._recorder: McapRecorder | None = None
         self._judge_log: JudgeLog | None = None
+        self.live: Any = None  # a live view's sink (the console, Foxglove): the recorded streams
         self._camera_count = 0
         self._command_ids = itertools.count(1)
         self.state: StateSample | None = None
@@ -172,7 +173,7 @@ class BridgeLink:
             if transit is not None and stream == "joint_state":
                 transit.append(time.time_ns() - int(info.get("source_timestamp", 0)))
             msg = None
-            sinks = [s for s in (self._recorder, self._judge_log) if s is not None]
+            sinks = [s for s in (self._recorder, self._judge_log, self.live) if s is not None]
             if sinks and stream in self.config.record_streams:
                 log_ns = int(info.get("received_timestamp", 0)) or time.time_ns()
                 source_ns = int(info.get("source_timestamp", 0))
@@ -343,7 +344,7 @@ class BridgeLink:
         self._judge_log = log
 
     def _record_outgoing(self, stream: str, msg: Any) -> None:
-        sinks = [s for s in (self._recorder, self._judge_log) if s is not None]
+        sinks = [s for s in (self._recorder, self._judge_log, self.live) if s is not None]
         if sinks and stream in self.config.record_streams:
             now = time.time_ns()
             data = bytes(serialize_message(msg))

@@ -30,6 +30,8 @@ def episode_outcome(run: Any, started_at: str, artifacts: tuple[Artifact, ...]) 
         control.update(run.homing.summary())
     if run.abort_cause:
         control["abort_cause"] = run.abort_cause
+    if run.safe_stop_message is not None:  # the hold's command id (robots that log it name it)
+        control["safe_stop_command"] = str(run.safe_stop_message.header.frame_id)
     latency = getattr(run.policy, "latency_summary", None)
     if latency is not None:  # a remote policy: its inference round trips
         control["policy_latency_ms"] = latency()

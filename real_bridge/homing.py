@@ -176,8 +176,10 @@ class Homing:
         link: Any,
         config: Any,
         arm_positions: Callable[[Any], np.ndarray],
+        interrupt: Callable[[], None] | None = None,
     ) -> None:
         self.link = link
+        self.interrupt = interrupt  # raises to end homing at once (an operator's stop)
         self.config = config
         self.robot = config.robot
         self.arm_positions = arm_positions
@@ -297,6 +299,8 @@ class Homing:
         return np.asarray(self.arm_positions(self.link.latest_state()), dtype=float)
 
     def _check(self) -> None:
+        if self.interrupt is not None:
+            self.interrupt()
         readings, self._diag_index = self.link.diagnostics_since(self._diag_index)
         for reading in readings:
             self.tracker.feed(reading)

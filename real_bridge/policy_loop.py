@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from embodied_eval.console.live_state import OPERATOR_STOP
 from embodied_eval.errors import EvalError
 from real_bridge.command_check import command_problem
 
@@ -48,6 +49,17 @@ class RobotLost(EvalError):
 
 class CommandRefused(EvalError):
     """A command (chunk) violated the robot profile's limits and was not sent."""
+
+
+class OperatorStop(EvalError):
+    """Someone asked the run to stop (the console's stop button or its API): the episode ends
+    `aborted` with this `abort_cause`, after the safe-stop hold."""
+
+    abort_cause = OPERATOR_STOP
+
+
+def _no_check() -> None:
+    return None
 
 
 @dataclass
@@ -87,6 +99,7 @@ class LoopIO:
     send_gripper: Callable[[float], None] | None
     stopped: Callable[[], str]  # "" while no protective stop came from the robot
     extras: Callable[[], dict[str, np.ndarray]] = dict  # wrench, camera image (when present)
+    check_operator: Callable[[], None] = _no_check  # raises OperatorStop once one is asked for
 
 
 #: The interpreter's thread switch interval during the loop, s (CPython's default is 0.005).
@@ -129,6 +142,7 @@ def run_policy_loop(
     Raises:
         RobotLost: no fresh joint state (the caller aborts the episode).
         CommandRefused: a chunk violated the limits (nothing of it was sent).
+        OperatorStop: an operator asked to stop (checked every tick, before anything is sent).
     """
     stats = stats if stats is not None else LoopStats()
     with quiet_interpreter():
@@ -163,6 +177,7 @@ def _loop(
         elif now - tick > period:  # overran: skip the missed ticks rather than burst commands
             stats.skipped_ticks += int((now - tick) / period)
             tick = now
+        io.check_operator()
         stop = io.stopped()
         if stop:
             return stats, "robot_stop"

@@ -113,6 +113,16 @@ class Ros2Backend(Robot):
         self.link: Any = None
         self.last_run: EpisodeRun | None = None
         self._adapters: dict[str, Any] = {}
+        self.live_feed: Any = None
+
+    def attach_live(self, live: Any) -> None:
+        """Publish into the run's live view (console, Foxglove) and obey its operator stop
+        (`real_bridge.live_feed`)."""
+        from real_bridge.live_feed import LiveFeed, force_limit_of
+
+        self.live_feed = LiveFeed(live, self.config, force_limit_of(self.protocol))
+        if self.link is not None:
+            self.live_feed.attach(self.link)
 
     # ------------------------------------------------------------------ connection
 
@@ -141,9 +151,13 @@ class Ros2Backend(Robot):
             link.close()
             raise
         self.link = link
+        if self.live_feed is not None:
+            self.live_feed.attach(link)
 
     def disconnect(self) -> None:
         link, self.link = self.link, None
+        if self.live_feed is not None:
+            self.live_feed.detach()
         if link is not None:
             link.close()
 
@@ -318,6 +332,10 @@ class Ros2Backend(Robot):
             run.judge_log = JudgeLog(run.judge_context.topics)
             link.attach_judge_log(run.judge_log)
         self.last_run = run
+        feed = self.live_feed
+        if feed is not None:
+            run.check_operator = feed.check_operator
+            feed.episode_started(run)
         try:
             run.execute(lambda: load_policy(spec.policy, spec.task_id), adapter, setup)
             if run.judgement is not None and recorder is not None:
@@ -336,7 +354,10 @@ class Ros2Backend(Robot):
             if recorder is not None:
                 artifacts = (recorder.close(),)
                 run.recorded = dict(recorder.counts)
-        return run.outcome(started_at, artifacts)
+        outcome = run.outcome(started_at, artifacts)
+        if feed is not None:
+            feed.episode_ended(run, outcome.episode)
+        return outcome
 
     def _unsupervised(
         self, spec: EpisodeSpec, protocol: Protocol | None, leftover: Path

@@ -16,8 +16,9 @@
 Whatever happens on the robot ends up in the episode's status and reason: a protective stop from
 the robot or a refused command → `safety_stop` (the refused command is a protective-stop event
 for the incident log); a lost robot, a deadline, a failed judge or a remote policy server that
-stops answering (timeout, closed connection, an error it reports) → `aborted`. Every
-early end sends the safe-stop hold (stamp 0, the current posture of the controller's joints,
+stops answering (timeout, closed connection, an error it reports) → `aborted`; an operator's stop
+(the console; checked every control tick, while homing and between the steps) → `aborted` with
+cause `operator_stop`. Every early end sends the safe-stop hold (stamp 0, the current posture of the controller's joints,
 time_from_start 0.1 s) — a trajectory a real joint_trajectory_controller accepts.
 """
 
@@ -114,6 +115,8 @@ class EpisodeRun:
         self.detector_verdict: DetectorVerdict | None = None
         #: The twin's oracle verdict on a detector-judged episode: measurement only.
         self.oracle: dict[str, Any] | None = None
+        #: Raises `OperatorStop` once an operator asked the run to stop (set by the backend).
+        self.check_operator: Callable[[], None] = lambda: None
 
     # ------------------------------------------------------------------ safety
 
@@ -200,7 +203,7 @@ class EpisodeRun:
         joint-space trajectory home, done when the arm has settled near home."""
         if not self.config.robot.home:
             return
-        homing = Homing(self.link, self.config, self._arm_positions)
+        homing = Homing(self.link, self.config, self._arm_positions, self.check_operator)
         self.homing = homing.report
         homing.run()
 
@@ -348,8 +351,11 @@ class EpisodeRun:
             self.setup_lines = setup.lines() if setup is not None else []
             self.clear_latched_stop(manifest)
             self.home()
+            self.check_operator()
             self.setup(manifest)
-            time.sleep(SETTLE_S)  # let the arm and scene settle before the first observation
+            for _ in range(round(SETTLE_S / 0.01)):  # the arm and scene settle before the 1st obs.
+                self.check_operator()
+                time.sleep(0.01)
             policy = self.policy = policy_factory()
             from sim_suites.scenes import episode_seeds
 
@@ -390,6 +396,7 @@ class EpisodeRun:
                 ),
                 stopped=self._robot_stop,
                 extras=self._extras,
+                check_operator=self.check_operator,
             )
             self.stats, ended = run_policy_loop(
                 policy,
@@ -420,8 +427,8 @@ class EpisodeRun:
             self._abort(str(exc), ROBOT_LOST)
         except RemotePolicyError as exc:  # the policy lives elsewhere and stopped answering
             self._abort(str(exc), POLICY_SERVER)
-        except EvalError as exc:
-            self._abort(str(exc), "")
+        except EvalError as exc:  # an operator's stop carries its abort_cause
+            self._abort(str(exc), getattr(exc, "abort_cause", ""))
         except BaseException as exc:  # Ctrl-C or a bug: hold the robot first, then re-raise
             self._abort(f"interrupted: {type(exc).__name__}: {exc}", "")
             raise
