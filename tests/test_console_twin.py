@@ -22,6 +22,7 @@ from embodied_eval.console.live_state import LiveState
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.live import operator_requests
 from embodied_eval.runner.trials import RunOptions, run_trials
+from embodied_eval.store.artifacts import artifact_file
 from embodied_eval.store.core import Store
 from real_bridge.bridge_config import load_bridge_config
 from real_bridge.discovery import configure_process, domain_id_for_test
@@ -36,13 +37,14 @@ pytestmark = [pytest.mark.ros, pytest.mark.browser, pytest.mark.slow, pytest.mar
 HOLD_WITHIN_MS = 200.0
 
 
-def hold_sent_ns(episode, command_id: str) -> int:
-    """When the harness sent the hold: its log time in the episode's recording."""
+def hold_sent_ns(episode, command_id: str, db) -> int:
+    """When the harness sent the hold: its log time in the episode's recording (its path is
+    relative to the store `db`)."""
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
     (mcap,) = [a for a in episode.artifacts if a.kind == "mcap"]
-    with open(mcap.path, "rb") as stream:
+    with open(artifact_file(mcap.path, db), "rb") as stream:
         reader = make_reader(stream, decoder_factories=[DecoderFactory()])
         for _, _, message, decoded in reader.iter_decoded_messages(
             topics=["/joint_trajectory_controller/joint_trajectory"]
@@ -130,7 +132,7 @@ def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser,
     assert (stop["action"], stop["by"], stop["episode_id"]) == ("stop", "ana", episode.episode_id)
     arrived_ns = int(received[0]["last_arm_command_ns"])
     reached_ms = (arrived_ns - confirmed_ns) / 1e6
-    sent_ns = hold_sent_ns(episode, hold)
+    sent_ns = hold_sent_ns(episode, hold, db)
     print(
         f"stop confirmed → server {(stop['t_ns'] - confirmed_ns) / 1e6:.1f} ms → hold sent "
         f"{(sent_ns - stop['t_ns']) / 1e6:.1f} ms → on the robot {(arrived_ns - sent_ns) / 1e6:.1f} "
