@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embodied_eval.errors import EvalError
-from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES, resolve
+from embodied_eval.plugins import ROBOT_BACKENDS, ROBOT_ENGINES, SIM_ENGINES, resolve
 from embodied_eval.protocol import Protocol
 from embodied_eval.records import SIDES
 from embodied_eval.remote import is_remote_policy
@@ -154,7 +154,7 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
         sim_policy = options.policy or protocol.sim_policy
         sim_source = ""
     backend = options.robot_backend or protocol.real_backend
-    real_engine = backend if backend in ROBOT_BACKENDS else "external"
+    real_engine = ROBOT_ENGINES.get(backend, backend) if backend in ROBOT_BACKENDS else "external"
     return RunSettings(
         engines=engines,
         engine_targets=targets,
