@@ -75,12 +75,12 @@ def main(argv: list[str] | None = None) -> int:
             loop=LoopSettings(judge="oracle", rate_hz=RATE_HZ, max_steps=steps),
         )
         with Ros2Backend(None, config=config) as robot:
-            link = robot.link
+            link = robot.ros2_robot()
             link.stamp_log = []
-            images_before = link.image_count
+            images_before = link.stream_counts().images
             outcome = robot.run_episode(spec, None, tmp)
             stamps = np.array(link.stamp_log, dtype=np.int64)
-            images = link.image_count - images_before
+            images = link.stream_counts().images - images_before
         ep = outcome.episode
     load_after = os.getloadavg()
     c = ep.control

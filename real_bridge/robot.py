@@ -29,7 +29,6 @@ from embodied_eval.errors import EvalError
 from real_bridge.bridge_config import BridgeConfig
 from real_bridge.safety import DiagnosticReading
 
-
 #: Two readings of a robot's clock closer than this are the same instant, s (a simulated clock
 #: counts physics steps in floating point; schedules compare against it with this slack).
 CLOCK_SLACK_S = 1e-9
