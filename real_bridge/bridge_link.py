@@ -310,8 +310,9 @@ class Ros2Robot:
             self._arm_command = np.array(command.positions, dtype=float)
         if command.gripper_m is not None and "gripper_command" in self.publishers:
             fingers = [command.gripper_m] * len(robot.gripper_joints)
+            gripper_id = f"{command_id}/gripper"  # its echo is not the arm's
             self._publish(
-                "gripper_command", robot.gripper_joints, fingers, command.duration_s, command_id
+                "gripper_command", robot.gripper_joints, fingers, command.duration_s, gripper_id
             )
         return command_id
 

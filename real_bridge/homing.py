@@ -201,7 +201,9 @@ class Homing:
             self._wait(0.4)  # let go of whatever is held before the arm moves
         self._retreat_if_low(home)
         for _ in range(HOMING_TRIES):
-            duration = homing_duration(self._q(), home, robot, self.kin)
+            # Timed by the joints' speed share (no kinematics passed: the TCP-speed timing is not
+            # applied to the trajectory home).
+            duration = homing_duration(self._q(), home, robot)
             self._send_confirmed(home, duration)
             self.report.trajectories += 1
             self._wait(duration)
