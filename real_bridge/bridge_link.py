@@ -49,7 +49,7 @@ from real_bridge.robot import (
     hold_posture,
 )
 from real_bridge.ros_node import RosSession, ns_to_stamp, qos_profile, stream_message_class
-from real_bridge.safety import ROBOT_STATE_STATUS, DiagnosticReading, SafetyTracker
+from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading, SafetyTracker
 
 #: How long connect waits for a robot-side heartbeat listener to appear, s (robots without one
 #: are fine: the wait just ends).

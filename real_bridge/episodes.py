@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, utc_now_iso
 from real_bridge.entry import Prompter
 from real_bridge.interface import episode_manifest

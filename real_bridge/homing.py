@@ -45,7 +45,7 @@ from real_bridge.robot import (
     observation_age_s,
 )
 from real_bridge.robot_profile import robot_kinematics
-from real_bridge.safety import SafetyTracker
+from real_bridge.safety_state import SafetyTracker
 
 #: The arm is at rest when no joint moved more than this over SETTLED_FOR_S, rad (0.025 rad/s;
 #: 10× the twin's position noise of 0.5 mrad).

@@ -32,7 +32,7 @@ import numpy as np
 
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import SafetyEvent
 from real_bridge.bridge_config import BridgeConfig, load_bridge_config, profile_path
 from real_bridge.interface import (
@@ -57,8 +57,8 @@ from real_bridge.robot import (
     TrackerPose,
     hold_posture,
 )
-from real_bridge.safety import ROBOT_STATE_STATUS, DiagnosticReading
-from real_bridge.twin.settings import Monitors, RealityGap, TwinSettings
+from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading
+from real_bridge.twin.settings import Monitors, TwinGap, TwinSettings
 
 #: Name and version of the in-process robot's oracle (its ground truth, as the twin's).
 ORACLE_NAME, ORACLE_VERSION = "mujoco-robot-oracle", "1"
@@ -444,7 +444,7 @@ def mujoco_backend(protocol: Protocol | None = None, **options: Any) -> Any:
     except (TypeError, ValueError):
         raise EvalError("seed / stop_at_s / force_limit_n: expected numbers", key="seed") from None
     settings = TwinSettings(
-        gap=RealityGap.none() if gap_name == "none" else RealityGap(),
+        gap=TwinGap.none() if gap_name == "none" else TwinGap(),
         monitors=monitors,
         seed=seed,
     )

@@ -27,7 +27,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from real_bridge.bridge_config import BridgeConfig
-from real_bridge.safety import DiagnosticReading
+from real_bridge.safety_state import DiagnosticReading
 
 #: Two readings of a robot's clock closer than this are the same instant, s (a simulated clock
 #: counts physics steps in floating point; schedules compare against it with this slack).
@@ -216,7 +216,7 @@ class Robot(Protocol):
 
         A robot reports each safety event as a `safety/<kind>` status at WARN or ERROR with the
         event's fields (`real_bridge.interface.safety_key_values`), OK when it clears, and its
-        mode as `robot/state`; `real_bridge.safety.SafetyTracker` turns them into events.
+        mode as `robot/state`; `real_bridge.safety_state.SafetyTracker` turns them into events.
         """
         ...
 

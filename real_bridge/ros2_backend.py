@@ -22,7 +22,7 @@ from typing import Any
 
 from embodied_eval.canonical import canonical_json, file_sha256
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from real_bridge.bridge_config import BridgeConfig, load_bridge_config, profile_path
 from real_bridge.detector import CONTEXT_KEY, JudgeContext, JudgeLog, judge_context

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
 from embodied_eval.remote.client import RemotePolicyError
 from real_bridge.detector import DetectorVerdict, JudgeContext, JudgeLog
@@ -59,7 +59,7 @@ from real_bridge.robot import (
     observation_age_s,
     wait_until,
 )
-from real_bridge.safety import SafetyTracker
+from real_bridge.safety_state import SafetyTracker
 
 #: After a scene reset, the joint states must come from this long after it reported done, s.
 RESET_FRESH_S = 0.05

@@ -97,7 +97,7 @@ def record_offline(
     episode_id: str | None = None,
     robot_id: str = "twin",
 ) -> RecordedEpisode:
-    """Run the twin's plant with `gap` (a `real_bridge.twin.settings.RealityGap`) through
+    """Run the twin's plant with `gap` (a `real_bridge.twin.settings.TwinGap`) through
     `commands` and return what the recording would hold (see the module docstring).
 
     Args:
