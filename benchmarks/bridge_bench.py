@@ -135,12 +135,12 @@ def run_once(spec: Any, steps: int, domain: int, with_console: bool) -> dict[str
                 robot.attach_live(live)
                 threading.Thread(target=ping, args=(live, pinger), daemon=True).start()
             with robot:
-                link = robot.link
+                link = robot.ros2_robot()
                 link.stamp_log = []
-                images_before = link.image_count
+                images_before = link.stream_counts().images
                 outcome = robot.run_episode(spec, None, tmp)
                 stamps = np.array(link.stamp_log, dtype=np.int64)
-                out["images"] = link.image_count - images_before
+                out["images"] = link.stream_counts().images - images_before
             pinger.set()
         out["page"] = page
         out["twin"] = twin.exit_info

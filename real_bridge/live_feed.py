@@ -1,6 +1,6 @@
 """The robot link's live view for the run's console and Foxglove, and the console's stop.
 
-`LiveFeed` publishes into the run's `embodied_eval.console.live_state.LiveState` (the runner
+`LiveFeed` publishes a `real_bridge.robot.Robot` into the run's `embodied_eval.console.live_state.LiveState` (the runner
 hands it to the backend through `attach_live`):
 
 - `LiveSink`, a sink on the link beside the recorder: every message of the recorded streams as it
@@ -25,10 +25,8 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.console.live_state import LiveState
-from real_bridge.bridge_config import BridgeConfig
 from real_bridge.policy_loop import OperatorStop
-from real_bridge.recording import compressed_topic, ros2msg_definition
-from real_bridge.ros_node import STREAM_TYPES
+from real_bridge.robot import Robot, observation_age_s
 from real_bridge.safety_state import ROBOT_STATE_STATUS, SafetyTracker
 
 #: How often the feed thread publishes the episode in progress, Hz.
@@ -46,6 +44,8 @@ class LiveSink:
         self.live = live
 
     def add_stream(self, topic: str, msgtype: str) -> None:
+        from real_bridge.recording import ros2msg_definition
+
         self.live.ros_stream(topic, msgtype, ros2msg_definition(msgtype))
 
     def write(self, topic: str, data: Any, log_time_ns: int, publish_time_ns: int = 0) -> None:
@@ -62,44 +62,49 @@ def force_limit_of(protocol: Any) -> float:
 
 
 class LiveFeed:
-    """Publishes one backend's link and episodes into a `LiveState` (see the module docstring).
+    """Publishes one backend's robot and episodes into a `LiveState` (see the module docstring).
 
     Args:
         live: the run's live state.
-        config: the robot profile (joint names, topics).
         force_limit_n: the contact-force limit shown with the measured force.
     """
 
-    def __init__(self, live: LiveState, config: BridgeConfig, force_limit_n: float) -> None:
+    def __init__(self, live: LiveState, force_limit_n: float) -> None:
         self.live = live
-        self.config = config
         self.force_limit_n = force_limit_n
-        self.link: Any = None
+        self.robot: Robot | None = None
         self.run: Any = None
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
         self._diag_index = 0
         self._images = -1
-        self._mode: dict[str, str] = {}
+        self._mode: dict[str, Any] = {}
         self._tracker = SafetyTracker()
 
-    # ------------------------------------------------------------------ the link
+    # ------------------------------------------------------------------ the robot
 
-    def attach(self, link: Any) -> None:
-        """Start publishing `link` (after the backend connected)."""
+    def attach(self, robot: Robot) -> None:
+        """Start publishing `robot` (after the backend connected it). A robot with recording
+        taps (ROS 2) also hands every recorded message to the live state, for Foxglove."""
         self.detach()
-        self.link = link
-        sink = LiveSink(self.live)
-        for stream in self.config.record_streams:
-            topic = getattr(self.config.topics, stream)
-            if not topic:
-                continue
-            if stream == "camera_image":
-                sink.add_stream(compressed_topic(topic), STREAM_TYPES["camera_compressed"])
-            else:
-                sink.add_stream(topic, STREAM_TYPES[stream])
-        link.live = sink
-        self._diag_index = link.diagnostics_total
+        self.robot = robot
+        taps = getattr(robot, "taps", None)
+        if taps is not None:
+            from real_bridge.recording import compressed_topic
+            from real_bridge.ros_node import STREAM_TYPES
+
+            config = robot.config
+            sink = LiveSink(self.live)
+            for stream in config.record_streams:
+                topic = getattr(config.topics, stream)
+                if not topic:
+                    continue
+                if stream == "camera_image":
+                    sink.add_stream(compressed_topic(topic), STREAM_TYPES["camera_compressed"])
+                else:
+                    sink.add_stream(topic, STREAM_TYPES[stream])
+            taps.live = sink
+        _, self._diag_index = robot.safety_readings(0)
         self._halt = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="live-feed", daemon=True)
         self._thread.start()
@@ -109,9 +114,11 @@ class LiveFeed:
             self._halt.set()
             self._thread.join(2.0)
             self._thread = None
-        if self.link is not None:
-            self.link.live = None
-            self.link = None
+        if self.robot is not None:
+            taps = getattr(self.robot, "taps", None)
+            if taps is not None:
+                taps.live = None
+            self.robot = None
 
     # ------------------------------------------------------------------ the operator
 
@@ -134,7 +141,7 @@ class LiveFeed:
             "attempt": spec.attempt,
             "phase": "setup",
             "force_limit_n": self.force_limit_n,
-            "joint_names": list(self.config.robot.arm_joints),
+            "joint_names": list(run.config.robot.arm_joints),
         }
         self.live.clear_real(**fields)
         self.live.publish("real_episode", {**fields, "phase": "started"})
@@ -164,38 +171,39 @@ class LiveFeed:
                 self.live.update_real(feed_error=f"{type(exc).__name__}: {exc}")
 
     def _publish(self) -> None:
-        link, run = self.link, self.run
-        if link is None:
+        robot, run = self.robot, self.run
+        if robot is None or not robot.is_connected:
             return
         fields: dict[str, Any] = {}
-        state = link.latest_state()
-        if state is not None:
-            index = {n: i for i, n in enumerate(state.names)}
-            joints = [j for j in self.config.robot.arm_joints if j in index]
-            fields["measured"] = [round(float(state.position[index[j]]), 5) for j in joints]
-            fields["state_age_s"] = round(float(link.state_age_s()), 3)
-        sent = link.arm_command
+        obs = robot.get_observation()
+        arm = robot.config.robot.arm_joints
+        if obs is not None:
+            index = {n: i for i, n in enumerate(obs.joint_names)}
+            joints = [j for j in arm if j in index]
+            fields["measured"] = [round(float(obs.position[index[j]]), 5) for j in joints]
+            fields["state_age_s"] = round(float(observation_age_s(robot)), 3)
+            if obs.wrench is not None:
+                fields["force_n"] = round(float(np.linalg.norm(np.asarray(obs.wrench)[:3])), 3)
+        sent = robot.commanded()
         fields["commanded"] = None if sent is None else [round(float(v), 5) for v in sent]
-        wrench = link.wrench
-        if wrench is not None:
-            fields["force_n"] = round(float(np.linalg.norm(np.asarray(wrench)[:3])), 3)
-        fields["peak_force_n"] = round(float(link.peak_force_n), 3)
-        fields["heartbeat"] = bool(
-            link._heartbeat_thread is not None and link._heartbeat_thread.is_alive()
-        )
-        self._read_diagnostics(link)
+        counts = robot.stream_counts()
+        fields["peak_force_n"] = round(float(counts.peak_force_n), 3)
+        safety = robot.safety_state()
+        beating = getattr(robot, "heartbeat_alive", None)
+        fields["heartbeat"] = bool(not safety.deadman_hold if beating is None else beating)
+        self._read_diagnostics(robot)
         fields.update(self._mode)
-        fields["protective_stop"] = self._tracker.protective_stop
-        fields["emergency_stop"] = self._tracker.emergency_stop
+        fields["protective_stop"] = self._tracker.protective_stop or safety.protective_stop
+        fields["emergency_stop"] = self._tracker.emergency_stop or safety.emergency_stop
         if run is not None:
             fields.update(self._loop_fields(run))
         self.live.update_real(**fields)
-        if link.image_count != self._images and link.pixels is not None:
-            self._images = link.image_count
-            self.live.publish_frame(link.pixels)
+        if counts.images != self._images and obs is not None and obs.image is not None:
+            self._images = counts.images
+            self.live.publish_frame(obs.image)
 
-    def _read_diagnostics(self, link: Any) -> None:
-        readings, self._diag_index = link.diagnostics_since(self._diag_index)
+    def _read_diagnostics(self, robot: Robot) -> None:
+        readings, self._diag_index = robot.safety_readings(self._diag_index)
         for reading in readings:
             if reading.name == ROBOT_STATE_STATUS:
                 values = dict(reading.values)

@@ -115,7 +115,7 @@ run_trials(protocol, options, db_path=sys.argv[4], out_dir=sys.argv[5], show_pro
 
 
 def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attempt(tmp_path):
-    from real_bridge.bridge_link import BridgeLink
+    from real_bridge.bridge_link import Ros2Robot
 
     protocol_file = tmp_path / "p.toml"
     protocol_file.write_text(MINI_PROTOCOL, encoding="utf-8")
@@ -125,10 +125,11 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
     db, out = tmp_path / "t.db", tmp_path / "run"
     with TwinProcess(domain):
         configure_process(domain, "loopback")
-        watcher = BridgeLink(
+        watcher = Ros2Robot(
             load_bridge_config(config_path).replace(domain_id=domain, node_name="watcher"),
             heartbeat=False,
         )
+        watcher.connect()
         try:
             harness = subprocess.Popen(
                 [
@@ -151,7 +152,7 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
             harness.wait(10)
 
             def held() -> dict[str, str]:
-                readings, _ = watcher.diagnostics_since(0)
+                readings, _ = watcher.safety_readings(0)
                 for r in reversed(readings):
                     values = dict(r.values)
                     if r.name == "robot/state" and values.get("mode") == "hold":
@@ -167,12 +168,12 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
 
             # ... and comes to rest there (in sim time; a loaded machine slows the twin down).
             def at_rest() -> bool:
-                state = watcher.latest_state()
+                state = watcher.get_observation()
                 return max(abs(v) for v in state.velocity[:7]) < 0.05
 
             assert watcher.session.wait_for(at_rest, 5.0)
         finally:
-            watcher.close()
+            watcher.disconnect()
 
         (partial,) = list(out.rglob("*.mcap.partial"))
         _, channels, messages = read_partial(partial)  # readable with the mcap library

@@ -55,7 +55,7 @@ def hold_sent_ns(episode, command_id: str, db) -> int:
 
 
 def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser, tmp_path: Path):
-    from real_bridge.bridge_link import BridgeLink
+    from real_bridge.bridge_link import Ros2Robot
 
     protocol = protocol_from_mapping(tomllib.loads(MINI_PROTOCOL))
     domain = domain_id_for_test(640)
@@ -83,10 +83,11 @@ def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser,
 
     with TwinProcess(domain), ConsoleServer(db, protocol, live=live, port=0) as server:
         configure_process(domain, "loopback")
-        watcher = BridgeLink(
+        watcher = Ros2Robot(
             load_bridge_config(config_path).replace(domain_id=domain, node_name="watcher"),
             heartbeat=False,
         )
+        watcher.connect()
         try:
             page = open_page(browser, server.url)
             thread = threading.Thread(target=run)
@@ -112,7 +113,7 @@ def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser,
             received: list[dict] = []
 
             def hold_logged() -> bool:
-                readings, _ = watcher.diagnostics_since(0)
+                readings, _ = watcher.safety_readings(0)
                 received.extend(
                     dict(r.values)
                     for r in readings
@@ -123,7 +124,7 @@ def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser,
 
             assert watcher.session.wait_for(hold_logged, 10.0), "the twin never logged the hold"
         finally:
-            watcher.close()
+            watcher.disconnect()
     summary = result["summary"]
     assert summary.interrupted
     assert episode.status == "aborted" and episode.control["abort_cause"] == "operator_stop"
