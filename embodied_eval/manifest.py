@@ -323,8 +323,9 @@ def verify_manifest_file(path: str | Path) -> Manifest:
 
 #: Statuses after which a manifest row is run again as a new attempt (while retries are left).
 RETRY_ON = ("error", "aborted")
-#: `control["abort_cause"]` values of robot-side aborts (see `robot_side_abort`).
-ROBOT_SIDE_CAUSES = ("robot_lost", "unsupervised")
+#: `control["abort_cause"]` values of aborts that are not the policy's (see `robot_side_abort`):
+#: the robot was lost, the harness died mid-episode, or an operator stopped the run.
+ROBOT_SIDE_CAUSES = ("robot_lost", "unsupervised", "operator_stop")
 
 Slot = tuple[str, str, str]
 
@@ -354,8 +355,9 @@ def settle(attempts: Sequence[Episode], max_retries: int) -> tuple[Episode | Non
 
 
 def robot_side_abort(ep: Episode) -> bool:
-    """An attempt aborted by the robot side, not the policy: the robot was lost, or the episode
-    ran unsupervised because the harness died. Such attempts do not use the policy's retries."""
+    """An attempt aborted by the robot side, not the policy: the robot was lost, the episode ran
+    unsupervised because the harness died, or an operator stopped it from the run's console.
+    Such attempts do not use the policy's retries."""
     return ep.status == "aborted" and ep.control.get("abort_cause") in ROBOT_SIDE_CAUSES
 
 

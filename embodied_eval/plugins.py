@@ -63,11 +63,17 @@ JUDGE_ACCURACY = "real_bridge.judge_accuracy:stored_accuracy"
 #: Fits a calibration from a window's recorded real episodes (`embodied-eval calibrate`).
 CALIBRATE = "real_bridge.calibration.window:calibrate_window"
 
-#: Robot backends for the real side, by name.
+#: Robot backends for the real side, by name: "ros2" (a ros2_control robot over ROS 2), "mujoco"
+#: (the twin's physics in process, no ROS: `real_bridge.mujoco_robot`) and "manual" (a technician
+#: enters each episode).
 ROBOT_BACKENDS: dict[str, str] = {
     "ros2": "real_bridge.ros2_backend:Ros2Backend",
+    "mujoco": "real_bridge.mujoco_robot:mujoco_backend",
     "manual": "real_bridge.manual:ManualBackend",
 }
+#: The engine recorded on the real episodes of a backend, where it differs from the backend's
+#: name ("mujoco" names a simulator; the in-process robot's episodes are real-side episodes).
+ROBOT_ENGINES: dict[str, str] = {"mujoco": "mujoco_robot"}
 
 #: Services provided by the incident log.
 INCIDENT_LOG: dict[str, str] = {

@@ -7,7 +7,7 @@ quality, judge and recording, folded, and capped at PAIRS_LIMIT rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from embodied_eval.certificate.episode_media import (
     camera_strip,
 )
 from embodied_eval.certificate.html_parts import esc, table
-from embodied_eval.records import SEVERITIES, Episode
+from embodied_eval.records import SEVERITIES, Artifact, Episode
 
 #: Pairs shown in the folded table (the store holds them all; `embodied-eval export` writes them).
 PAIRS_LIMIT = 300
@@ -37,9 +37,15 @@ def _outcome(e: Episode) -> str:
 
 
 def _links(e: Episode, places: MediaPlaces) -> str:
+    return recording_links(e, lambda art: artifact_href(art, places))
+
+
+def recording_links(e: Episode, href_of: Callable[[Artifact], str | None]) -> str:
+    """An episode's recordings, each linked where `href_of` gives a URL (else named as not on
+    disk); the report links files beside it, the live console links its own file URLs."""
     links = []
     for art in e.artifacts:
-        href = artifact_href(art, places)
+        href = href_of(art)
         name = Path(art.path).name
         kind = art.kind or "file"
         if href is None:
@@ -49,19 +55,31 @@ def _links(e: Episode, places: MediaPlaces) -> str:
     return "<br>".join(links) if links else '<span class="muted">no recording</span>'
 
 
-def _judge(e: Episode) -> str:
+def judge_cell(e: Episode) -> str:
+    """Who judged the episode (kind, name, version; "(signed)")."""
     text = " ".join(str(e.judge.get(k)) for k in ("kind", "name", "version") if e.judge.get(k))
     if e.judge.get("signature"):
         text += " (signed)"
     return esc(text or "—")
 
 
-def _cell(e: Episode) -> str:
+def episode_cell(e: Episode) -> str:
+    """Outcome, q against q*, engine and attempt of one episode (HTML)."""
     retry = f", attempt {e.attempt}" if e.attempt > 1 else ""
     return (
         f"{_outcome(e)} q = {e.quality:.2f} / q* {e.target_quality:.2f} "
         f'<span class="muted">({esc(e.engine)}{esc(retry)})</span>'
     )
+
+
+def camera_strip_html(artifacts: Sequence[Artifact], store_path: Path | None) -> str:
+    """The thumbnail strip of an episode's recorded camera (`camera_strip`) and its note;
+    `store_path`: the store the artifacts' paths are relative to."""
+    strip, note = camera_strip(artifacts, store_path)
+    images = "".join(
+        f'<img src="{uri}" alt="camera at {t:.1f} s" title="{t:.1f} s">' for t, uri in strip
+    )
+    return f'<div class="thumbs">{images}</div><span class="muted">{esc(note)}</span>'
 
 
 def _incidents_by_episode(
@@ -130,19 +148,15 @@ def _attention(
         if any(a.kind in RECORDING_KINDS for a in e.artifacts):
             if strips < STRIPS_LIMIT:
                 strips += 1
-                strip, note = camera_strip(e.artifacts, places.store_path)
+                media += camera_strip_html(e.artifacts, places.store_path)
             else:
-                strip, note = [], f"only the first {STRIPS_LIMIT} recordings get a strip"
-            images = "".join(
-                f'<img src="{uri}" alt="camera at {t:.1f} s" title="{t:.1f} s">'
-                for t, uri in strip
-            )
-            media += f'<div class="thumbs">{images}</div><span class="muted">{esc(note)}</span>'
+                note = f"only the first {STRIPS_LIMIT} recordings get a strip"
+                media += f'<div class="thumbs"></div><span class="muted">{esc(note)}</span>'
         rows.append(
             [
                 f"<code>{esc(e.episode_id)}</code>",
-                _cell(e) + (f"<br>{esc(e.status_reason)}" if e.status_reason else ""),
-                _judge(e),
+                episode_cell(e) + (f"<br>{esc(e.status_reason)}" if e.status_reason else ""),
+                judge_cell(e),
                 _incident_text(by_episode.get(e.episode_id, ())),
                 media,
             ]
@@ -182,9 +196,10 @@ def _pairs(
             [
                 f"<code>{esc(pair_id)}</code>",
                 esc(eps[0].family),
-                "<br>".join(_cell(e) for e in sim) or '<span class="muted">—</span>',
-                "<br>".join(_cell(e) for e in real) or '<span class="muted">not paired</span>',
-                "<br>".join(_judge(e) for e in real) or "—",
+                "<br>".join(episode_cell(e) for e in sim) or '<span class="muted">—</span>',
+                "<br>".join(episode_cell(e) for e in real)
+                or '<span class="muted">not paired</span>',
+                "<br>".join(judge_cell(e) for e in real) or "—",
                 _incident_text(incidents),
                 "<br>".join(_links(e, places) for e in real if e.artifacts)
                 or '<span class="muted">no recording</span>',

@@ -85,30 +85,29 @@ class ExportResult:
     skipped: int
 
 
-def trajectory_path(episode: Episode, store_path: Path | None) -> Path | None:
-    """The episode's per-step artifact on disk: its `.npz` trajectory, else a recording that
-    a frame reader understands (`plugins.STEP_READERS`). `store_path`: the store the episode was
-    read from (artifact paths are relative to its folder)."""
+def trajectory_file(episode: Episode, store_path: Path | None) -> tuple[Path, str] | None:
+    """The episode's per-step artifact on disk and its kind: its `.npz` trajectory, else a
+    recording that a frame reader understands (`plugins.STEP_READERS`). `store_path`: the store
+    the episode was read from (artifact paths are relative to its folder)."""
     for art in episode.artifacts:
         if art.kind == "trajectory" and art.path.endswith(".npz"):
             found = artifact_file(art.path, store_path)
             if found is not None:
-                return found
+                return found, art.kind
     for art in episode.artifacts:
         if art.kind in STEP_READERS:
             found = artifact_file(art.path, store_path)
             if found is not None:
-                return found
+                return found, art.kind
     return None
 
 
-def load_trajectory(episode: Episode, path: Path) -> Trajectory | None:
-    """Read a per-step artifact; None when it predates per-step observations."""
+def load_trajectory(episode: Episode, path: Path, kind: str) -> Trajectory | None:
+    """Read a per-step artifact of `kind`; None when it predates per-step observations."""
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
     else:
-        kind = next(a.kind for a in episode.artifacts if Path(a.path) == path)
         try:
             reader = resolve(STEP_READERS[kind])
         except EvalError as exc:
@@ -237,8 +236,8 @@ def export_lerobot(
     trajectories: list[Trajectory] = []
     skipped = 0
     for ep in episodes:
-        path = trajectory_path(ep, store_path)
-        traj = load_trajectory(ep, path) if path is not None else None
+        found = trajectory_file(ep, store_path)
+        traj = load_trajectory(ep, *found) if found is not None else None
         if traj is None or len(traj.time) == 0:
             skipped += 1
         else:

@@ -17,6 +17,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.manifest import Manifest, plan_manifest
 from embodied_eval.plugins import (
     ROBOT_BACKENDS,
+    ROBOT_ENGINES,
     SIM_ENGINES,
     SUITE_CHECKS,
     SUITE_ENGINES,
@@ -162,7 +163,7 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
         sim_policy = options.policy or protocol.sim_policy
         sim_source = ""
     backend = options.robot_backend or protocol.real_backend
-    real_engine = backend if backend in ROBOT_BACKENDS else "external"
+    real_engine = ROBOT_ENGINES.get(backend, backend) if backend in ROBOT_BACKENDS else "external"
     return RunSettings(
         engines=engines,
         engine_targets=targets,

@@ -40,18 +40,27 @@ def progress_rows(
     attempts: Mapping[Slot, Sequence[Episode]],
     max_retries: int,
     sides: Iterable[str],
+    drift_days: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Per (side, engine, family): planned, done, scored, successes, unscored, attempts.
 
     `done` counts settled slots, `successes`/`scored` count settled scored episodes (z = 1 among
     those with z defined), `unscored` settled slots that ended error/aborted after their retries.
+    With `drift_days` (drift name → its day on the drift calendar) the rows are per (side, engine,
+    family, drift day) and also carry `drift_day`, `aborted` and `errors` (the unscored slots by
+    how they ended) — the live console's table.
     """
     wanted = set(sides)
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for spec in manifest.specs:
         if spec.side not in wanted:
             continue
-        key = (spec.side, spec.engine, spec.family)
+        key: tuple[Any, ...] = (spec.side, spec.engine, spec.family)
+        extra: dict[str, Any] = {}
+        if drift_days is not None:
+            day = drift_days.get(spec.drift_name, 0)
+            key += (day,)
+            extra = {"drift_day": day, "aborted": 0, "errors": 0}
         row = rows.setdefault(
             key,
             {
@@ -64,6 +73,7 @@ def progress_rows(
                 "successes": 0,
                 "unscored": 0,
                 "attempts": 0,
+                **extra,
             },
         )
         tried = attempts.get(spec_slot(spec), [])
@@ -77,8 +87,10 @@ def progress_rows(
                 row["successes"] += int(final.success)
             else:
                 row["unscored"] += 1
+                if drift_days is not None:
+                    row["errors" if final.status == "error" else "aborted"] += 1
     side_order = {"sim": 0, "real": 1}
-    return [rows[k] for k in sorted(rows, key=lambda k: (side_order.get(k[0], 2), k[1], k[2]))]
+    return [rows[k] for k in sorted(rows, key=lambda k: (side_order.get(k[0], 2), *k[1:]))]
 
 
 @dataclass
@@ -101,6 +113,8 @@ class RunSummary:
             re-running does not run them again (`retries_spent`).
         actions_clipped: policy actions clipped to the action space in the stored episodes of
             the selected sides (only with `[sim] out_of_range_actions = "clip"`).
+        operator: the stops, pauses and resumes asked for from the run's console (each also a
+            chained `operator` ledger record).
     """
 
     run_id: str
@@ -130,6 +144,7 @@ class RunSummary:
     first_error: str = ""
     spent: dict[str, Any] | None = None
     actions_clipped: int = 0
+    operator: list[dict[str, Any]] = field(default_factory=list)
 
     def failure(self) -> str:
         """Why this invocation counts as failed ("" when it does not): episodes that ended

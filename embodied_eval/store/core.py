@@ -28,6 +28,7 @@ from embodied_eval.store.guard import DEFAULT_DB as DEFAULT_DB
 from embodied_eval.store.guard import default_db_path as default_db_path
 from embodied_eval.store.sqlite import apply_migrations as apply_migrations
 from embodied_eval.store.sqlite import connect as connect
+from embodied_eval.store.sqlite import connect_read_only as connect_read_only
 from embodied_eval.store.sqlite import transaction as transaction
 
 #: Window id of records stored without one (e.g. imported from a file without a `window` column).
@@ -100,11 +101,23 @@ def _episode_body(ep: Episode) -> str:
 class Store:
     """Episodes, faults, safety events and manifests in one SQLite file.
 
-    Usable as a context manager. Safe to open from several processes at once (WAL).
+    Usable as a context manager. Safe to open from several processes at once (WAL). With
+    `read_only` the file is opened through a read-only connection (`connect_read_only`) and
+    nothing is migrated or written: for readers beside a running harness (the live console).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+    ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        if read_only:
+            self.conn = connect_read_only(self.path)
+            self.schema_version = len(CORE_MIGRATIONS)
+            return
         self.conn = connect(self.path, create=create)
         self.schema_version = apply_migrations(self.conn, "core", CORE_MIGRATIONS)
         apply_migrations(self.conn, ledger.COMPONENT, ledger.MIGRATIONS)
