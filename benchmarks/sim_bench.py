@@ -13,12 +13,19 @@ Also prints the reference policy's AR per family and engine, nominal and under s
 (`--ar-seeds 0` skips that part), and the vision policy's AR (`--vision-seeds`, MuJoCo; Wilson 95 %
 intervals) nominal, under the protocol's DR, with its day-14 drift, and in a dim cell.
 
+Standard suites (`--suite-episodes`, default 10 per task; 0 skips): Meta-World's expert on reach,
+push and pick-place through the harness (`metaworld` engine, the record and its checks) vs the
+bare suite (`gymnasium.make("Meta-World/MT1", ..., seed=<the same scene seed>)` stepped by the same
+expert), episode time per task (target ratio >= 0.8) and AR per task with Wilson 95 % intervals.
+
 Run: .venv/bin/python benchmarks/sim_bench.py [--episodes 8] [--ar-seeds 2] [--vision-seeds 1]
+     [--suite-episodes 10]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import os
 import statistics
@@ -269,13 +276,104 @@ def vision_ar(
     return {family: (int(sum(w)), len(w)) for family, w in wins.items()}
 
 
+SUITE_TASKS = ("reach-v3", "push-v3", "pick-place-v3")
+
+SUITE_PROTOCOL = """
+[protocol]
+name = "suite-bench"
+version = "1"
+base_seed = 0
+m_min = 1
+[window]
+id = "w-suite"
+start = "2026-11-01"
+end = "2026-11-30"
+[battery.metaworld]
+target_quality = 0.5
+instances = {instances}
+[drift.nominal]
+day = 0
+[sampling]
+real_fraction = 0.0
+[sim]
+engines = ["metaworld"]
+policy = "metaworld:expert"
+max_steps = 500
+"""
+
+
+def bare_suite_episode(task: str, scene_seed: int) -> tuple[bool, int]:
+    """Meta-World on its own: its MT1 environment with the seed, its expert until it ends."""
+    import warnings
+
+    import gymnasium
+    from metaworld.policies import ENV_POLICY_MAP
+
+    from sim_suites.suites.mujoco_compat import patch_metaworld
+
+    patch_metaworld()
+    env = gymnasium.make(
+        "Meta-World/MT1", env_name=task, seed=scene_seed, terminate_on_success=True
+    )
+    expert = ENV_POLICY_MAP[task]()
+    obs, _ = env.reset()
+    steps, done, info = 0, False, {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while not done:
+            obs, _, terminated, truncated, info = env.step(expert.get_action(obs))
+            steps += 1
+            done = terminated or truncated
+    env.close()
+    return bool(info["success"]), steps
+
+
+def suite_rows(episodes: int) -> list[str]:
+    """Harness vs bare Meta-World per task: episode time, ratio and AR with Wilson intervals."""
+    import tomllib
+
+    from embodied_eval.protocol.reader import protocol_from_mapping
+    from sim_suites.suites.meta_world import run_episode as run_suite_episode
+
+    ids = [f"metaworld/{t}" for t in SUITE_TASKS]
+    protocol = protocol_from_mapping(tomllib.loads(SUITE_PROTOCOL.format(instances=ids)))
+    rows = []
+    for task in SUITE_TASKS:
+        harness_s, bare_s, wins, bare_wins = [], [], 0, 0
+        for seed in range(episodes):
+            spec = dataclasses.replace(
+                spec_for(f"metaworld/{task}", "metaworld", seed), policy="metaworld:expert"
+            )
+            t0 = time.perf_counter()
+            episode = run_suite_episode(spec, protocol).episode
+            harness_s.append(time.perf_counter() - t0)
+            wins += int(episode.quality >= 0.5)
+            t0 = time.perf_counter()
+            ok, _ = bare_suite_episode(task, episode_seeds(seed).scene)
+            bare_s.append(time.perf_counter() - t0)
+            bare_wins += int(ok)
+        h, b = statistics.median(harness_s), statistics.median(bare_s)
+        lo, hi = wilson_bounds(wins, episodes)
+        blo, bhi = wilson_bounds(bare_wins, episodes)
+        rows.append(
+            f"metaworld {task:14s}: harness median {h:.3f} s/episode | bare median {b:.3f} "
+            f"s/episode | ratio harness/bare eps/s {b / h:.2f} (target >= 0.8) | AR harness "
+            f"{wins}/{episodes} [{lo:.2f}, {hi:.2f}], bare {bare_wins}/{episodes} "
+            f"[{blo:.2f}, {bhi:.2f}]"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--ar-seeds", type=int, default=2)
     parser.add_argument("--vision-seeds", type=int, default=1)
     parser.add_argument("--engines", default="mujoco,pybullet")
+    parser.add_argument("--suite-episodes", type=int, default=10)
     args = parser.parse_args()
+    for row in suite_rows(args.suite_episodes) if args.suite_episodes > 0 else ():
+        print(row)
     print(f"load average before: {os.getloadavg()}")
     # Trajectory files go to a RAM disk when there is one, so the figure measures the harness
     # (serialize + atomic write) rather than the disk's fsync latency.

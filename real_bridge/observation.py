@@ -34,6 +34,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec
 from real_bridge.bridge_config import RobotSpec
 from real_bridge.command_check import limited_step
+from real_bridge.robot import TrackerPose
 
 #: The tracker's pose older than this, s, means the object is not seen.
 POSE_FRESH_S = 0.25
@@ -177,11 +178,12 @@ class PandaAdapter:
         self,
         q: np.ndarray,
         qd: np.ndarray,
-        pose: tuple[float, np.ndarray, np.ndarray] | None,
+        pose: TrackerPose | None,
         now_s: float,
         has_tracker: bool,
     ) -> dict[str, np.ndarray]:
-        """The observation dict (sim keys) from joint states (arm + 2 fingers, 9 values)."""
+        """The observation dict (sim keys) from joint states (arm + 2 fingers, 9 values) and the
+        tracker's latest pose (`now_s` on the same clock as its `received_s`)."""
         from sim_suites.controller import grasp_closes, grasp_releases
 
         setup = self.setup
@@ -193,8 +195,8 @@ class PandaAdapter:
         visible = 1.0
         if has_tracker:
             last = self.last_pose
-            if pose is not None and now_s - pose[0] <= POSE_FRESH_S:
-                self.last_pose = (pose[1], pose[2])
+            if pose is not None and now_s - pose.received_s <= POSE_FRESH_S:
+                self.last_pose = (pose.position, pose.quaternion)
             elif last is not None and self.grasped and self.grasp_offset is not None:
                 self.last_pose = (tcp + self.grasp_offset, last[1])  # carried in the hand
             elif last is None or not hand_covers(tcp, last[0]):

@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
-from embodied_eval.protocol.calibration_file import read_calibration, write_calibration
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol.calibration_file import read_calibration, write_calibration
 from real_bridge.calibration.fit import (
     Z_95,
     calibrate_episodes,

@@ -38,11 +38,11 @@ from embodied_eval.certificate.issue import issue_certificate, recompute_check
 from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.store.signing_keys import create_private_key
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry
-from embodied_eval.manifest import plan_manifest
 from embodied_eval.store.core import Store
+from embodied_eval.store.signing_keys import create_private_key
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -62,8 +62,20 @@ def test_protocol_tasks_lists_families_instances_and_engines(capsys):
     assert main(["protocol", "tasks", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)["families"]
     assert [f["family"] for f in listing] == [
-        "drawer_open", "peg_insert", "pick_place", "push", "tool_use"
+        "drawer_open",
+        "libero",
+        "metaworld",
+        "peg_insert",
+        "pick_place",
+        "push",
+        "tool_use",
     ]
+    suite = next(f for f in listing if f["family"] == "metaworld")
+    assert suite["engines"] == ["metaworld"] and len(suite["instances"]) == 50
+    assert "metaworld/pick-place-v3" in suite["instances"]
+    libero = next(f for f in listing if f["family"] == "libero")
+    assert libero["engines"] == ["libero"] and len(libero["instances"]) == 290
+    listing = [f for f in listing if f["family"] not in ("metaworld", "libero")]
     pick = next(f for f in listing if f["family"] == "pick_place")
     assert pick["instances"] == [
         "pick_place/cube_center",

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import ledger
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
-from embodied_eval.store.patches import HumanPatch, window_patches
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
+from embodied_eval.store import ledger
 from embodied_eval.store.core import Store, default_db_path
+from embodied_eval.store.patches import HumanPatch, window_patches
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,15 @@ import typer
 from embodied_eval.cli.common import (
     DbOption,
     JsonOption,
+    ProtocolOption,
     console,
     open_store,
     print_json,
+    protocol_path,
     window_id,
 )
 from embodied_eval.errors import EvalError
+from embodied_eval.interchange.pair_rules import check_pairs, stored_partners
 from embodied_eval.interchange.tables import (
     episodes_from_frame,
     episodes_to_frame,
@@ -25,7 +28,6 @@ from embodied_eval.interchange.tables import (
     read_table,
     write_table,
 )
-from embodied_eval.interchange.pair_rules import check_pairs, stored_partners
 from embodied_eval.plugins import INCIDENT_LOG, SIM_ENGINES, resolve
 from embodied_eval.protocol.reader import Protocol, load_protocol
 from embodied_eval.protocol.sensitivity import run_sweep, sweep_table
@@ -137,7 +139,10 @@ protocol_app = typer.Typer(help="Check and inspect protocol files.", no_args_is_
 
 @protocol_app.command("check")
 def protocol_check(
-    file: Path = typer.Argument(..., help="Protocol TOML file."),
+    file_arg: Path | None = typer.Argument(
+        None, metavar="[PROTOCOL]", help="Protocol TOML file (or --protocol)."
+    ),
+    file_opt: Path | None = ProtocolOption,
     as_json: bool = JsonOption,
     sensitivity: bool = typer.Option(
         False,
@@ -167,6 +172,8 @@ def protocol_check(
 
     Every instance (but those mapped to a Gymnasium env) must be in the task catalog of each of
     the protocol's sim engines (`embodied-eval protocol tasks` lists it)."""
+    file = protocol_path(file_arg, file_opt, required=True)
+    assert file is not None
     proto = load_protocol(file)
     check_instances(proto)
     if sensitivity:

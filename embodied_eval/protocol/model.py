@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from embodied_eval.protocol.closure_audits import ExpansionPlan, MaintenancePlan
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol.closure_audits import ExpansionPlan, MaintenancePlan
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
 DEFAULT_M_MIN = 5
