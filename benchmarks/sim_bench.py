@@ -436,11 +436,12 @@ def main() -> None:
     unknown = [t for t in tasks if t not in TASK_SPECS]
     if unknown:
         parser.error(f"--tasks: {', '.join(unknown)} not in the task catalog")
+    print(f"load average before: {os.getloadavg()}")
     for row in suite_rows(args.suite_episodes) if args.suite_episodes > 0 else ():
         print(row)
     for row in libero_rows(args.libero_episodes) if args.libero_episodes > 0 else ():
         print(row)
-    print(f"load average before: {os.getloadavg()}")
+    print(f"load average after the suites: {os.getloadavg()}")
     # Trajectory files go to a RAM disk when there is one, so the figure measures the harness
     # (serialize + atomic write) rather than the disk's fsync latency.
     ram = "/dev/shm" if os.path.isdir("/dev/shm") else None
