@@ -161,7 +161,9 @@ def check_page(report: Path, width: int, tmp: Path, verdict: str, images: int) -
 @pytest.mark.parametrize("width", [1400, 700])
 def test_certified_report_at_two_widths(bundle: Path, tmp_path: Path, width: int) -> None:
     # 5 plots (500 h of exposure reach the rate-plot floor) + 4 failed real episodes × 4 frames.
-    check_page(bundle / "report.html", width, tmp_path, "red", images=5 + 16)
+    # Amber: no check fails — Ê = (0.84 · 0.95 · 0.92)^(1/3) = 0.902 clears AAI-4's E ≥ 0.9 as a
+    # point (with four families, 0.881 did not: red) but not with its bound on 25 pairs.
+    check_page(bundle / "report.html", width, tmp_path, "amber", images=5 + 16)
     # Text from the incident narrative arrives as text, not as markup.
     html = (bundle / "report.html").read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html

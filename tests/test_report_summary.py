@@ -220,7 +220,7 @@ def test_episode_table_links_recordings_and_shows_camera_strips(recorded_bundle:
     assert [t for _, t in thumbs[:4]] == ["0.0", "1.0", "2.0", "3.0"]
     for (uri, _), k in zip(thumbs[:4], (0, 2, 4, 6), strict=True):
         assert mean_colour(uri) == pytest.approx(RECORDED_COLOURS[k], abs=12)
-    assert "All 20 pairs (20 with a real episode" in html
+    assert "All 25 pairs (25 with a real episode" in html  # 5 families × 5 instances
 
 
 def test_sim_trajectory_frames_make_a_strip(tmp_path: Path) -> None:
