@@ -1,8 +1,8 @@
 """The notebook API (`import embodied_eval as ee`), driven by the README's own example.
 
-The window is `tests.test_certificate.build_window`: 20 pairs, real fails on 4 and sim on 2, one
-near-miss recorded at 2026-11-10T12:00:00Z, 500 exposure hours. By hand: 20 real episodes with
-16 successes (AR = 16/20 = 0.8), 20 sim episodes with 18 successes.
+The window is `tests.test_certificate.build_window`: 25 pairs, real fails on 4 and sim on 2, one
+near-miss recorded at 2026-11-10T12:00:00Z, 500 exposure hours. By hand: 25 real episodes with
+21 successes (AR = 21/25 = 0.84), 25 sim episodes with 23 successes.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def test_readme_example_runs_and_gives_typed_frames(window: tuple[Path, Path]) -
     real = episodes[episodes.side == "real"]
     assert (len(real), int(real.success.sum())) == (25, 21)  # real fails on 4 of the 25 pairs
     sim = episodes[episodes.side == "sim"]
-    assert (len(sim), int(sim.success.sum())) == (20, 18)
+    assert (len(sim), int(sim.success.sum())) == (25, 23)
     incidents = scope["incidents"]
     assert isinstance(incidents, pd.DataFrame)
     assert list(incidents.severity) == ["near_miss"]
@@ -61,8 +61,8 @@ def test_readme_example_runs_and_gives_typed_frames(window: tuple[Path, Path]) -
     table = scope["table"]
     assert isinstance(table, pd.DataFrame)
     ar = table.set_index("metric").loc["AR"]
-    assert ar["value"] == pytest.approx(0.8)
-    assert ar["low"] < 0.8 < ar["high"]
+    assert ar["value"] == pytest.approx(0.84)
+    assert ar["low"] < 0.84 < ar["high"]
     assert "AAI-2" in scope["report"].to_json()["gates"]  # type: ignore[attr-defined]
     assert out.getvalue().strip().splitlines()[-1] in ("pass", "fail", "inconclusive",
                                                        "evidence_missing")  # fmt: skip
