@@ -15,17 +15,13 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.calibration_file import read_calibration, write_calibration
 from embodied_eval.errors import EvalError
-from real_bridge.calibration.fit import (
-    Z_95,
-    calibrate_episodes,
-    identifiability,
-    jacobian_intervals,
-    split_episodes,
-)
+from real_bridge.calibration.fit import calibrate_episodes, split_episodes
+from real_bridge.calibration.intervals import identifiability, jacobian_intervals
 from real_bridge.calibration.offline_twin import excitation_commands, record_offline
 from real_bridge.calibration.params import bandwidth_hz, nominal_values, parse_params
 from real_bridge.calibration.replay import EpisodeReplay, controller_phase_s
 from real_bridge.calibration.residuals import episode_residual
+from real_bridge.calibration.starts import Z_95
 from real_bridge.twin.settings import RealityGap
 
 TASK = "pick_place/cube_center"

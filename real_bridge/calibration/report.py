@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from real_bridge.calibration.fit import FitResult, ParameterEstimate
+from real_bridge.calibration.fit import FitResult
+from real_bridge.calibration.intervals import ParameterEstimate
 from real_bridge.calibration.params import PARAMETERS, bandwidth_hz
 from real_bridge.calibration.recorded import RecordedEpisode
 from real_bridge.calibration.residuals import EpisodeResidual

@@ -78,6 +78,16 @@ def stacked_residual(
     return np.concatenate([r.stacked() for r in replayer.run(values, subset)])
 
 
+def stacked_residuals(
+    replayer: Replayer, subset: Sequence[int], candidates: Sequence[Mapping[str, float]]
+) -> list[np.ndarray]:
+    """`stacked_residual` of each candidate set of values, replayed in one batch."""
+    return [
+        np.concatenate([r.stacked() for r in found])
+        for found in replayer.run_many(candidates, subset)
+    ]
+
+
 # ---------------------------------------------------------------------- replays in workers
 
 _EPISODES: list[RecordedEpisode] = []
@@ -98,9 +108,21 @@ def _replay(recorded: RecordedEpisode, values: Mapping[str, float]) -> EpisodeRe
 
 
 def _worker_run(
-    indices: Sequence[int], values: Mapping[str, float]
-) -> list[tuple[int, EpisodeResidual]]:
-    return [(i, _replay(_EPISODES[i], values)) for i in indices]
+    jobs: Sequence[tuple[int, int]], candidates: Sequence[Mapping[str, float]]
+) -> list[tuple[tuple[int, int], EpisodeResidual]]:
+    return [((k, i), _replay(_EPISODES[i], candidates[k])) for k, i in jobs]
+
+
+def deal(jobs: Sequence[tuple[int, int]], cost: Sequence[float], workers: int) -> list[list[int]]:
+    """Positions in `jobs` for each worker: the longest job first to the least loaded worker
+    (`cost[i]`: how long episode i takes to replay, in any unit)."""
+    load = [0.0] * workers
+    out: list[list[int]] = [[] for _ in range(workers)]
+    for pos in sorted(range(len(jobs)), key=lambda p: -cost[jobs[p][1]]):
+        w = min(range(workers), key=lambda k: load[k])
+        out[w].append(pos)
+        load[w] += cost[jobs[pos][1]]
+    return out
 
 
 class Replayer:
@@ -108,13 +130,20 @@ class Replayer:
 
     Args:
         episodes: the recordings.
-        workers: processes to replay in (1: in this process). Episodes are dealt round-robin.
+        workers: processes to replay in (1: in this process).
     """
 
     def __init__(self, episodes: Sequence[RecordedEpisode], workers: int = 1) -> None:
         self.episodes = list(episodes)
         self.workers = max(1, min(int(workers), len(self.episodes)))
         self.evaluations = 0
+        self.episode_replays = 0
+        # What an episode's replay costs: the stretch it covers (until a stop, if any).
+        self._lengths = [
+            max(0.0, min(float(e.state_t[-1]), e.stopped_s) - float(e.state_t[0]))
+            if len(e.state_t) else 0.0
+            for e in self.episodes
+        ]  # fmt: skip
         self._pool: Any = None
         if self.workers > 1:
             import multiprocessing
@@ -132,16 +161,33 @@ class Replayer:
         self, values: Mapping[str, float], subset: Sequence[int] | None = None
     ) -> list[EpisodeResidual]:
         """The residuals of the episodes (all, or those at `subset`), in their order."""
+        return self.run_many([values], subset)[0]
+
+    def run_many(
+        self, candidates: Sequence[Mapping[str, float]], subset: Sequence[int] | None = None
+    ) -> list[list[EpisodeResidual]]:
+        """The residuals of the episodes under each candidate set of values, replayed in one
+        batch: every (candidate, episode) replay is one job, and the jobs are dealt to the
+        workers by the episodes' lengths, so the processes finish together (the columns of a
+        finite-difference Jacobian, a scan's grid)."""
         order = list(range(len(self.episodes))) if subset is None else list(subset)
-        self.evaluations += 1
+        self.evaluations += len(candidates)
+        self.episode_replays += len(candidates) * len(order)
+        jobs = [(k, i) for k in range(len(candidates)) for i in order]
         if self._pool is None:
             if _EPISODES is not self.episodes:
                 _init_worker(self.episodes)
-            return [_replay(self.episodes[i], values) for i in order]
-        chunks = [order[w :: self.workers] for w in range(self.workers)]
-        futures = [self._pool.submit(_worker_run, c, dict(values)) for c in chunks if c]
-        found = dict(pair for f in futures for pair in f.result())
-        return [found[i] for i in order]
+            found = dict(_worker_run(jobs, candidates))
+        else:
+            plain = [dict(c) for c in candidates]
+            shares = deal(jobs, self._lengths, self.workers)
+            futures = [
+                self._pool.submit(_worker_run, [jobs[p] for p in share], plain)
+                for share in shares
+                if share
+            ]
+            found = dict(pair for f in futures for pair in f.result())
+        return [[found[(k, i)] for i in order] for k in range(len(candidates))]
 
     def close(self) -> None:
         if self._pool is not None:

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from real_bridge.calibration.params import PARAMETERS
-from real_bridge.calibration.residuals import Replayer, stacked_residual
+from real_bridge.calibration.residuals import Replayer, stacked_residuals
 
 #: Where the fit starts: nominal, except the actuator's time constant (at τ = 0 the filter's effect
 #: has zero slope, so a fit started there could never leave it).
@@ -59,23 +59,21 @@ def timing_start(
     unknown payload or gain hardly touches."""
     out = dict(base)
 
-    def _timing_cost(values: Mapping[str, float]) -> float:
-        return float(
-            sum(np.sum(np.diff(r.joint, axis=0) ** 2) for r in replayer.run(values, subset))
-        )
+    def _timing_costs(key: str, grid: Sequence[float]) -> list[float]:
+        found = replayer.run_many([{**out, key: float(v)} for v in grid], subset)
+        return [float(sum(np.sum(np.diff(r.joint, axis=0) ** 2) for r in rs)) for rs in found]
 
     step = DELAY_STEP_S
     delays = list(np.arange(0.0, DELAY_SCAN_S + 1e-9, step))
 
     def best_delay(grid: Sequence[float]) -> float:
-        costs = [_timing_cost({**out, "actuator_delay": float(d)}) for d in grid]
-        return float(grid[int(np.argmin(costs))])
+        return float(grid[int(np.argmin(_timing_costs("actuator_delay", grid)))])
 
     if "actuator_delay" in names:
         out["actuator_delay"] = best_delay(delays)
     if "actuator_bandwidth" in names:
         taus = list(TIME_CONSTANT_SCAN_S)
-        costs = [_timing_cost({**out, "actuator_bandwidth": t}) for t in taus]
+        costs = _timing_costs("actuator_bandwidth", taus)
         out["actuator_bandwidth"] = max(
             START["actuator_bandwidth"] / 2, taus[int(np.argmin(costs))]
         )
@@ -98,10 +96,10 @@ def sag_start(
     if len(payloads) * len(gains) == 1:
         return out
     grid = [(p, g) for p in payloads for g in gains]
-    costs = []
-    for p, g in grid:
-        r = stacked_residual(replayer, subset, {**out, "payload": p, "actuator_gain": g})
-        costs.append(robust_cost(r))
+    found = stacked_residuals(
+        replayer, subset, [{**out, "payload": p, "actuator_gain": g} for p, g in grid]
+    )
+    costs = [robust_cost(r) for r in found]
     out["payload"], out["actuator_gain"] = grid[int(np.argmin(costs))]
     return out
 
@@ -119,30 +117,52 @@ def delay_profile(
     base: Mapping[str, float],
     step_s: float,
     half_width_s: float,
-    dof: int,
+    n_params: int,
 ) -> tuple[float, float, float]:
     """The delay's estimate and 95 % interval from the profile of the residual.
 
     A command takes effect at the controller's next update, so the residual is flat in the delay
     between the moments where some command moves to another update: the Jacobian cannot see the
     delay finer than that. The residual is evaluated on a grid of `step_s` (the physics step)
-    within ±`half_width_s` of the fitted delay, the other parameters held; the interval is every
-    delay whose residual is within z₀.₉₇₅² s² of the smallest (a likelihood-ratio interval,
-    s² = ‖r‖²/dof), the estimate its middle.
+    around the fitted delay, the other parameters held; the interval is every delay whose
+    residual is within z₀.₉₇₅² s² of the smallest (a likelihood-ratio interval, s² = ‖r‖²/dof
+    with dof = residuals − `n_params`), the estimate its middle. The grid grows outwards from
+    the fitted delay, one step per side at a time, while the outermost point of a side is inside
+    the interval or the lowest so far, up to ±`half_width_s`.
 
     Returns:
         (estimate, low, high), s.
     """
     d0 = base["actuator_delay"]
-    grid = d0 + step_s * np.arange(-round(half_width_s / step_s), round(half_width_s / step_s) + 1)
-    grid = grid[
-        (grid >= PARAMETERS["actuator_delay"].low) & (grid <= PARAMETERS["actuator_delay"].high)
-    ]
-    costs = np.array(
-        [float(np.sum(stacked_residual(replayer, subset, {**base, "actuator_delay": float(d)}) ** 2))
-         for d in grid]
-    )  # fmt: skip
-    best = float(costs.min())
-    inside = grid[costs - best <= Z_95**2 * best / max(1, dof)]
-    low, high = float(inside.min()), float(inside.max())
+    info = PARAMETERS["actuator_delay"]
+    reach = round(half_width_s / step_s)
+    allowed = [k for k in range(-reach, reach + 1) if info.low <= d0 + k * step_s <= info.high]
+    costs: dict[int, float] = {}
+    size = 0
+
+    def evaluate(offsets: list[int]) -> None:
+        nonlocal size
+        found = stacked_residuals(
+            replayer, subset, [{**base, "actuator_delay": d0 + k * step_s} for k in offsets]
+        )
+        for k, r in zip(offsets, found, strict=True):
+            costs[k], size = float(np.sum(r**2)), r.size
+
+    def threshold() -> float:
+        best = min(costs.values())
+        return best + Z_95**2 * best / max(1, size - n_params)
+
+    evaluate([k for k in (-1, 0, 1) if k in allowed])
+    while True:
+        limit, best = threshold(), min(costs.values())
+        grow = []
+        for edge, nxt in ((min(costs), min(costs) - 1), (max(costs), max(costs) + 1)):
+            if nxt in allowed and (costs[edge] <= limit or costs[edge] <= best):
+                grow.append(nxt)
+        if not grow:
+            break
+        evaluate(grow)
+    limit = threshold()
+    inside = [d0 + k * step_s for k, c in costs.items() if c <= limit]
+    low, high = float(min(inside)), float(max(inside))
     return 0.5 * (low + high), low, high
