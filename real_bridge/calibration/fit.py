@@ -35,7 +35,13 @@ from real_bridge.calibration.params import PARAMETERS, nominal_values
 from real_bridge.calibration.recorded import RecordedEpisode
 from real_bridge.calibration.residuals import EpisodeResidual, Replayer
 from real_bridge.calibration.solve import never_exercised, solve
-from real_bridge.calibration.starts import SCAN_EPISODES, START, sag_start, timing_start
+from real_bridge.calibration.starts import (
+    START,
+    object_start,
+    sag_start,
+    scan_episodes,
+    timing_start,
+)
 
 #: A fitting episode whose RMS residual exceeds this many times the median episode's is set aside.
 NOT_FOLLOWED_FACTOR = 4.0
@@ -127,6 +133,7 @@ def calibrate_episodes(
     *,
     workers: int = 1,
     max_iters: int = 12,
+    seed: int = 0,
 ) -> FitResult:
     """Fit `names` to the episodes (see the module docstring).
 
@@ -136,6 +143,7 @@ def calibrate_episodes(
         workers: processes to replay in.
         max_iters: residual evaluations allowed per least-squares solve, in units of one
             Jacobian (p + 1 evaluations each).
+        seed: seeds the episode bootstrap of the object's parameters (`np.random.default_rng`).
     """
     object_names = [n for n in names if PARAMETERS[n].needs_object]
     if object_names and not any(e.has_object_track for e in episodes):
@@ -150,6 +158,7 @@ def calibrate_episodes(
     val_idx = [order.index(e) for e in validation]
     nominal = nominal_values()
     start = {**nominal, **{n: v for n, v in START.items() if n in names}}
+    rng = np.random.default_rng(seed)
     with Replayer(order, workers) as replayer:
         quiet = never_exercised(replayer, fit_idx, names, start)
         free = [n for n in names if n not in quiet]
@@ -158,30 +167,30 @@ def calibrate_episodes(
         iterations = 0
         set_aside: list[str] = []
         if free:
-            scan = fit_idx[:SCAN_EPISODES]
+            scan = scan_episodes(order, fit_idx)
             if "actuator_delay" in free or "actuator_bandwidth" in free:
                 start = timing_start(replayer, scan, start, free)
-            start = sag_start(replayer, scan, start, free)
-            fitted, values, at = solve(replayer, fit_idx, scan, free, start, max_iters)
+            start = object_start(replayer, scan, sag_start(replayer, scan, start, free), free)
+            fitted, values, at = solve(replayer, fit_idx, scan, free, start, max_iters, rng)
             iterations = 1
             aside = episodes_not_followed(at)
             if aside:
                 fit_idx = [i for k, i in enumerate(fit_idx) if k not in set(aside)]
-                scan = fit_idx[:SCAN_EPISODES]
+                scan = scan_episodes(order, fit_idx)
                 start = (
                     timing_start(replayer, scan, values, free)
                     if "actuator_delay" in free
                     else values
                 )
-                start = sag_start(replayer, scan, start, free)
-                fitted, values, _ = solve(replayer, fit_idx, scan, free, start, max_iters)
+                start = object_start(replayer, scan, sag_start(replayer, scan, start, free), free)
+                fitted, values, _ = solve(replayer, fit_idx, scan, free, start, max_iters, rng)
                 iterations += 1
             set_aside = [fitting[k].episode_id for k in aside]
             dropped = [n for n in free if not fitted[n].identified]
             if dropped and len(dropped) < len(free):
                 kept = [n for n in free if n not in dropped]
                 restart = {**nominal, **{n: values[n] for n in kept}}
-                refit, values, _ = solve(replayer, fit_idx, None, kept, restart, max_iters)
+                refit, values, _ = solve(replayer, fit_idx, None, kept, restart, max_iters, rng)
                 iterations += 1
                 fitted.update(refit)
             for name in dropped:

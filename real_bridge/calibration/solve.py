@@ -23,18 +23,32 @@ from dataclasses import dataclass
 import numpy as np
 
 from real_bridge.calibration.intervals import (
+    PROFILE,
+    PROFILE_BOOTSTRAP,
     RESOLUTION,
     UNEXERCISED,
     ParameterEstimate,
+    design_effects,
     identifiability,
+    jacobian_intervals,
 )
 from real_bridge.calibration.params import PARAMETERS
 from real_bridge.calibration.residuals import (
+    ALL,
+    JOINT,
     EpisodeResidual,
     Replayer,
+    stacked_blocks,
     stacked_residuals,
 )
-from real_bridge.calibration.starts import DELAY_PROFILE_STEP_S, LOSS, LOSS_SCALE, delay_profile
+from real_bridge.calibration.starts import (
+    DELAY_PROFILE_STEP_S,
+    LOSS,
+    LOSS_SCALE,
+    Profile,
+    episode_bootstrap,
+    profile,
+)
 
 #: Finite-difference steps of the Jacobian, in each parameter's unit (delay: one control period).
 FD_STEP: dict[str, float] = {
@@ -54,12 +68,16 @@ FTOL = 1e-7
 #: Residual evaluations of the least-squares polish on the whole fitting set, after the search on
 #: a few of its episodes: from the search's optimum one Gauss–Newton step reaches the whole set's.
 POLISH_EVALUATIONS = 2
+#: How far the profiles may grow from the fitted value, in grid steps: the delay's ± one control
+#: period on the physics step; the object's friction and mass ± 8 finite-difference steps.
+DELAY_REACH = 10
+OBJECT_REACH = 8
 
 
 @dataclass
 class _Point:
     """Where the least squares last evaluated: values, the episodes' residuals there and (when
-    computed there) the Jacobian of the smooth parameters."""
+    computed there) the Jacobian of the smooth parameters (joint tracking)."""
 
     values: dict[str, float]
     residuals: list[EpisodeResidual]
@@ -80,10 +98,11 @@ def finite_difference_jacobian(
     base: Mapping[str, float],
     x: np.ndarray,
     f0: np.ndarray,
+    part: str = ALL,
 ) -> np.ndarray:
-    """Forward differences of the residual, one `FD_STEP` per parameter (backwards at its upper
-    bound); the delay's step is one control period (see the module docstring). The moved
-    parameter sets are replayed in one batch, spread over the workers."""
+    """Forward differences of the residual (`part` of it), one `FD_STEP` per parameter
+    (backwards at its upper bound); the delay's step is one control period (see the module
+    docstring). The moved parameter sets are replayed in one batch, spread over the workers."""
     steps = []
     moved = []
     for j, name in enumerate(names):
@@ -94,11 +113,15 @@ def finite_difference_jacobian(
         xj[j] += h
         steps.append(h)
         moved.append(values_of(base, names, xj))
-    found = stacked_residuals(replayer, subset, moved)
+    found = stacked_residuals(replayer, subset, moved, part)
     jac = np.empty((f0.size, len(names)))
     for j, (h, f) in enumerate(zip(steps, found, strict=True)):
         jac[:, j] = (f - f0) / h
     return jac
+
+
+def _joint(residuals: Sequence[EpisodeResidual]) -> np.ndarray:
+    return np.concatenate([r.stacked(JOINT) for r in residuals])
 
 
 def _fit(
@@ -108,8 +131,9 @@ def _fit(
     base: Mapping[str, float],
     max_nfev: int,
 ) -> _Point:
-    """Least squares over `names` (the delay, if among them, stays at its value in `base`);
-    the Jacobian is `finite_difference_jacobian` at the point scipy last evaluated."""
+    """Least squares of the joint tracking over `names` (the delay, if among them, stays at its
+    value in `base`); the Jacobian is `finite_difference_jacobian` at the point scipy last
+    evaluated."""
     from scipy.optimize import least_squares
 
     lower = np.array([PARAMETERS[n].low for n in names])
@@ -123,14 +147,14 @@ def _fit(
         last[x.tobytes()] = _Point(values, found)
         while len(last) > 3:
             del last[next(iter(last))]
-        return np.concatenate([r.stacked() for r in found])
+        return _joint(found)
 
     def jac(x: np.ndarray) -> np.ndarray:
         if x.tobytes() not in last:
             fun(x)
         point = last[x.tobytes()]
-        f0 = np.concatenate([r.stacked() for r in point.residuals])
-        point.jac = finite_difference_jacobian(replayer, subset, names, base, x, f0)
+        f0 = _joint(point.residuals)
+        point.jac = finite_difference_jacobian(replayer, subset, names, base, x, f0, JOINT)
         return point.jac
 
     with contextlib.redirect_stdout(io.StringIO()):
@@ -153,28 +177,80 @@ def _locate(
     names: Sequence[str],
     start: Mapping[str, float],
     max_nfev: int,
-) -> tuple[_Point, tuple[float, float, float] | None]:
-    """Least squares over the smooth parameters with the delay held, the delay's profile, the
-    smooth parameters again when the delay moved. Returns where it ended and the delay's profile
-    (estimate, low, high) when the delay is among `names`."""
+) -> tuple[_Point, Profile | None]:
+    """The arm's parameters among `names` to the joint tracking: least squares over the smooth
+    ones with the delay held, the delay's profile, the smooth ones again when the delay moved.
+    Returns where it ended and the delay's profile when the delay is among `names`."""
     smooth = [n for n in names if n != "actuator_delay"]
     if smooth:
         point = _fit(replayer, subset, smooth, start, max_nfev)
     else:
         point = _Point(dict(start), replayer.run(start, subset))
-    profile = None
+    found = None
     if "actuator_delay" in names:
         values = dict(point.values)
         before = values["actuator_delay"]
-        profile = delay_profile(
-            replayer, subset, values, DELAY_PROFILE_STEP_S, FD_STEP["actuator_delay"], len(names)
-        )
-        values["actuator_delay"] = profile[0]
-        if smooth and abs(profile[0] - before) > DELAY_PROFILE_STEP_S:
+        found = Profile("actuator_delay", DELAY_PROFILE_STEP_S, n_params=len(names))
+        found = profile(replayer, subset, values, found, DELAY_REACH, JOINT)
+        values["actuator_delay"] = found.interval()[0]
+        if smooth and abs(values["actuator_delay"] - before) > DELAY_PROFILE_STEP_S:
             point = _fit(replayer, subset, smooth, values, max_nfev)
-        elif profile[0] != before:
+        elif values["actuator_delay"] != before:
             point = _Point(values, replayer.run(values, subset))
-    return point, profile
+    return point, found
+
+
+def _object_estimates(
+    replayer: Replayer,
+    fitting: Sequence[int],
+    names: Sequence[str],
+    values: dict[str, float],
+    n_params: int,
+    rng: np.random.Generator,
+) -> dict[str, ParameterEstimate]:
+    """The object's parameters from their profiles on the whole residual (the arm's held;
+    updates `values`). Each interval covers both the likelihood-ratio interval of the profile,
+    widened by the design effect of its finite-difference column, and the episode bootstrap of
+    its minimiser (`episode_bootstrap`): the contacts make the object's track, and so the
+    profile, jump between neighbouring values by more than the residual's spread says."""
+    out: dict[str, ParameterEstimate] = {}
+    profiles = {}
+    for name in names:
+        found = profile(replayer, fitting, values, Profile(name, FD_STEP[name], n_params=n_params),
+                        OBJECT_REACH)  # fmt: skip
+        values[name] = found.interval()[0]
+        profiles[name] = found
+    at = replayer.run(values, fitting)
+    f0 = np.concatenate([r.stacked() for r in at])
+    x = np.array([values[n] for n in names])
+    jac = finite_difference_jacobian(replayer, fitting, names, values, x, f0)
+    effects = design_effects(jac, f0, stacked_blocks(at))
+    _, _, corr = jacobian_intervals(jac, f0)
+    for i, name in enumerate(names):
+        found = profile(replayer, fitting, values, profiles[name], OBJECT_REACH, ALL, effects[i])
+        reach = OBJECT_REACH
+        while True:
+            b_low, b_high, at_edge = episode_bootstrap(found, rng)
+            if not at_edge or reach >= 2 * OBJECT_REACH:
+                break
+            reach += 2
+            found = profile(replayer, fitting, values, found, reach, ALL, effects[i], grow=True)
+        _, low, high = found.interval(float(effects[i]))
+        info = PARAMETERS[name]
+        low, high = max(info.low, min(low, b_low)), min(info.high, max(high, b_high))
+        half = 0.5 * (high - low)
+        partner, rho = "", 0.0
+        if len(names) > 1:
+            j = 1 - i
+            partner, rho = names[j], float(corr[i, j])
+        reason = "" if half <= RESOLUTION[name] else (
+            f"its 95 % interval ±{half:.3g} is wider than ±{RESOLUTION[name]:g}"
+        )  # fmt: skip
+        out[name] = ParameterEstimate(
+            name, values[name], low, high, not reason, partner, rho, reason,
+            design_effect=float(effects[i]), method=PROFILE_BOOTSTRAP,
+        )  # fmt: skip
+    return out
 
 
 def solve(
@@ -184,51 +260,79 @@ def solve(
     names: Sequence[str],
     start: Mapping[str, float],
     max_iters: int,
+    rng: np.random.Generator,
 ) -> tuple[dict[str, ParameterEstimate], dict[str, float], list[EpisodeResidual]]:
-    """Fit `names` from `start` (see the module docstring): on the `search` episodes first, then
-    the polish on the whole fitting set (`search` None: `start` is already near the optimum, only
-    the polish runs; `search` as large as the fitting set: the search runs on all of it). Returns
-    the estimates with their intervals, the values, and the fitting episodes' residuals there.
+    """Fit `names` from `start` (see the module docstring): the arm's parameters on the `search`
+    episodes first, then the polish on the whole fitting set (`search` None: `start` is already
+    near the optimum, only the polish runs; `search` as large as the fitting set: the search
+    runs on all of it); then the object's from their profiles. Returns the estimates with their
+    intervals, the values, and the fitting episodes' residuals there.
 
     Args:
         max_iters: residual evaluations allowed per least-squares search, in units of one
             Jacobian (p + 1 evaluations each).
+        rng: the episode bootstrap of the object's parameters.
     """
-    smooth = [n for n in names if n != "actuator_delay"]
+    arm = [n for n in names if not PARAMETERS[n].needs_object]
+    objects = [n for n in names if PARAMETERS[n].needs_object]
+    smooth = [n for n in arm if n != "actuator_delay"]
     budget = max_iters * (len(smooth) + 1)
     values = dict(start)
     if search is None:
         budget = POLISH_EVALUATIONS
     elif 0 < len(search) < len(fitting):
-        values = _locate(replayer, search, names, values, budget)[0].values
+        values = _locate(replayer, search, arm, values, budget)[0].values
         budget = POLISH_EVALUATIONS
-    point, profile = _locate(replayer, fitting, names, values, budget)
+    point, delay = _locate(replayer, fitting, arm, values, budget)
     values = point.values
+    estimates: dict[str, ParameterEstimate] = {}
+    if arm:
+        estimates.update(_arm_estimates(replayer, fitting, arm, point, delay))
+    if objects:
+        estimates.update(_object_estimates(replayer, fitting, objects, values, len(names), rng))
+    at = point.residuals if not objects else replayer.run(values, fitting)
+    return {n: estimates[n] for n in names}, values, at
+
+
+def _arm_estimates(
+    replayer: Replayer,
+    fitting: Sequence[int],
+    names: Sequence[str],
+    point: _Point,
+    delay: Profile | None,
+) -> dict[str, ParameterEstimate]:
+    """The arm's parameters' intervals from the Jacobian of the joint tracking (the smooth
+    columns the polish computed at this point, the delay's added), widened by their design
+    effects; the delay's from its profile, widened alike."""
+    values = point.values
+    smooth = [n for n in names if n != "actuator_delay"]
     x = np.array([values[n] for n in names])
-    f0 = np.concatenate([r.stacked() for r in point.residuals])
+    f0 = _joint(point.residuals)
     if point.jac is not None and smooth:
-        # The smooth columns were computed at this very point; only the delay's is missing.
         columns = dict(zip(smooth, point.jac.T, strict=True))
         rest = [n for n in names if n not in columns]
         if rest:
             extra = finite_difference_jacobian(
-                replayer, fitting, rest, values, np.array([values[n] for n in rest]), f0
+                replayer, fitting, rest, values, np.array([values[n] for n in rest]), f0, JOINT
             )
             columns.update(zip(rest, extra.T, strict=True))
         jac = np.column_stack([columns[n] for n in names])
     else:
-        jac = finite_difference_jacobian(replayer, fitting, names, values, x, f0)
-    estimates = identifiability(names, x, jac, f0)
-    if profile is not None:
-        delay = estimates["actuator_delay"]
-        delay.low, delay.high = profile[1], profile[2]
-        half = 0.5 * (profile[2] - profile[1])
-        if delay.identified and half > RESOLUTION["actuator_delay"]:
-            delay.identified = False
-            delay.reason = (
+        jac = finite_difference_jacobian(replayer, fitting, names, values, x, f0, JOINT)
+    blocks = stacked_blocks(point.residuals, JOINT)
+    estimates = identifiability(names, x, jac, f0, blocks)
+    if delay is not None:
+        est = estimates["actuator_delay"]
+        grown = profile(replayer, fitting, values, delay, DELAY_REACH, JOINT, est.design_effect)
+        _, est.low, est.high = grown.interval(est.design_effect)
+        est.method = PROFILE
+        half = 0.5 * (est.high - est.low)
+        if half > RESOLUTION["actuator_delay"]:
+            est.identified = False
+            est.reason = (
                 f"its 95 % interval ±{half:.3g} is wider than ±{RESOLUTION['actuator_delay']:g}"
             )
-    return estimates, values, point.residuals
+    return estimates
 
 
 def never_exercised(
