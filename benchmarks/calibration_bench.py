@@ -45,8 +45,8 @@ def fit_time(workers: int) -> None:
     result = calibrate_episodes(episodes, DEFAULT_PARAMS, workers=workers)
     wall = time.monotonic() - started
     print(f"calibrate 20 episodes × 400 steps, {len(DEFAULT_PARAMS)} parameters, {workers} "
-          f"workers: {wall:.1f} s wall ({result.evaluations} replays of an episode set; target "
-          "< 120 s)")  # fmt: skip
+          f"workers: {wall:.1f} s wall ({result.evaluations} replays of an episode set, "
+          f"{result.episode_replays} episode replays; target < 120 s)")  # fmt: skip
     for name, e in result.estimates.items():
         state = "identified" if e.identified else f"not identified ({e.reason})"
         print(f"  {name}: {e.value:.4g} [{e.low:.4g}, {e.high:.4g}] {state}")

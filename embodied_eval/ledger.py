@@ -18,6 +18,8 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
   exposure hours (written together with the incident log's `window_close`);
 * `patch`    — a technician-entered human patch of the robot (re-teaching, recalibration,
   parameter change) during a maintenance audit (`embodied_eval.patches`);
+* `calibration` — one drift day's calibration measured by `embodied-eval calibrate --by-drift`
+  (`embodied_eval.calibration_days`);
 * `revocation` — a key revoked in the key registry (written together with the incident log's
   `revocation`), so the ledger's own order says which signatures came after it.
 
@@ -44,6 +46,7 @@ COMPONENT = "ledger"
 TABLE = "episode_chain"
 KINDS = (
     "episode", "faults", "manifest", "import", "audit", "amendment", "seal", "revocation", "patch",
+    "calibration",
 )  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})

@@ -322,3 +322,11 @@ def test_calibrate_by_drift_day_measures_each_days_tool_and_firmware(tmp_path, c
     assert read_calibration(tmp_path / "cal-day14_worn.toml", robot_id="twin").values[
         "payload"] == pytest.approx(worn["payload"]["value"])  # fmt: skip
     assert not out.exists()
+    # Each day is also recorded in the store's trial ledger, for the maintenance closure.
+    from embodied_eval.calibration_days import stored_day_calibrations
+
+    with Store(db) as store:
+        stored = stored_day_calibrations(store.conn, protocol.window_id)
+    assert [(r["drift"], r["day"], r["content_sha256"]) for r in stored] == [
+        (r["drift"], r["day"], r["content_sha256"]) for r in rows]  # fmt: skip
+    assert stored[1]["parameters"]["payload"]["value"] == worn["payload"]["value"]
