@@ -53,6 +53,9 @@ def estimate_entry(est: ParameterEstimate) -> dict[str, Any]:
             "reason": est.reason,
             # not identified: what the fit reached (the interval is around it); kept nominal
             "fitted_value": None if est.identified else _finite(fitted),
+            # how the interval was made; its widening for residuals correlated in time
+            "interval": est.method or None,
+            "design_effect": round(float(est.design_effect), 3) if est.method else None,
         }
     )
     return {k: v for k, v in entry.items() if v is not None}
