@@ -283,6 +283,12 @@ def solve(
     elif 0 < len(search) < len(fitting):
         values = _locate(replayer, search, arm, values, budget)[0].values
         budget = POLISH_EVALUATIONS
+        if "actuator_delay" in arm:
+            # A few episodes leave the delay on a plateau (each one's commands arrive at one
+            # phase of the control period): the whole set places it before the polish.
+            first = Profile("actuator_delay", DELAY_PROFILE_STEP_S, n_params=len(arm))
+            first = profile(replayer, fitting, values, first, DELAY_REACH, JOINT)
+            values["actuator_delay"] = first.interval()[0]
     point, delay = _locate(replayer, fitting, arm, values, budget)
     values = point.values
     estimates: dict[str, ParameterEstimate] = {}

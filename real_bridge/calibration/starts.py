@@ -186,15 +186,19 @@ class Profile:
         return best + effect * Z_95**2 * best / max(1, self.size - self.n_params)
 
     def interval(self, effect: float = 1.0) -> tuple[float, float, float]:
-        """(estimate, low, high): the grid points within the bound, the estimate their middle;
-        the interval reaches half a step past the outermost of them (its ends lie between them
-        and the next points of the grid), within the parameter's range."""
+        """(estimate, low, high): the estimate is the grid point of least cost (of equal ones, the
+        nearest to the grid's origin: the data cannot tell them apart); the interval
+        spans the grid points within the bound and reaches half a step past the outermost of
+        them (its ends lie between them and the next points of the grid), within the
+        parameter's range."""
         limit = self.threshold(effect)
         inside = [v for v, c in self.costs.items() if c <= limit]
         low, high = float(min(inside)), float(max(inside))
         info = PARAMETERS[self.name]
+        origin = self.origin if self.origin is not None else 0.0
         return (
-            0.5 * (low + high),
+            # least cost; among equal costs (a plateau) the one nearest where the growth began
+            float(min(self.costs, key=lambda v: (self.costs[v], abs(v - origin)))),
             max(info.low, low - 0.5 * self.step),
             min(info.high, high + 0.5 * self.step),
         )
