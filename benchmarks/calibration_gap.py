@@ -148,7 +148,12 @@ def main() -> int:
         (record_dir / "real.jsonl").write_text("".join(e.to_json() + "\n" for e in real))
         print(f"real side: {len(real)} episodes in {time.monotonic() - started:.0f} s "
               f"(kept in {record_dir})")  # fmt: skip
-    recs = [read_recorded_episode(ep, {}) for ep in real if ep.artifacts]
+    aborted = [ep.episode_id for ep in real if ep.status == "aborted"]
+    if aborted:  # the harness aborted them before they started: nothing to replay
+        print(f"not calibrated from (aborted before they started): {', '.join(aborted)}")
+    recs = [
+        read_recorded_episode(ep, {}) for ep in real if ep.artifacts and ep.status != "aborted"
+    ]
     print(f"recordings: {sum(r.not_applied for r in recs)} commands the robot never applied "
           f"(left out), {sum(len(r.holds_s) for r in recs)} holds of its own (replayed), over "
           f"{sum(1 for r in recs if r.not_applied or r.holds_s)} of {len(recs)} episodes")  # fmt: skip

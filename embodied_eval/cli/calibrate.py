@@ -104,6 +104,12 @@ def _print_by_drift(out: dict[str, Any]) -> None:
                 f"[{_fmt(e.get('low'))}, {_fmt(e.get('high'))}]{verdict}",
                 markup=False,
             )
+    if out.get("recorded_in_store"):
+        console.print(
+            "each day recorded in the store's trial ledger: the maintenance closure's report "
+            "shows them next to its index",
+            markup=False,
+        )
 
 
 def calibrate(
