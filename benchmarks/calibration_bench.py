@@ -24,10 +24,10 @@ from embodied_eval.records import EpisodeSpec
 from real_bridge.calibration.fit import calibrate_episodes
 from real_bridge.calibration.offline_twin import excitation_commands, record_offline
 from real_bridge.calibration.params import DEFAULT_PARAMS
-from real_bridge.twin.settings import RealityGap
+from real_bridge.twin.settings import TwinGap
 
 TASK = "pick_place/cube_center"
-GAP = RealityGap(
+GAP = TwinGap(
     friction_scale=1.0, contact_timeconst_s=0.0, link_mass_scale=1.0, object_mass_scale=1.0,
     payload_kg=0.4, actuator_gain_scale=0.9, joint_damping_scale=1.0, actuator_delay_s=0.04,
     actuator_bandwidth_hz=8.0, sensor_noise_std=0.0005, object_pose_noise_m=0.002,

@@ -134,7 +134,7 @@ def main() -> int:
         "--reuse", default="", help="folder of an earlier run: its recordings and real episodes"
     )
     args = parser.parse_args()
-    from embodied_eval.calibration_file import NOT_MAPPED, SIM_FIELDS
+    from embodied_eval.protocol.calibration_file import NOT_MAPPED, SIM_FIELDS
     from sim_suites.variations import RealityGap
 
     if args.reuse:

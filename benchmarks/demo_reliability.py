@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 HALT_MARKERS = ("real side stopped", "could not run", "did not finish")
 

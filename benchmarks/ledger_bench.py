@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.records import Episode
-from embodied_eval.store import Store
-from embodied_eval.store_verify import verify_store
+from embodied_eval.store.core import Store
+from embodied_eval.store.verify_store import verify_store
 from incident_logging.store import IncidentStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -106,7 +106,7 @@ def build_store(db: Path, n: int) -> float:
         step = 10_000
         for lo in range(0, n, step):
             episodes = [make_episode(i) for i in range(lo, min(n, lo + step))]
-            from embodied_eval.store import transaction
+            from embodied_eval.store.core import transaction
 
             with transaction(store.conn):
                 for ep in episodes:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.embodiment import compute_embodiment
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
 
 TARGET_S = 2.0

@@ -128,7 +128,7 @@ def policy_part() -> None:
 def ray_part() -> None:
     import ray
 
-    from embodied_eval.protocol import protocol_from_mapping
+    from embodied_eval.protocol.reader import protocol_from_mapping
     from embodied_eval.runner.trials import RunOptions, run_trials
 
     proto = protocol_from_mapping(

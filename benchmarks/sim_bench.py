@@ -221,7 +221,7 @@ def reference_ar(engine: str, seeds: int, strong: bool) -> dict[str, float]:
     """AR of the scripted policy per family over all instances × `seeds` seeds."""
     import tomllib
 
-    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+    from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 
     raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
     if strong:
@@ -247,7 +247,7 @@ def vision_ar(
     """
     import tomllib
 
-    from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+    from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 
     raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
     if condition == "nominal":

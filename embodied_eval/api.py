@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from embodied_eval.certificate.issue import IssuedCertificate
     from embodied_eval.embodiment.report import EmbodimentReport
-    from embodied_eval.protocol import Protocol
+    from embodied_eval.protocol.reader import Protocol
 
 #: Episode fields held as Python objects (dicts, or a list of dicts for `artifacts`).
 OBJECT_COLUMNS = ("drift", "randomization", "control", "cost", "artifacts")
@@ -40,7 +40,7 @@ def episodes_frame(episodes: Any) -> pd.DataFrame:
     `success` (bool); `started_at` as UTC datetimes; dict fields as Python objects."""
     import pandas as pd
 
-    from embodied_eval.interchange import EPISODE_COLUMNS, EPISODE_OPTIONAL_COLUMNS
+    from embodied_eval.interchange.tables import EPISODE_COLUMNS, EPISODE_OPTIONAL_COLUMNS
 
     rows = []
     for ep in episodes:
@@ -81,7 +81,7 @@ class NotebookStore:
         asked for unverified rows."""
         if unverified:
             return
-        from embodied_eval.store_verify import require_store_verified
+        from embodied_eval.store.verify_store import require_store_verified
 
         require_store_verified(
             self.path, what=f"reading {what} (pass unverified=True to read them anyway)"
@@ -102,7 +102,7 @@ class NotebookStore:
             family: a task family.
             unverified: read the rows even when the store does not verify (default: EvalError).
         """
-        from embodied_eval.store import Store
+        from embodied_eval.store.core import Store
 
         self._verified("episodes", unverified)
         with Store(self.path, create=False) as store:
@@ -111,8 +111,8 @@ class NotebookStore:
 
     def faults(self, window: str | None = None, *, unverified: bool = False) -> pd.DataFrame:
         """Faults (episode_id, kind, recovered, repair_s); `unverified` as for `episodes`."""
-        from embodied_eval.interchange import faults_to_frame
-        from embodied_eval.store import Store
+        from embodied_eval.interchange.tables import faults_to_frame
+        from embodied_eval.store.core import Store
 
         self._verified("faults", unverified)
         with Store(self.path, create=False) as store:
@@ -156,7 +156,7 @@ def _store_path(store: NotebookStore | str | os.PathLike[str]) -> Path:
 
 
 def _protocol(protocol: Protocol | str | os.PathLike[str]) -> Protocol:
-    from embodied_eval.protocol import Protocol, load_protocol
+    from embodied_eval.protocol.reader import Protocol, load_protocol
 
     return protocol if isinstance(protocol, Protocol) else load_protocol(Path(protocol))
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.errors import EvalError
 
 #: The parameters shown per drift day, in this order.
@@ -86,7 +86,7 @@ def stored_day_calibrations(conn: sqlite3.Connection, window: str) -> list[dict[
 
 def window_day_calibrations(db: str | os.PathLike[str], window: str) -> list[dict[str, Any]]:
     """`stored_day_calibrations` of the store at `db`."""
-    from embodied_eval.store import Store
+    from embodied_eval.store.core import Store
 
     with Store(Path(db), create=False) as store:
         return stored_day_calibrations(store.conn, window)
@@ -101,7 +101,7 @@ def file_day_calibrations(
     Raises:
         EvalError: an edited file, one of another robot, or one without a drift day.
     """
-    from embodied_eval.calibration_file import read_calibration
+    from embodied_eval.protocol.calibration_file import read_calibration
 
     out = []
     for path in paths:

@@ -43,7 +43,7 @@ from pathlib import Path
 from rich.console import Console
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol, example_protocol_path, load_protocol
+from embodied_eval.protocol.reader import Protocol, example_protocol_path, load_protocol
 
 MARKER = ".embodied-eval-demo"
 FAMILIES_ENV = "EMBODIED_EVAL_DEMO_FAMILIES"
@@ -164,11 +164,11 @@ def run_demo(
         print_next_steps,
         print_verdict,
     )
-    from embodied_eval.keys import create_private_key
+    from embodied_eval.store.signing_keys import create_private_key
     from embodied_eval.plugins import resolve
     from embodied_eval.runner.progress import summary_table
     from embodied_eval.runner.trials import RunOptions, run_trials
-    from embodied_eval.verdict import window_verdict
+    from embodied_eval.scoring.verdict import window_verdict
 
     # The twin lives in real_bridge (the ROS extra); resolving it here turns a missing extra
     # into a one-line error instead of a traceback.

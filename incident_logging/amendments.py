@@ -17,7 +17,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval.errors import EvalError
-from embodied_eval.store import transaction
+from embodied_eval.store.core import transaction
 from incident_logging.ids import new_id
 from incident_logging.log_core import IncidentLogCore
 from incident_logging.record import CLASSIFIED_FIELDS, FIXED_FIELDS, IncidentRecord

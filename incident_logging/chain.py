@@ -1,9 +1,9 @@
-"""The incident log's hash chain: one table (`incident_chain`) built with `embodied_eval.hashchain`.
+"""The incident log's hash chain: one table (`incident_chain`) built with `embodied_eval.store.hashchain`.
 
 Each row holds one record's canonical JSON `body` (an envelope: seq, kind, record_id, window,
 subject, source_key, signer, at, data), `prev_hash` and `hash` = SHA-256(body ‖ prev_hash); signed
 records hold an Ed25519 signature of their hash. The construction, the triggers and the walk are
-shared with the trial ledger (`embodied_eval.ledger`); this module names the incident log's table
+shared with the trial ledger (`embodied_eval.store.ledger`); this module names the incident log's table
 and record kinds.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from embodied_eval import hashchain
-from embodied_eval.hashchain import GENESIS_HASH, ChainRow, canonical_body, record_hash
+from embodied_eval.store import hashchain
+from embodied_eval.store.hashchain import GENESIS_HASH, ChainRow, canonical_body, record_hash
 
 __all__ = [
     "COMPONENT",

@@ -64,7 +64,7 @@ def ingest(
     db: Path | None = DbOption,
 ) -> None:
     """Classify the safety events stored with episodes into automatic incidents (idempotent)."""
-    from embodied_eval.protocol import load_protocol
+    from embodied_eval.protocol.reader import load_protocol
     from incident_logging.ingest import ingest_safety_events
 
     count = ingest_safety_events(
@@ -213,7 +213,7 @@ def keys_create(
 ) -> None:
     """Create an Ed25519 key: the private key goes to --out (mode 0600, encrypted with
     --passphrase-env or --encrypt), the public key is registered with holder and role."""
-    from embodied_eval.keys import generate_key, write_private_key
+    from embodied_eval.store.signing_keys import generate_key, write_private_key
     from incident_logging.cli_support import passphrase
     from incident_logging.taxonomy import check_role
 
@@ -224,7 +224,7 @@ def keys_create(
         holder = getpass.getuser()
     secret = passphrase(passphrase_env)
     if secret is None and encrypt:
-        from embodied_eval.keys import prompt_passphrase
+        from embodied_eval.store.signing_keys import prompt_passphrase
 
         secret = prompt_passphrase("the new key", confirm=True)
     if out is None:

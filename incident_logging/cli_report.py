@@ -12,7 +12,7 @@ from embodied_eval.canonical import file_sha256
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import SEVERITIES, Artifact, utc_now_iso
-from embodied_eval.store import Store, default_db_path
+from embodied_eval.store.core import Store, default_db_path
 from incident_logging.cli_support import (
     ProtocolOption,
     RobotIdOption,

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import ExposureEntry, parse_utc
-from embodied_eval.store import transaction
+from embodied_eval.store.core import transaction
 from incident_logging import chain
 from incident_logging.ids import new_id
 from incident_logging.log_core import IncidentLogCore

@@ -12,9 +12,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, SafetyEvent, iso_utc, parse_utc
-from embodied_eval.store import Store, default_db_path
+from embodied_eval.store.core import Store, default_db_path
 from incident_logging.classifier import CLASSIFIER_VERSION, classify
 from incident_logging.ids import auto_incident_id
 from incident_logging.record import MEASUREMENT_KEYS, SIM_JUSTIFICATION, IncidentRecord
@@ -100,7 +100,7 @@ def ingest_safety_events(
     """Classify every stored safety event into automatic incidents; returns how many are new.
 
     Args:
-        db_path: the store (None: `embodied_eval.store.default_db_path()`).
+        db_path: the store (None: `embodied_eval.store.core.default_db_path()`).
         protocol: the protocol whose `[incidents.thresholds]` classify the events.
         robot_id: robot id for real-side incidents (default: the protocol's).
         software_version, safety_config_hash: recorded in each new incident.

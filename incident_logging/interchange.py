@@ -40,10 +40,10 @@ import pandas as pd
 from embodied_eval.canonical import atomic_write_bytes, canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import parse_json, read_user_text
-from embodied_eval.interchange import finite_number, read_table, whole_number, write_table
+from embodied_eval.interchange.tables import finite_number, read_table, whole_number, write_table
 from embodied_eval.record_base import parse_utc
 from embodied_eval.records import Artifact, Episode, severity_rank
-from embodied_eval.store import UNASSIGNED_WINDOW, Store, default_db_path
+from embodied_eval.store.core import UNASSIGNED_WINDOW, Store, default_db_path
 from incident_logging.record import IncidentRecord
 from incident_logging.store import IncidentStore
 from incident_logging.thresholds import ThresholdTable, default_table

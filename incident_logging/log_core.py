@@ -15,19 +15,19 @@ from typing import Any, Self
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from embodied_eval import hashchain, ledger
-from embodied_eval import keys as keylib
+from embodied_eval.store import hashchain, ledger
+from embodied_eval.store import signing_keys as keylib
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Incident
-from embodied_eval.sqlite_db import schema_is_current
-from embodied_eval.store import (
+from embodied_eval.store.sqlite import schema_is_current
+from embodied_eval.store.core import (
     CORE_MIGRATIONS,
     apply_migrations,
     connect,
     default_db_path,
     transaction,
 )
-from embodied_eval.store_guard import read_only_stores
+from embodied_eval.store.guard import read_only_stores
 from incident_logging import chain
 from incident_logging.record import IncidentRecord
 from incident_logging.taxonomy import check_role
@@ -36,7 +36,7 @@ from incident_logging.workflow import IncidentState, fold_state
 
 
 class IncidentLogCore:
-    """The incident log in the harness's SQLite file (`embodied_eval.store` path rules).
+    """The incident log in the harness's SQLite file (`embodied_eval.store.core` path rules).
 
     Usable as a context manager. Every public write is one transaction.
     """

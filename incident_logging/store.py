@@ -16,10 +16,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.records import ExposureEntry, Incident, utc_now_iso
-from embodied_eval.store import default_db_path, transaction
+from embodied_eval.store.core import default_db_path, transaction
 from incident_logging import chain
 from incident_logging.amendments import amend_incident
 from incident_logging.exposure import add_exposure, amend_exposure, exposure_entries
@@ -39,7 +39,7 @@ def _comparable(record: IncidentRecord) -> dict[str, Any]:
 
 
 class IncidentStore(IncidentLogCore):
-    """The incident log in the harness's SQLite file (`embodied_eval.store` path rules).
+    """The incident log in the harness's SQLite file (`embodied_eval.store.core` path rules).
 
     Usable as a context manager. Every public write is one transaction.
     """
@@ -261,14 +261,14 @@ class IncidentStore(IncidentLogCore):
         """The protocol owner signs the window summary: chain head, record count, exposure hours
         (watched and blind), incident counts and the fingerprints of the registered keys — and
         seals the window in the trial ledger: both chains' heads, record counts and exposure
-        hours, signed in one transaction (`embodied_eval.ledger` `seal`). The two records name
+        hours, signed in one transaction (`embodied_eval.store.ledger` `seal`). The two records name
         each other, so removing either chain's tail after the seal is detected.
 
         Refused when the window is already closed, has no exposure hours, or still has unreviewed
         major/critical incidents.
         """
         # Imported here: the statistics package is heavy and most commands never need it.
-        from embodied_eval.safety_metrics import counted_incidents, exposure_hours
+        from embodied_eval.embodiment.safety_metrics import counted_incidents, exposure_hours
 
         info = self.key_info(key)
         if info["role"] != "protocol_owner":

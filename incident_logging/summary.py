@@ -1,7 +1,7 @@
 """The safety summary of one window: counts, rates per 100 h, SS, MTBSI, validity, integrity.
 
 Built only on a log that verifies (`IncidentStore.require_verified`). Exposure H excludes blind
-periods (see `embodied_eval.safety_metrics`).
+periods (see `embodied_eval.embodiment.safety_metrics`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from embodied_eval.errors import EvalError
-from embodied_eval.safety_metrics import (
+from embodied_eval.embodiment.safety_metrics import (
     counted_incidents,
     exposure_hours,
     incident_rate_upper_bounds,
@@ -23,8 +23,8 @@ from embodied_eval.safety_metrics import (
     unreviewed_serious,
     window_validity,
 )
-from embodied_eval.store import UNASSIGNED_WINDOW, Store
-from embodied_eval.store_verify import require_store_verified
+from embodied_eval.store.core import UNASSIGNED_WINDOW, Store
+from embodied_eval.store.verify_store import require_store_verified
 from incident_logging.store import IncidentStore
 
 #: `how_measured` of H when it comes from episode durations (no ledger entry).

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embodied_eval.errors import EvalError
-from embodied_eval.hashchain import Problem, walk_chain
-from embodied_eval.keys import verify_signature
+from embodied_eval.store.hashchain import Problem, walk_chain
+from embodied_eval.store.signing_keys import verify_signature
 from embodied_eval.records import ExposureEntry
 from incident_logging import chain
 
@@ -180,7 +180,7 @@ class _Walker:
                     changes = {c["field"]: c["new"] for c in data["changes"]}
                     entries[env["subject"]] = entries[env["subject"]].replace(**changes)
             elif kind == "window_close":
-                from embodied_eval.safety_metrics import exposure_hours  # heavy; rarely needed
+                from embodied_eval.embodiment.safety_metrics import exposure_hours  # heavy; rarely needed
 
                 if data.get("head_hash") != prev_hash or data.get("record_count") != seq - 1:
                     return Problem(
@@ -212,7 +212,7 @@ def _is_hex(text: Any) -> bool:
 
 
 def verify_chain(conn: sqlite3.Connection) -> VerifyReport:
-    """Walk the whole chain (`embodied_eval.hashchain.walk_chain`); stop at the first bad record.
+    """Walk the whole chain (`embodied_eval.store.hashchain.walk_chain`); stop at the first bad record.
 
     Per row: sequence contiguous, the body's own seq equal to its position, SHA-256(body ‖
     prev_hash) equal to the stored hash, prev_hash equal to the previous row's hash. Rows that are

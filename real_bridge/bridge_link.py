@@ -42,7 +42,7 @@ from real_bridge.ros_node import (
     qos_profile,
     stream_message_class,
 )
-from real_bridge.safety import DiagnosticReading
+from real_bridge.safety_state import DiagnosticReading
 
 #: How long connect waits for a robot-side heartbeat listener to appear, s (robots without one
 #: are fine: the wait just ends).

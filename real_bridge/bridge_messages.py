@@ -17,7 +17,7 @@ from rclpy.serialization import serialize_message
 from real_bridge.recording import compressed_image_of
 from real_bridge.recording import compressed_topic as compressed_topic
 from real_bridge.ros_node import stamp_to_ns
-from real_bridge.safety import DiagnosticReading
+from real_bridge.safety_state import DiagnosticReading
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ def robot_deadman(
 
 def _twin_settings(**opts: Any) -> Any:
     from real_bridge.bridge_config import load_bridge_config, profile_path
-    from real_bridge.twin.settings import Monitors, RealityGap, TwinSettings
+    from real_bridge.twin.settings import Monitors, TwinGap, TwinSettings
 
     bridge = load_bridge_config(opts["config"] or profile_path("twin"))
     changes: dict[str, Any] = {"discovery": opts["discovery"]}
@@ -73,9 +73,9 @@ def _twin_settings(**opts: Any) -> Any:
         changes["robot_id"] = opts["robot_id"]
     bridge = bridge.replace(**changes)
     if opts["no_gap"]:
-        gap = RealityGap.none()
+        gap = TwinGap.none()
     else:
-        gap = RealityGap(
+        gap = TwinGap(
             friction_scale=opts["friction_scale"],
             link_mass_scale=opts["link_mass_scale"],
             object_mass_scale=opts["object_mass_scale"],
@@ -280,9 +280,9 @@ def trial_record(
     import json
     import sys
 
-    from embodied_eval.protocol import load_protocol
+    from embodied_eval.protocol.reader import load_protocol
     from embodied_eval.records import utc_now_iso
-    from embodied_eval.store import Store, default_db_path
+    from embodied_eval.store.core import Store, default_db_path
     from real_bridge import entry
     from real_bridge.manual import (
         check_in_window,
@@ -403,9 +403,9 @@ def trial_patch(
     maintenance audit fails the maintenance closure."""
     import json
 
-    from embodied_eval.patches import record_patch
-    from embodied_eval.protocol import load_protocol
-    from embodied_eval.store import Store, default_db_path
+    from embodied_eval.store.patches import record_patch
+    from embodied_eval.protocol.reader import load_protocol
+    from embodied_eval.store.core import Store, default_db_path
 
     db_path = db if db is not None else default_db_path()
     window = load_protocol(protocol_path).window_id if protocol_path is not None else None
@@ -456,7 +456,7 @@ def trial_rejudge(
     """
     import json
 
-    from embodied_eval.store import default_db_path
+    from embodied_eval.store.core import default_db_path
     from real_bridge.rejudge import rejudge_episode
 
     result = rejudge_episode(db if db is not None else default_db_path(), episode_id, recording)

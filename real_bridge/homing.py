@@ -36,7 +36,7 @@ import numpy as np
 from embodied_eval.errors import EvalError
 from real_bridge.command_check import command_problem
 from real_bridge.policy_loop import RobotLost
-from real_bridge.safety import SafetyTracker
+from real_bridge.safety_state import SafetyTracker
 
 #: The arm is at rest when no joint moved more than this over SETTLED_FOR_S, rad (0.025 rad/s;
 #: 10× the twin's position noise of 0.5 mrad).

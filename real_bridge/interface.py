@@ -33,7 +33,7 @@ from typing import Any, get_type_hints
 
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import SAFETY_EVENT_KINDS, EpisodeSpec, SafetyEvent
 
 MANIFEST_SCHEMA = "embodied-eval/episode-manifest/1"

@@ -11,7 +11,7 @@ ones, so there are failures to measure specificity on) and writes the counts to
       "by_family": {"pick_place": {...same counts...}, ...}}}}
 
 The table (Se, Sp, Wilson intervals) is computed from those counts by
-`embodied_eval.judge_accuracy`.
+`embodied_eval.embodiment.detector_accuracy`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.errors import EvalError
-from embodied_eval.judge_accuracy import counts_of
+from embodied_eval.embodiment.detector_accuracy import counts_of
 
 #: Where the measured counts ship, next to the detector.
 ACCURACY_PATH = Path(__file__).parent / "data" / "judge_accuracy.json"

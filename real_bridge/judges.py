@@ -59,7 +59,7 @@ def sign_verdict(key_path: str, payload: dict[str, object]) -> dict[str, str]:
     Returns the `signature` (base64), `public_key` (PEM) and `signed` (the canonical JSON signed)
     entries of `Episode.judge`.
     """
-    from embodied_eval.keys import load_private_key, public_key_pem, sign_bytes
+    from embodied_eval.store.signing_keys import load_private_key, public_key_pem, sign_bytes
 
     key = load_private_key(key_path)
     signed = canonical_json(payload)
@@ -72,7 +72,7 @@ def sign_verdict(key_path: str, payload: dict[str, object]) -> dict[str, str]:
 
 def verify_judge_record(record: dict[str, str]) -> bool:
     """True when a technician's stored verdict carries a valid signature over `signed`."""
-    from embodied_eval.keys import load_public_key_pem, signature_is_valid
+    from embodied_eval.store.signing_keys import load_public_key_pem, signature_is_valid
 
     key = load_public_key_pem(record.get("public_key", ""), where="judge.public_key")
     return signature_is_valid(

@@ -22,7 +22,7 @@ from typing import Any
 
 from embodied_eval.canonical import atomic_write_text, canonical_json, sha256_hex
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import (
     Artifact,
     EpisodeOutcome,
@@ -31,7 +31,7 @@ from embodied_eval.records import (
     parse_utc,
     utc_now_iso,
 )
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from real_bridge.entry import ManualAnswers, Prompter, collect_answers
 
 ENGINE = "manual"
@@ -178,7 +178,7 @@ def load_manifest_specs(
 ) -> tuple[dict[str, Any], tuple[EpisodeSpec, ...]]:
     """The manifest (header, specs) from a file, or from the store by hash (prefix) or as the
     only/latest one escrowed there."""
-    from embodied_eval.runner.plan import verify_manifest_file
+    from embodied_eval.manifest import verify_manifest_file
 
     if manifest_path is not None:
         manifest = verify_manifest_file(manifest_path)
@@ -215,7 +215,7 @@ def choose_spec(
 ) -> EpisodeSpec:
     """The real spec to enter: the one named by `episode_id` (a later attempt id is accepted),
     else the next real row of the manifest that is not settled, in run order."""
-    from embodied_eval.runner.plan import Manifest, spec_for_attempt, spec_slot
+    from embodied_eval.manifest import Manifest, spec_for_attempt, spec_slot
     from embodied_eval.runner.summary import settle, stored_attempts
 
     real = [s for s in specs if s.side == "real"]

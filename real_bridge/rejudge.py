@@ -129,7 +129,7 @@ def rejudge_episode(
     "cannot judge") is reproduced exactly, False when not, None when the store holds no detector
     verdict for the episode.
     """
-    from embodied_eval.store import Store
+    from embodied_eval.store.core import Store
 
     with Store(db, create=False) as store:
         episode = store.get_episode(episode_id)

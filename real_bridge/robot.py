@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec, SafetyEvent
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from embodied_eval.canonical import canonical_json, file_sha256
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, utc_now_iso
 from real_bridge.bridge_config import BridgeConfig, load_bridge_config, profile_path
 from real_bridge.detector import CONTEXT_KEY, JudgeContext, JudgeLog, judge_context
@@ -237,7 +237,7 @@ class Ros2Backend(Robot):
 
     def safety_state(self) -> SafetyState:
         link = self.require_link()
-        from real_bridge.safety import SafetyTracker
+        from real_bridge.safety_state import SafetyTracker
 
         tracker = SafetyTracker()
         readings, _ = link.diagnostics_since(0)

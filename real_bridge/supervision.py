@@ -32,7 +32,7 @@ import numpy as np
 
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
 from embodied_eval.remote.client import RemotePolicyError
 from real_bridge.bridge_config import BridgeConfig
@@ -54,7 +54,7 @@ from real_bridge.judges import (
     topic_judgement,
 )
 from real_bridge.policy_loop import CommandRefused, LoopIO, LoopStats, RobotLost, run_policy_loop
-from real_bridge.safety import SafetyTracker
+from real_bridge.safety_state import SafetyTracker
 
 #: After a scene reset, the joint states must come from this long after it reported done, s.
 RESET_FRESH_S = 0.05

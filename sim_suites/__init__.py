@@ -7,7 +7,7 @@ runs episodes through `sim_suites.episode:run_episode`; the twin robot builds en
 """
 
 from sim_suites.registration import env_id, make_env, register_envs, registered_ids
-from sim_suites.safety import SafetyLimits
+from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.tasks import TASK_SPECS
 from sim_suites.variations import RealityGap
 

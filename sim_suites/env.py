@@ -47,7 +47,7 @@ from sim_suites.perception import Perception
 from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE
 from sim_suites.rendering.feed import CAMERA_RATE_HZ
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics, tcp_linear_velocity
-from sim_suites.safety import (
+from sim_suites.safety_monitors import (
     SEPARATION_RANGE_M,
     SSM_SPEED_FRACTION,
     SafetyLimits,

@@ -9,7 +9,7 @@ from typing import Any
 from embodied_eval.errors import EvalError
 from sim_suites.faults import FaultRequest, fault_requests
 from sim_suites.grasping import check_grasp_mode
-from sim_suites.safety import SafetyLimits
+from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.tasks import Task
 from sim_suites.variations import (
     DEFAULT_RANDOMIZATION,

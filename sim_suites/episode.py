@@ -25,13 +25,13 @@ from gymnasium import spaces
 
 from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
-from embodied_eval.policy_contract import CLIP, ActionCheck
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.policy_contract import CLIP, ActionCheck
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from sim_suites.env import ENGINES, PandaTaskEnv
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
-from sim_suites.safety import SafetyLimits
+from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, NOMINAL_CONTROL_RATE_HZ, RealityGap
@@ -231,7 +231,7 @@ def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:
     Raises:
         EvalError: the file was edited, is missing or was fitted on another robot.
     """
-    from embodied_eval.calibration_file import read_calibration
+    from embodied_eval.protocol.calibration_file import read_calibration
 
     cal = read_calibration(protocol.sim_calibration, robot_id=protocol.robot_id)
     fields = cal.sim_gap(1.0 / NOMINAL_CONTROL_RATE_HZ)

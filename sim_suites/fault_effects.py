@@ -14,7 +14,7 @@ import numpy as np
 
 from sim_suites.engines.base import ROBOT, PhysicsBackend
 from sim_suites.faults import OBSTACLE_TOP_M, FaultInjector, FaultRequest, FaultView
-from sim_suites.safety import SafetyLimits
+from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.tasks import Task
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import GRASP_MODES
+from embodied_eval.protocol.reader import GRASP_MODES
 from sim_suites.controller import grasp_closes, grasp_releases
 from sim_suites.engines.base import PhysicsBackend
 from sim_suites.tasks import Task

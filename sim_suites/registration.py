@@ -14,7 +14,7 @@ import gymnasium as gym
 
 from sim_suites.env import PandaTaskEnv
 from sim_suites.faults import FaultRequest
-from sim_suites.safety import SafetyLimits
+from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.variations import RealityGap
 
 NAMESPACE = "embodied"

@@ -2,7 +2,7 @@
 
 Three layers change an episode's parameters, always in this order:
 
-1. *Domain randomization* (DR): one `Variation` per knob of `embodied_eval.protocol.DR_KNOBS`,
+1. *Domain randomization* (DR): one `Variation` per knob of `embodied_eval.protocol.reader.DR_KNOBS`,
    each sampling its value from a [low, high] range with an explicit `numpy.random.Generator`
    (dm_control style). The sampled values are what the episode records as `randomization`.
 2. *Drift* δ (`DRIFT_KEYS`): the day-indexed changes of the drift calendar, applied on top of DR
@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import DR_KNOBS, DRIFT_KEYS
+from embodied_eval.protocol.reader import DR_KNOBS, DRIFT_KEYS
 from sim_suites.engines.base import PHYSICS_DT, PhysicsParams
 
 #: Nominal control rate (Hz): max_steps counts control steps at this rate.

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from tests.test_runner_support import fake_episode
 

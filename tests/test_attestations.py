@@ -7,7 +7,7 @@ import pytest
 from embodied_eval.certificate.compute import gate_evidence
 from embodied_eval.embodiment.gates import evidence_check
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import Verdict
+from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.scoring import score_evidence
 
 AXES = {"A": {"value": 0.8}}

@@ -32,12 +32,12 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
-from embodied_eval.lerobot_export import export_lerobot
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.interchange.lerobot import export_lerobot
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.remote.client import RemotePolicy
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from real_bridge.bridge_config import Deadlines, LoopSettings, load_bridge_config, profile_path
 from real_bridge.discovery import domain_id_for_test, ros_environment
 from real_bridge.ros2_backend import Ros2Backend

@@ -21,7 +21,7 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import create_private_key
+from embodied_eval.store.signing_keys import create_private_key
 from embodied_eval.records import EpisodeSpec
 from real_bridge.bridge_config import (
     Deadlines,

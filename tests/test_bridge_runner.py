@@ -24,9 +24,9 @@ import pytest
 pytest.importorskip("rclpy", exc_type=ImportError)
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from real_bridge.bridge_config import load_bridge_config, profile_path
 from real_bridge.discovery import configure_process, domain_id_for_test, ros_environment
 from real_bridge.recording import read_partial
@@ -104,7 +104,7 @@ def wait_for_loop(out: Path, after_s: float, alive) -> None:
 
 HARNESS = """
 import sys, tomllib
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.trials import RunOptions, run_trials
 protocol = protocol_from_mapping(tomllib.loads(open(sys.argv[1]).read()))
 options = RunOptions(sides=("real",), max_retries=1, robot_options={

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from real_bridge.safety import DiagnosticReading, SafetyTracker
+from real_bridge.safety_state import DiagnosticReading, SafetyTracker
 
 
 def reading(t, name, level, *values, message="m"):

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
-from embodied_eval.calibration_file import read_calibration, write_calibration
+from embodied_eval.protocol.calibration_file import read_calibration, write_calibration
 from embodied_eval.errors import EvalError
 from real_bridge.calibration.fit import calibrate_episodes, split_episodes
 from real_bridge.calibration.intervals import design_effects, identifiability, jacobian_intervals
@@ -22,11 +22,11 @@ from real_bridge.calibration.params import bandwidth_hz, nominal_values, parse_p
 from real_bridge.calibration.replay import EpisodeReplay, controller_phase_s
 from real_bridge.calibration.residuals import episode_residual
 from real_bridge.calibration.starts import Z_95
-from real_bridge.twin.settings import RealityGap
+from real_bridge.twin.settings import TwinGap
 
 TASK = "pick_place/cube_center"
 #: The known gap: everything nominal except what the recovery test fits.
-TRUTH = RealityGap(
+TRUTH = TwinGap(
     friction_scale=1.0, contact_timeconst_s=0.0, link_mass_scale=1.0, object_mass_scale=1.0,
     payload_kg=0.4, actuator_gain_scale=0.9, joint_damping_scale=1.0, actuator_delay_s=0.04,
     actuator_bandwidth_hz=8.0, sensor_noise_std=0.0005, object_pose_noise_m=0.002,
@@ -245,8 +245,8 @@ def test_calibration_file_hash_robot_and_sim_mapping(tmp_path):
 
 def test_cli_window_without_recordings_writes_nothing(tmp_path, capsys):
     from embodied_eval.cli.main import main
-    from embodied_eval.protocol import example_protocol_path
-    from embodied_eval.store import Store
+    from embodied_eval.protocol.reader import example_protocol_path
+    from embodied_eval.store.core import Store
 
     db = tmp_path / "e.db"
     Store(db).close()
@@ -297,8 +297,8 @@ def test_recording_without_joint_states_is_refused(tmp_path):
 
 def test_calibrate_cli_reads_recordings_and_writes_file_and_report(tmp_path, capsys):
     from embodied_eval.cli.main import main
-    from embodied_eval.protocol import example_protocol_path, load_protocol
-    from embodied_eval.store import Store
+    from embodied_eval.protocol.reader import example_protocol_path, load_protocol
+    from embodied_eval.store.core import Store
     from real_bridge.calibration.recorded import read_recorded_episode
     from tests.calibration_support import write_recording
 
@@ -346,8 +346,8 @@ def test_calibrate_cli_reads_recordings_and_writes_file_and_report(tmp_path, cap
 
 def test_calibrate_by_drift_day_measures_each_days_tool_and_firmware(tmp_path, capsys):
     from embodied_eval.cli.main import main
-    from embodied_eval.protocol import example_protocol_path, load_protocol
-    from embodied_eval.store import Store
+    from embodied_eval.protocol.reader import example_protocol_path, load_protocol
+    from embodied_eval.store.core import Store
     from tests.calibration_support import write_recording
 
     protocol = load_protocol(example_protocol_path())

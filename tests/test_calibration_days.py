@@ -20,13 +20,13 @@ from embodied_eval.calibration_days import (
     record_day_calibration,
     stored_day_calibrations,
 )
-from embodied_eval.calibration_file import write_calibration
+from embodied_eval.protocol.calibration_file import write_calibration
 from embodied_eval.certificate.closures import StoreClosures, closures_section
 from embodied_eval.certificate.closures_html import closures_html
 from embodied_eval.embodiment.maintenance import maintenance_audit
 from embodied_eval.errors import EvalError
-from embodied_eval.store import Store, transaction
-from embodied_eval.store_verify import verify_store
+from embodied_eval.store.core import Store, transaction
+from embodied_eval.store.verify_store import verify_store
 from tests.test_closures_audit import day, maintenance
 
 

@@ -37,11 +37,11 @@ from embodied_eval.certificate.issue import issue_certificate, recompute_check
 from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import create_private_key
-from embodied_eval.protocol import example_protocol_path, load_protocol
+from embodied_eval.store.signing_keys import create_private_key
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry
-from embodied_eval.runner.plan import plan_manifest
-from embodied_eval.store import Store
+from embodied_eval.manifest import plan_manifest
+from embodied_eval.store.core import Store
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -304,7 +304,7 @@ def test_verify_notices_a_rewritten_certificate_number(
 ) -> None:
     """A certificate re-signed with edited numbers passes the signature but not recomputation."""
     from embodied_eval.certificate.bundle import write_bundle
-    from embodied_eval.keys import load_private_key
+    from embodied_eval.store.signing_keys import load_private_key
 
     cert = certificate(window["out"])
     cert["embodiment"]["AR"]["value"] = 0.95

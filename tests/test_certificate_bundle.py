@@ -18,7 +18,7 @@ from embodied_eval.certificate.bundle import write_bundle
 from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import (
+from embodied_eval.store.signing_keys import (
     create_private_key,
     load_private_key,
     public_key_fingerprint,

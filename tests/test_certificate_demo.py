@@ -18,7 +18,7 @@ pytest.importorskip("rclpy", exc_type=ImportError)
 from embodied_eval.certificate import recompute_check, verify_bundle
 from embodied_eval.demo import FAMILIES_ENV, REAL_FRACTION_ENV, demo_protocol_text, prepare_out
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 
 pytestmark = [pytest.mark.timeout(420)]
 

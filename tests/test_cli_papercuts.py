@@ -57,7 +57,7 @@ def test_demo_names_the_command_and_how_to_put_it_on_path(monkeypatch, tmp_path)
 
 
 def test_every_level_gate_check_has_its_own_prefixed_id():
-    from embodied_eval.gates import slug
+    from embodied_eval.scoring.gate_checks import slug
     from embodied_eval.scoring.levels import LevelEvidence, LevelPolicy, assign_level
 
     assert slug("κ ≥ κ*") == "kappa_kappa"  # Greek spelled out, not the fallback "check"

@@ -39,7 +39,7 @@ def test_top_level_help_lists_commands_without_importing_them() -> None:
     code = (
         "import sys; from embodied_eval.cli.main import main; rc = main(['--help']); "
         "print('LOADED', sorted(m for m in ('pandas', 'numpy', 'scipy', 'mujoco', 'pybullet', "
-        "'rclpy', 'embodied_eval.store') if m in sys.modules))"
+        "'rclpy', 'embodied_eval.store.core') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

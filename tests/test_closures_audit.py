@@ -28,13 +28,13 @@ import pytest
 from embodied_eval.embodiment.expansion import expansion_audit
 from embodied_eval.embodiment.maintenance import maintenance_audit
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import Verdict
-from embodied_eval.patches import record_patch, window_patches
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.scoring.gate_checks import Verdict
+from embodied_eval.store.patches import record_patch, window_patches
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Episode
 from embodied_eval.scoring.closures import MaintenanceAudit, maintenance_closure
 from embodied_eval.stats import Estimate
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 PUSH = [f"push/block_{i}" for i in range(5)]
 PICK = [f"pick_place/cube_{i}" for i in range(5)]
@@ -188,7 +188,7 @@ def test_one_human_patch_fails_the_closure(tmp_path: Path) -> None:
     # A patch is a trial-ledger record: it cannot be deleted, and the store still verifies.
     import sqlite3
 
-    from embodied_eval.store_verify import verify_store
+    from embodied_eval.store.verify_store import verify_store
 
     with sqlite3.connect(db) as conn, pytest.raises(sqlite3.DatabaseError):
         conn.execute("DELETE FROM episode_chain WHERE json_extract(body, '$.kind') = 'patch'")

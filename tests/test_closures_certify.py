@@ -27,11 +27,11 @@ import pytest
 from embodied_eval.certificate.issue import issue_certificate, recompute_check
 from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import create_private_key
-from embodied_eval.protocol import example_protocol_path, load_protocol
+from embodied_eval.store.signing_keys import create_private_key
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry
-from embodied_eval.runner.plan import plan_manifest
-from embodied_eval.store import Store
+from embodied_eval.manifest import plan_manifest
+from embodied_eval.store.core import Store
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -162,7 +162,7 @@ def test_a_patch_recorded_later_changes_the_recomputed_closure(
 ) -> None:
     import shutil
 
-    from embodied_eval.patches import record_patch
+    from embodied_eval.store.patches import record_patch
 
     db = tmp_path / "store.db"
     shutil.copy(issued["db"], db)
@@ -187,7 +187,7 @@ def test_a_drift_days_calibration_recorded_in_the_store_shows_and_recomputes(
     import shutil
 
     from embodied_eval.calibration_days import record_day_calibration
-    from embodied_eval.store import transaction
+    from embodied_eval.store.core import transaction
 
     db = tmp_path / "store.db"
     shutil.copy(issued["db"], db)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from sim_suites.policies import DegradedPolicy, load_policy, scripted
 from tests.conftest import make_episode
 

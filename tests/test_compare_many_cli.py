@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.conftest import make_episode
 
 pytestmark = pytest.mark.timeout(180)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.protocol import load_protocol
+from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.records import Episode
 from embodied_eval.runner.compare import compare_stored, stratified_order
-from embodied_eval.runner.plan import manifest_row_key, plan_manifest
+from embodied_eval.manifest import manifest_row_key, plan_manifest
 from embodied_eval.stats.comparison import (
     B_BETTER,
     CONTINUE,
@@ -21,7 +21,7 @@ from embodied_eval.stats.comparison import (
     SequentialComparison,
     design_fixed_n_pairs,
 )
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 A = "lab.policies:candidate"
 B = "lab.policies:reference"

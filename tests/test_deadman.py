@@ -15,7 +15,7 @@ pytest.importorskip("rclpy", exc_type=ImportError)
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from real_bridge.discovery import domain_id_for_test
-from real_bridge.safety import ROBOT_STATE_STATUS
+from real_bridge.safety_state import ROBOT_STATE_STATUS
 from real_bridge.twin.process import TwinProcess
 from tests.test_bridge_ros import backend
 

@@ -19,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.interchange import episodes_from_frame, faults_from_frame, read_table
-from embodied_eval.protocol import Protocol, load_protocol
+from embodied_eval.interchange.tables import episodes_from_frame, faults_from_frame, read_table
+from embodied_eval.protocol.reader import Protocol, load_protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
 
 DATA = Path(__file__).parent / "data"

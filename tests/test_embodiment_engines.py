@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from embodied_eval.embodiment import compute_embodiment
-from embodied_eval.protocol import example_protocol_path, load_protocol
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import first_attempts
 from tests.conftest import make_episode
 

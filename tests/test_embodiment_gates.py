@@ -24,11 +24,11 @@ from embodied_eval.embodiment.gates import (
     zero_count_check,
 )
 from embodied_eval.embodiment.reliability import recovery_autonomy
-from embodied_eval.embodiment.safety import summarize_safety
+from embodied_eval.embodiment.safety_report import summarize_safety
 from embodied_eval.embodiment.selection import select_episodes
 from embodied_eval.embodiment.transfer import TransferResult
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import GateCheck, GateResult, Verdict
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.records import ExposureEntry, Fault, Incident
 from embodied_eval.stats import Estimate
 from tests.test_embodiment_data import load_protocol_fixture

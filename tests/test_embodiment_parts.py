@@ -23,7 +23,7 @@ from embodied_eval.embodiment.selection import (
 )
 from embodied_eval.embodiment.transfer import reweighted_transfer, sim_to_real
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Episode, Fault
 from tests.conftest import make_episode
 from tests.test_embodiment_data import DATA, load_episodes, load_protocol_fixture

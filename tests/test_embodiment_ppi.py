@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.embodiment import compute_embodiment
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.stats.ppi import ppi_mean_clustered
 from tests.conftest import make_episode
 from tests.test_embodiment_data import (

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from embodied_eval.embodiment import compute_embodiment
-from embodied_eval.gates import Verdict
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.scoring.gate_checks import Verdict
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Incident
 from tests.test_embodiment_data import (
     DATA,

@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from embodied_eval.cli.main import main
-from embodied_eval.interchange import episodes_from_frame, read_table
+from embodied_eval.interchange.tables import episodes_from_frame, read_table
 from embodied_eval.records import Artifact
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.conftest import make_episode
 
 

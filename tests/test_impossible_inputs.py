@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.protocol import example_protocol_path
-from embodied_eval.store import Store
+from embodied_eval.protocol.reader import example_protocol_path
+from embodied_eval.store.core import Store
 
 DATA = Path(__file__).parent / "data"
 HEADER = (

@@ -13,7 +13,7 @@ import tomllib
 import pytest
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
+from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 from embodied_eval.records import SafetyEvent
 from incident_logging.classifier import classify
 from incident_logging.thresholds import DEFAULT_VERSION, ThresholdTable, threshold_table

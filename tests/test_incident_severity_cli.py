@@ -13,9 +13,9 @@ import pytest
 
 from embodied_eval.api import open_store
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import example_protocol_path, load_protocol, protocol_from_mapping
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
 from embodied_eval.records import Fault, SafetyEvent
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from incident_logging.ingest import ingest_safety_events
 from incident_logging.store import IncidentStore
 from tests.conftest import make_episode

@@ -13,7 +13,7 @@ import pytest
 
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import fingerprint, generate_key, sign
+from embodied_eval.store.signing_keys import fingerprint, generate_key, sign
 from incident_logging.chain import TABLE, record_hash
 from incident_logging.store import IncidentStore, window_incidents
 from tests.test_incident_store import Team, make_record

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import load_protocol, protocol_from_mapping
+from embodied_eval.protocol.reader import load_protocol, protocol_from_mapping
 from embodied_eval.scoring.evidence_fields import load_evidence
 from embodied_eval.scoring.report import score_evidence
 
@@ -433,7 +433,7 @@ def test_fuzz_evidence(tmp_path_factory, data):
 @given(strange_values)
 def test_fuzz_gate_evidence_values(value):
     from embodied_eval.embodiment.gates import evidence_check
-    from embodied_eval.gates import Verdict
+    from embodied_eval.scoring.gate_checks import Verdict
 
     for item in (value, {"value": value}, {"value": 0.8, "low": value, "high": 0.9}):
         check = outcome(lambda item=item: evidence_check("P ≥ 0.7", "P", {"P": item}, 0.7))
@@ -447,7 +447,7 @@ def test_fuzz_gate_evidence_values(value):
 @pytest.fixture(scope="module")
 def base_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from embodied_eval.certificate.bundle import write_bundle
-    from embodied_eval.keys import create_private_key, load_private_key
+    from embodied_eval.store.signing_keys import create_private_key, load_private_key
 
     tmp = tmp_path_factory.mktemp("bundle")
     create_private_key(tmp / "k.pem")

@@ -15,9 +15,9 @@ import pytest
 from embodied_eval.cli.main import main
 from embodied_eval.embodiment.gates import evidence_check
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import Verdict
-from embodied_eval.interchange import episodes_from_frame, read_table
-from embodied_eval.protocol import load_protocol
+from embodied_eval.scoring.gate_checks import Verdict
+from embodied_eval.interchange.tables import episodes_from_frame, read_table
+from embodied_eval.protocol.reader import load_protocol
 
 DATA = Path(__file__).parent / "data"
 PAIRS = DATA / "embodiment_pairs_ss_pos.csv"
@@ -268,7 +268,7 @@ def test_a_foreign_sqlite_file_is_refused_and_unchanged(tmp_path: Path, capsys, 
 
 def test_verify_with_a_foreign_db_writes_nothing(tmp_path: Path, capsys):
     from embodied_eval.certificate.bundle import write_bundle
-    from embodied_eval.keys import create_private_key, load_private_key
+    from embodied_eval.store.signing_keys import create_private_key, load_private_key
 
     key = tmp_path / "k.pem"
     create_private_key(key)
@@ -354,7 +354,7 @@ def test_twenty_thousand_kappa_checkpoints_are_refused(tmp_path: Path, capsys):
 @pytest.fixture
 def signed_bundle(tmp_path: Path) -> Path:
     from embodied_eval.certificate.bundle import write_bundle
-    from embodied_eval.keys import create_private_key, load_private_key
+    from embodied_eval.store.signing_keys import create_private_key, load_private_key
 
     key = tmp_path / "k.pem"
     create_private_key(key)

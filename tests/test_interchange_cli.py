@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.interchange import (
+from embodied_eval.interchange.tables import (
     EPISODE_COLUMNS,
     episodes_from_frame,
     episodes_to_frame,
@@ -21,7 +21,7 @@ from embodied_eval.interchange import (
     write_table,
 )
 from embodied_eval.records import STATUSES, Fault
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.conftest import make_episode
 
 HEADER = ",".join(EPISODE_COLUMNS)
@@ -146,7 +146,7 @@ def test_hypothesis_round_trip_through_files(tmp_path: Path, quality, status, se
 
 
 def test_protocol_check_command(capsys):
-    from embodied_eval.protocol import example_protocol_path
+    from embodied_eval.protocol.reader import example_protocol_path
 
     assert main(["protocol", "check", str(example_protocol_path()), "--json"]) == 0
     assert '"protocol_hash"' in capsys.readouterr().out

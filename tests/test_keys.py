@@ -10,7 +10,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import (
+from embodied_eval.store.signing_keys import (
     create_private_key,
     fingerprint,
     load_key_option,

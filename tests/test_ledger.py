@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.hashchain import record_hash
-from embodied_eval.keys import generate_key
+from embodied_eval.store.hashchain import record_hash
+from embodied_eval.store.signing_keys import generate_key
 from embodied_eval.records import Artifact, ExposureEntry, Fault
-from embodied_eval.store import Store
-from embodied_eval.store_verify import require_store_verified, verify_store
-from embodied_eval.trial_audit import amend_episode, audit_episode
+from embodied_eval.store.core import Store
+from embodied_eval.store.verify_store import require_store_verified, verify_store
+from embodied_eval.store.trial_audit import amend_episode, audit_episode
 from incident_logging.store import IncidentStore
 from tests.conftest import make_episode
 
@@ -94,7 +94,7 @@ class Lab:
         conn = sqlite3.connect(self.path, isolation_level=None)
         for table, names in ledger.ALL_TRIGGERS.items():
             what = "the trial ledger" if table == ledger.TABLE else f"the {table} table"
-            from embodied_eval.hashchain import append_only_triggers
+            from embodied_eval.store.hashchain import append_only_triggers
 
             for st in append_only_triggers(table, what, names):  # type: ignore[arg-type]
                 conn.execute(st)
@@ -308,7 +308,7 @@ def test_certificate_inputs_refuse_a_store_that_does_not_verify(lab: Lab) -> Non
     code = main(["store", "verify", "--db", str(lab.path)])
     assert code == 1  # a store that does not verify exits 1 (2 is a usage error)
     from embodied_eval.embodiment.loading import load_window
-    from embodied_eval.protocol import example_protocol_path, load_protocol
+    from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 
     with pytest.raises(EvalError, match=r"does not verify.*p0001-real-a1"):
         load_window(lab.path, load_protocol(example_protocol_path()), "w1")
@@ -318,7 +318,7 @@ def test_certificate_inputs_refuse_a_store_that_does_not_verify(lab: Lab) -> Non
 
 
 def test_imported_episodes_are_chained_with_the_importer_and_file_hash(tmp_path: Path) -> None:
-    from embodied_eval.interchange import episodes_to_frame, write_table
+    from embodied_eval.interchange.tables import episodes_to_frame, write_table
 
     src = tmp_path / "eps.csv"
     write_table(episodes_to_frame([_episode(i) for i in (1, 2, 3)]).drop(columns=["success"]), src)
@@ -403,7 +403,7 @@ def test_a_revoked_keys_later_signature_fails_verify(lab: Lab) -> None:
     assert verify_store(lab.path).ok  # the audit signed before the revocation still counts
     # Someone holding the lost key appends an audit after the revocation (bypassing the check).
     with Store(lab.path) as store:
-        from embodied_eval.store import transaction
+        from embodied_eval.store.core import transaction
 
         with transaction(store.conn):
             ledger.append(
@@ -429,7 +429,7 @@ def test_a_revoked_keys_review_fails_the_incident_log(lab: Lab) -> None:
         log.register_key(reviewer, "rita", "reviewer")
         log.revoke_key(log.key_info(reviewer)["fingerprint"], reviewer, reason="left the team")
         # A review signed with the revoked key, appended around the store's checks.
-        from embodied_eval.store import transaction
+        from embodied_eval.store.core import transaction
 
         with transaction(log.conn):
             log.append_row(

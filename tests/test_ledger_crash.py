@@ -14,14 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from embodied_eval.store import Store
-from embodied_eval.store_verify import verify_store
+from embodied_eval.store.core import Store
+from embodied_eval.store.verify_store import verify_store
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 WRITER = r"""
 import sys
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.conftest import make_episode
 
 db, mode, tag = sys.argv[1], sys.argv[2], sys.argv[3]

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.hashchain import build_body, record_hash
-from embodied_eval.store import Store, connect
-from embodied_eval.store_verify import verify_store
+from embodied_eval.store.hashchain import build_body, record_hash
+from embodied_eval.store.core import Store, connect
+from embodied_eval.store.verify_store import verify_store
 from tests.conftest import make_episode
 
 pytestmark = pytest.mark.timeout(60)
@@ -162,8 +162,8 @@ def test_safety_event_rows_are_checked_against_the_chain(
 
 
 def test_plain_episode_records_read_from_text_equal_the_parsed_ones(tmp_path: Path) -> None:
-    from embodied_eval import hashchain
-    from embodied_eval.ledger_checks import LedgerWalk
+    from embodied_eval.store import hashchain
+    from embodied_eval.store.ledger_checks import LedgerWalk
 
     db = tmp_path / "s.db"
     with Store(db) as store:

@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -23,9 +23,9 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 from embodied_eval.cli.main import main
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from real_bridge.bridge_config import load_bridge_config, profile_path
 from real_bridge.discovery import domain_id_for_test
 from real_bridge.twin.process import TwinProcess

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
-from embodied_eval.protocol import load_protocol
+from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.records import EpisodeSpec
 from real_bridge.interface import episode_manifest
 from real_bridge.observation import scene_setup

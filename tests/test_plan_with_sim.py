@@ -9,7 +9,7 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.stats.ppi import plan_success_with_sim
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.conftest import make_episode
 from tests.test_embodiment_data import DATA
 

@@ -13,10 +13,10 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.policy_contract import ActionCheck
-from embodied_eval.protocol import example_protocol_path, load_protocol, protocol_from_mapping
-from embodied_eval.runner.plan import plan_manifest
-from embodied_eval.store import Store
+from embodied_eval.protocol.policy_contract import ActionCheck
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
+from embodied_eval.manifest import plan_manifest
+from embodied_eval.store.core import Store
 from sim_suites.episode import run_episode
 
 pytestmark = pytest.mark.timeout(300)

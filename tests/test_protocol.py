@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import example_protocol_path, load_protocol, protocol_from_mapping
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
 
 
 def example() -> dict[str, Any]:

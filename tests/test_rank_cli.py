@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.conftest import make_episode
 
 

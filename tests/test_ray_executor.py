@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.plugins import SIM_ENGINES
-from embodied_eval.protocol import protocol_from_mapping
-from embodied_eval.runner.plan import plan_manifest
+from embodied_eval.protocol.reader import protocol_from_mapping
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.runner.ray_executor import RayExecutor
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.test_runner_executors import nominal_mujoco_specs
 from tests.test_runner_support import fake_quality
 
@@ -220,6 +220,6 @@ max_steps = 10
 
 
 def protocol_from_mapping_file(path: Path):
-    from embodied_eval.protocol import load_protocol
+    from embodied_eval.protocol.reader import load_protocol
 
     return load_protocol(path)

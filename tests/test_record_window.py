@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.protocol import example_protocol_path, load_protocol, protocol_from_mapping
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
 from embodied_eval.records import parse_utc, utc_now_iso
-from embodied_eval.runner.plan import plan_manifest, write_manifest_file
+from embodied_eval.manifest import plan_manifest, write_manifest_file
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from sim_suites.episode import run_episode
 
 pytestmark = pytest.mark.timeout(300)

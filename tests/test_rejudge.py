@@ -13,7 +13,7 @@ pytest.importorskip("mcap")
 pytest.importorskip("sim_suites.tasks")
 
 from embodied_eval.cli.main import main
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from real_bridge.detector import CONTEXT_KEY, DETECTOR_NAME, judge_recording
 from real_bridge.recording import McapRecorder
 from real_bridge.rejudge import (

@@ -4,7 +4,7 @@ headline, no family counts in value columns, and no plan sentence with thousands
 from __future__ import annotations
 
 from embodied_eval.certificate.summary_html import _headline
-from embodied_eval.verdict import MAX_PLANNED_TRIALS, next_steps, window_verdict
+from embodied_eval.scoring.verdict import MAX_PLANNED_TRIALS, next_steps, window_verdict
 
 
 def check(name: str, verdict: str, **extra: object) -> dict[str, object]:

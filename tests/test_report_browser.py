@@ -18,7 +18,7 @@ import pytest
 
 from embodied_eval.certificate.issue import issue_certificate
 from embodied_eval.certificate.report_html import render_report
-from embodied_eval.keys import create_private_key
+from embodied_eval.store.signing_keys import create_private_key
 from tests.test_certificate import build_window, write_evidence
 from tests.test_report_summary import REPRS, page_text
 

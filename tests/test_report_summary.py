@@ -34,7 +34,7 @@ from embodied_eval.certificate.plots import (
 from embodied_eval.certificate.safety_html import safety_html
 from embodied_eval.certificate.summary_html import summary_html
 from embodied_eval.certificate.timeline_svg import incident_timeline_svg
-from embodied_eval.keys import create_private_key
+from embodied_eval.store.signing_keys import create_private_key
 from embodied_eval.records import Artifact
 from tests.camera_recording import RECORDED_COLOURS
 from tests.test_certificate import build_window, write_evidence
@@ -239,7 +239,7 @@ def test_sim_trajectory_frames_make_a_strip(tmp_path: Path) -> None:
 
 
 def test_next_steps_most_urgent_first() -> None:
-    from embodied_eval.verdict import next_steps, window_verdict
+    from embodied_eval.scoring.verdict import next_steps, window_verdict
 
     checks = {
         "AAI-2": {

@@ -20,9 +20,9 @@ import pytest
 from embodied_eval.cli.main import main
 from embodied_eval.embodiment import embodiment_raw, embodiment_score
 from embodied_eval.records import Episode, Fault
-from embodied_eval.safety_metrics import mtbsi, safety_score
+from embodied_eval.embodiment.safety_metrics import mtbsi, safety_score
 from embodied_eval.scoring import aai_index, uniformity
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -350,7 +350,7 @@ def test_contract_incident_columns_take_the_episode_window(
 
 def test_compute_embodiment_with_hours_and_a_protocol_path() -> None:
     from embodied_eval.embodiment import compute_embodiment
-    from embodied_eval.protocol import example_protocol_path
+    from embodied_eval.protocol.reader import example_protocol_path
     from embodied_eval.records import Incident
 
     episodes = [

@@ -9,7 +9,7 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.plugins import INCIDENT_LOG, ROBOT_BACKENDS, SIM_ENGINES
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 from tests.test_runner_support import HERE
 
 pytestmark = pytest.mark.timeout(120)

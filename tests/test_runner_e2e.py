@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.canonical import file_sha256
-from embodied_eval.protocol import protocol_from_mapping
-from embodied_eval.runner.plan import plan_manifest
+from embodied_eval.protocol.reader import protocol_from_mapping
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 pytest.importorskip("sim_suites.episode")
 

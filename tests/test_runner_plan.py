@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.errors import EvalError
-from embodied_eval.runner.plan import (
+from embodied_eval.manifest import (
     derive_seed,
     episode_id_for,
     next_attempt,

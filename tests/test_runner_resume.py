@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.records import Episode
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

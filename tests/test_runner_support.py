@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.protocol import Protocol, protocol_from_mapping
+from embodied_eval.protocol.reader import Protocol, protocol_from_mapping
 from embodied_eval.records import Episode, EpisodeOutcome, EpisodeSpec, SafetyEvent, utc_now_iso
 
 HERE = "tests.test_runner_support"

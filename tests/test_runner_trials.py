@@ -11,12 +11,12 @@ import pytest
 from embodied_eval.canonical import file_sha256
 from embodied_eval.plugins import INCIDENT_LOG, ROBOT_BACKENDS, SIM_ENGINES
 from embodied_eval.records import Episode
-from embodied_eval.runner.plan import plan_manifest, verify_manifest_file
+from embodied_eval.manifest import plan_manifest, verify_manifest_file
 from embodied_eval.runner.summary import run_history
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import GymSource
-from embodied_eval.store import Store
-from embodied_eval.store_verify import verify_store
+from embodied_eval.store.core import Store
+from embodied_eval.store.verify_store import verify_store
 from tests import test_runner_support as support
 from tests.test_runner_support import HERE, tiny_protocol
 

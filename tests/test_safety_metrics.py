@@ -12,7 +12,7 @@ import pytest
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import ExposureEntry, Incident
-from embodied_eval.safety_metrics import (
+from embodied_eval.embodiment.safety_metrics import (
     counted_incidents,
     exposure_hours,
     incident_rate_upper_bounds,

@@ -9,7 +9,7 @@ import pytest
 from scipy.stats import theilslopes
 
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import Verdict
+from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.scoring.continuous import (
     continuous_score,
     escape_resource_bound,

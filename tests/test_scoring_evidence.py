@@ -12,7 +12,7 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import GateCheck, GateResult, Verdict
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring import schema_path, score_evidence
 from embodied_eval.scoring.evidence import POLICY_KEYS, TOP_KEYS, read_gate_result
 from embodied_eval.scoring.levels import LevelPolicy

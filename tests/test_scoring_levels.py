@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from embodied_eval.gates import GateCheck, GateResult, Verdict
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring.calibration import AXES, axis_from_value
 from embodied_eval.scoring.chc import (
     ChcThresholds,

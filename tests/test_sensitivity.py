@@ -10,8 +10,8 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.demo import demo_protocol_text
-from embodied_eval.protocol import example_protocol_path, load_protocol, protocol_from_mapping
-from embodied_eval.sensitivity import run_sweep, saturation_warnings, sweep_arms
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
+from embodied_eval.protocol.sensitivity import run_sweep, saturation_warnings, sweep_arms
 
 
 def test_saturation_bounds_by_hand() -> None:

@@ -11,7 +11,7 @@ import pytest
 import sim_suites
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import SIM_ENGINES, resolve
-from embodied_eval.protocol import example_protocol_path, load_protocol
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import Episode, EpisodeSpec
 from sim_suites import episode as episode_module
 from sim_suites.episode import run_episode

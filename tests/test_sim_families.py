@@ -10,7 +10,7 @@ import pytest
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec
 from sim_suites.episode import run_episode
-from sim_suites.safety import SafetyLimits
+from sim_suites.safety_monitors import SafetyLimits
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -11,7 +11,7 @@ import pytest
 
 from embodied_eval.certificate.inputs import refuse_undeclared_assistance
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import example_protocol_path, load_protocol
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import Episode
 from sim_suites.env import PandaTaskEnv
 from sim_suites.grasping import GRASP_CONTACT_N, both_fingers_press

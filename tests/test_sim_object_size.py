@@ -8,8 +8,8 @@ import tomllib
 import numpy as np
 import pytest
 
-from embodied_eval.protocol import example_protocol_path, protocol_from_mapping
-from embodied_eval.sensitivity import run_sweep
+from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
+from embodied_eval.protocol.sensitivity import run_sweep
 from sim_suites.engines.base import InitialState, PhysicsParams
 from sim_suites.engines.factory import make_backend
 from sim_suites.env import PandaTaskEnv

@@ -23,7 +23,7 @@ from sim_suites.engines.pybullet_backend import PybulletBackend
 from sim_suites.env import PandaTaskEnv
 from sim_suites.human import HumanProxy, Reach
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
-from sim_suites.safety import SafetyLimits, SafetyMonitor
+from sim_suites.safety_monitors import SafetyLimits, SafetyMonitor
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -199,7 +199,7 @@ def test_head_contact_has_no_transient_allowance() -> None:
 
 
 def test_a_solver_blow_up_is_kept_at_the_physical_ceiling():
-    from sim_suites.safety import _clip_blow_up, _Window
+    from sim_suites.safety_monitors import _clip_blow_up, _Window
 
     win = _Window(onset_step=3, onset_t=0.006, last_t=0.01, worst=4.2e9, extra={})
     assert _clip_blow_up("contact", win) == " (simulation blow-up: 4.2e+09 clipped)"

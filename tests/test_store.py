@@ -9,7 +9,7 @@ import pytest
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Fault
-from embodied_eval.store import Store, apply_migrations, connect
+from embodied_eval.store.core import Store, apply_migrations, connect
 from tests.conftest import make_episode
 
 

@@ -10,7 +10,7 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec
 from real_bridge.interface import episode_manifest
-from real_bridge.twin.settings import RealityGap, TwinSettings
+from real_bridge.twin.settings import TwinGap, TwinSettings
 from real_bridge.twin.sim_plant import SimSuitesPlant
 
 pytestmark = pytest.mark.timeout(120)
@@ -101,8 +101,8 @@ def test_twin_settings_are_checked():
     with pytest.raises(EvalError):
         TwinSettings(faults=("meteor_strike",))
     with pytest.raises(EvalError):
-        RealityGap(friction_scale=0)
-    assert RealityGap.none().payload_kg == 0.0
+        TwinGap(friction_scale=0)
+    assert TwinGap.none().payload_kg == 0.0
 
 
 def test_the_harness_adapter_drives_the_twin_physics_to_success_without_ros(plant):
@@ -186,7 +186,7 @@ def test_the_servo_low_pass_uses_the_command_period(plant):
 def _resting_sink_m(engine: str, timeconst_s: float) -> float:
     """How far the pick-place cube's centre sits below its nominal rest height after 1 s."""
     twin = SimSuitesPlant(
-        TwinSettings(engine=engine, gap=RealityGap(contact_timeconst_s=timeconst_s))
+        TwinSettings(engine=engine, gap=TwinGap(contact_timeconst_s=timeconst_s))
     )
     try:
         task = spec(

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.errors import EvalError
-from real_bridge.twin.settings import RealityGap
+from real_bridge.twin.settings import TwinGap
 from real_bridge.twin.tracker import TrackerSensor, hand_occludes
 
 QUAT = np.array([1.0, 0.0, 0.0, 0.0])
@@ -16,7 +16,7 @@ FAR = np.array([0.2, 0.4, 0.5])  # the hand well away from the cube
 
 
 def sensor(**gap) -> TrackerSensor:
-    return TrackerSensor(RealityGap(object_pose_noise_m=0.0, **gap))
+    return TrackerSensor(TwinGap(object_pose_noise_m=0.0, **gap))
 
 
 def test_a_reading_describes_the_scene_latency_ago_and_is_stamped_then():
@@ -37,13 +37,13 @@ def test_a_reading_describes_the_scene_latency_ago_and_is_stamped_then():
 
 
 def test_the_hand_over_the_object_or_holding_it_hides_it():
-    gap = RealityGap()  # defaults: radius 4 cm, up to 10 cm above, hidden when held
+    gap = TwinGap()  # defaults: radius 4 cm, up to 10 cm above, hidden when held
     assert hand_occludes(gap, CUBE, CUBE + np.array([0.01, 0.01, 0.06]), False)  # over it
     assert not hand_occludes(gap, CUBE, CUBE + np.array([0.05, 0.0, 0.06]), False)  # 5 cm aside
     assert not hand_occludes(gap, CUBE, CUBE + np.array([0.0, 0.0, 0.15]), False)  # 15 cm up: seen
     assert not hand_occludes(gap, CUBE, CUBE + np.array([0.034, 0.0, 0.0]), False)  # beside it (pushing)
     assert hand_occludes(gap, CUBE, CUBE, True)  # held
-    off = RealityGap(tracker_occlusion_radius_m=0.0, tracker_hidden_when_held=False)
+    off = TwinGap(tracker_occlusion_radius_m=0.0, tracker_hidden_when_held=False)
     assert not hand_occludes(off, CUBE, CUBE + np.array([0.0, 0.0, 0.06]), False)
     assert not hand_occludes(off, CUBE, CUBE, True)
     s = sensor(tracker_latency_s=0.0)
@@ -55,7 +55,7 @@ def test_the_hand_over_the_object_or_holding_it_hides_it():
 
 
 def test_noise_is_the_gaps_and_knobs_are_checked():
-    s = TrackerSensor(RealityGap(object_pose_noise_m=0.002, tracker_latency_s=0.0))
+    s = TrackerSensor(TwinGap(object_pose_noise_m=0.002, tracker_latency_s=0.0))
     rng = np.random.default_rng(5)
     errors = []
     for k in range(2000):
@@ -64,10 +64,10 @@ def test_noise_is_the_gaps_and_knobs_are_checked():
         errors.append(s.reading(t, rng).position - CUBE)
     assert np.std(np.array(errors), axis=0) == pytest.approx([0.002] * 3, rel=0.1)
     with pytest.raises(EvalError, match="tracker_latency_s"):
-        RealityGap(tracker_latency_s=-0.01)
+        TwinGap(tracker_latency_s=-0.01)
     with pytest.raises(EvalError, match="tracker_latency_s"):
-        RealityGap(tracker_latency_s=2.0)
-    none = RealityGap.none()
+        TwinGap(tracker_latency_s=2.0)
+    none = TwinGap.none()
     assert none.tracker_latency_s == 0 and none.tracker_occlusion_radius_m == 0
     assert not none.tracker_hidden_when_held
 

@@ -15,8 +15,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval.cli.main import main
-from embodied_eval.protocol import load_protocol
-from embodied_eval.verdict import window_verdict
+from embodied_eval.protocol.reader import load_protocol
+from embodied_eval.scoring.verdict import window_verdict
 from tests.test_certificate import build_window, incident_log, record_incident, write_evidence
 
 pytestmark = pytest.mark.timeout(180)

@@ -35,7 +35,7 @@ from embodied_eval.canonical import (
     sha256_hex,
 )
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import (
+from embodied_eval.store.signing_keys import (
     ALGORITHM,
     public_key_fingerprint,
     public_key_pem,

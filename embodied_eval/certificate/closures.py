@@ -33,7 +33,7 @@ from embodied_eval.certificate.inputs import WindowInputs
 from embodied_eval.embodiment.expansion import ExpansionResult, expansion_audit
 from embodied_eval.embodiment.maintenance import MaintenanceResult, maintenance_audit
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import GateResult
+from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.scoring.closures import ExpansionAudit, MaintenanceAudit
 from embodied_eval.stats import Estimate
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.calibration_days import window_day_calibrations
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
-from embodied_eval.patches import HumanPatch, window_patches
+from embodied_eval.store.patches import HumanPatch, window_patches
 from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
-from embodied_eval.store import Store, default_db_path
+from embodied_eval.store.core import Store, default_db_path
 
 
 @dataclass(frozen=True)

@@ -37,15 +37,15 @@ from embodied_eval.certificate.plots import certificate_plots
 from embodied_eval.certificate.report_html import render_report
 from embodied_eval.certificate.verify import VerifiedBundle
 from embodied_eval.errors import EvalError
-from embodied_eval.keys import (
+from embodied_eval.store.signing_keys import (
     load_private_key,
     public_key_fingerprint,
     public_key_pem,
 )
 from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.protocol import protocol_from_mapping
+from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.scoring import load_evidence
-from embodied_eval.store_guard import check_is_store
+from embodied_eval.store.guard import check_is_store
 
 #: Certificate entries that legitimately differ when recomputed later (when, by whom, with which
 #: build, what the log looks like now, which artifact files are on this disk).
@@ -247,9 +247,9 @@ def _check_chain_prefix(db: str | os.PathLike[str], chain: Mapping[str, Any]) ->
 def _check_ledger_prefix(db: Path, certified: Mapping[str, Any]) -> None:
     """The whole store must verify and still extend the trial ledger's certified head and the
     window's certified seal (appending after them is fine; rewriting or removing is not)."""
-    from embodied_eval import hashchain, ledger
-    from embodied_eval.store import Store
-    from embodied_eval.store_verify import require_store_verified
+    from embodied_eval.store import hashchain, ledger
+    from embodied_eval.store.core import Store
+    from embodied_eval.store.verify_store import require_store_verified
 
     require_store_verified(db, what="verification")
     if not certified:

@@ -1,7 +1,7 @@
 """The leaderboard section of the HTML report: strengths with intervals, P(best), the comparison
 graph (which pairs met how often, as a drawing and a table) and success per family.
 
-Rendered from the leaderboard's JSON form (`embodied_eval.leaderboard.Leaderboard.to_json`), so
+Rendered from the leaderboard's JSON form (`embodied_eval.embodiment.policy_leaderboard.Leaderboard.to_json`), so
 the page and `rank --json` show the same numbers. `leaderboard_page` wraps the section into a
 self-contained page (`rank --html`); `leaderboard_html` is the section alone (`#leaderboard`),
 for a report that already has its page.

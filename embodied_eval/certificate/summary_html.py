@@ -2,7 +2,7 @@
 higher, the headline numbers with their intervals, what remains and what to do next; then the
 table of the checks of the certified and the next level.
 
-The decisions come from `embodied_eval.verdict` (the same verdict, "what remains" and level rows
+The decisions come from `embodied_eval.scoring.verdict` (the same verdict, "what remains" and level rows
 that `certify`, `metrics` and the demo print); this module only lays them out.
 """
 
@@ -19,7 +19,7 @@ from embodied_eval.certificate.html_parts import (
     table,
     verdict_html,
 )
-from embodied_eval.verdict import (
+from embodied_eval.scoring.verdict import (
     MEASURED_HERE,
     NEEDED_FROM_ELSEWHERE,
     ROBOTICS_ONLY_CEILING,

@@ -30,7 +30,7 @@ from embodied_eval.input_files import (
     read_user_bytes,
     read_user_json,
 )
-from embodied_eval.keys import (
+from embodied_eval.store.signing_keys import (
     ALGORITHM,
     load_public_key_pem,
     public_key_fingerprint,

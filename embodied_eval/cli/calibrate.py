@@ -33,7 +33,7 @@ from embodied_eval.cli.common import (
 )
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import CALIBRATE, resolve
-from embodied_eval.protocol import load_protocol
+from embodied_eval.protocol.reader import load_protocol
 
 
 def _fmt(value: Any) -> str:

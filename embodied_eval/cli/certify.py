@@ -48,8 +48,8 @@ def certify(
         print_next_steps,
         print_verdict,
     )
-    from embodied_eval.keys import create_private_key, passphrase_from_env
-    from embodied_eval.verdict import RED, level_rows, window_verdict
+    from embodied_eval.store.signing_keys import create_private_key, passphrase_from_env
+    from embodied_eval.scoring.verdict import RED, level_rows, window_verdict
 
     secret = passphrase_from_env(passphrase_env)
     if create_key:
@@ -117,7 +117,7 @@ def verify(
     recomputed = False
     if db is not None:
         from embodied_eval.certificate.issue import check_signer_registry, recompute_check
-        from embodied_eval.store_guard import check_is_store, read_only_stores
+        from embodied_eval.store.guard import check_is_store, read_only_stores
 
         check_is_store(Path(db))  # a foreign file is refused before anything reads it
         with read_only_stores():  # verify never writes, not even schema tables

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from embodied_eval.errors import EvalError
-from embodied_eval.store import Store, default_db_path
+from embodied_eval.store.core import Store, default_db_path
 
 #: Width of tables written to a pipe or file: wide enough that no column is cut or folded (Rich
 #: would otherwise assume 80 columns). `COLUMNS` in the environment still wins.

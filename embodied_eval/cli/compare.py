@@ -37,10 +37,10 @@ from embodied_eval.cli.common import (
 )
 from embodied_eval.cli.run import default_out_dir
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import load_protocol
+from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.runner.compare import ComparisonRun, compare_in_sim, compare_stored
 from embodied_eval.stats.comparison import SequentialComparison
-from embodied_eval.store import default_db_path
+from embodied_eval.store.core import default_db_path
 
 
 def _print(run: ComparisonRun) -> None:

@@ -30,7 +30,7 @@ from embodied_eval.runner.compare_many import (
     compare_many_stored,
 )
 from embodied_eval.stats.allocation import RankingAllocation
-from embodied_eval.store import default_db_path
+from embodied_eval.store.core import default_db_path
 
 
 def _print(run: ManyComparisonRun) -> None:
@@ -84,7 +84,7 @@ def compare_many(
     test = RankingAllocation(names, decide, delta, alpha, power, max_trials, graded)
     if protocol_file is not None:
         from embodied_eval.cli.run import default_out_dir
-        from embodied_eval.protocol import load_protocol
+        from embodied_eval.protocol.reader import load_protocol
 
         if order_seed is not None:
             raise EvalError(

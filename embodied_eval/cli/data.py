@@ -16,7 +16,7 @@ from embodied_eval.cli.common import (
     window_id,
 )
 from embodied_eval.errors import EvalError
-from embodied_eval.interchange import (
+from embodied_eval.interchange.tables import (
     episodes_from_frame,
     episodes_to_frame,
     faults_from_frame,
@@ -25,11 +25,11 @@ from embodied_eval.interchange import (
     read_table,
     write_table,
 )
-from embodied_eval.pair_rules import check_pairs, stored_partners
+from embodied_eval.interchange.pair_rules import check_pairs, stored_partners
 from embodied_eval.plugins import INCIDENT_LOG, SIM_ENGINES, resolve
-from embodied_eval.protocol import Protocol, load_protocol
-from embodied_eval.sensitivity import run_sweep, sweep_table
-from embodied_eval.task_catalog import catalog_listing, check_instances
+from embodied_eval.protocol.reader import Protocol, load_protocol
+from embodied_eval.protocol.sensitivity import run_sweep, sweep_table
+from embodied_eval.protocol.task_catalog import catalog_listing, check_instances
 
 
 class Kind(str, Enum):
@@ -119,7 +119,7 @@ def export_file(
         return
     with open_store(db, create=False) as store:
         if kind is Kind.episodes and out.suffix.lower() in (".parquet", ".pq"):
-            from embodied_eval.episode_parquet import write_episodes_parquet
+            from embodied_eval.interchange.parquet import write_episodes_parquet
 
             rows, digest = write_episodes_parquet(store.episodes(window=window), out)
             console.print(f"exported {rows} episodes to {out} (sha256 {digest[:12]}…)")

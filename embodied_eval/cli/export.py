@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from embodied_eval.cli.common import console, open_store
-from embodied_eval.lerobot_export import export_lerobot
+from embodied_eval.interchange.lerobot import export_lerobot
 
 
 def export_lerobot_command(

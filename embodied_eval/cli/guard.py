@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from embodied_eval.store_guard import default_db_path, discard_new_store
+from embodied_eval.store.guard import default_db_path, discard_new_store
 
 
 def store_paths(argv: list[str] | None) -> list[Path]:

@@ -80,7 +80,7 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     notes               list of sentences (exposure source, reweighting, warnings)
     verdict             {"colour" ("red" | "amber" | "green"), "headline", "failing",
                         "inconclusive", "evidence_missing": [{"ids", "name", "verdict",
-                        "gates", "remaining", "detail"}]} (`embodied_eval.verdict`; CLI only)
+                        "gates", "remaining", "detail"}]} (`embodied_eval.scoring.verdict`; CLI only)
     calibration_by_day  the maintenance closure's drift days with their measured calibration
                         (`calibrate --by-drift`, recorded in the store; `--calibration FILE`
                         adds files): [{"day", "drift", "source" ("store" | "file"),
@@ -111,10 +111,10 @@ from embodied_eval.cli.summaries import print_remains, print_verdict
 from embodied_eval.embodiment.report import EmbodimentReport
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import read_user_json
-from embodied_eval.protocol import example_protocol_path, load_protocol
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import SEVERITIES
 from embodied_eval.stats import Estimate
-from embodied_eval.verdict import WindowVerdict, window_verdict
+from embodied_eval.scoring.verdict import WindowVerdict, window_verdict
 
 
 def _read_evidence(path: Path | None) -> dict[str, Any] | None:
@@ -145,7 +145,7 @@ def _row(table: Table, name: str, est: Estimate, digits: int = 3, extra: str = "
 
 
 def report_verdict(report: EmbodimentReport) -> WindowVerdict:
-    """The window verdict of a metrics report (`embodied_eval.verdict`)."""
+    """The window verdict of a metrics report (`embodied_eval.scoring.verdict`)."""
     return window_verdict(
         {k: g.to_json() for k, g in report.gates.items()},
         valid=report.valid,

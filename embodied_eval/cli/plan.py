@@ -94,7 +94,7 @@ def _plan_with_sim(
     """`plan success --with-sim`: real trials with and without the sim, from the stored window."""
     from embodied_eval.embodiment.loading import load_window
     from embodied_eval.embodiment.selection import select_episodes
-    from embodied_eval.protocol import example_protocol_path, load_protocol
+    from embodied_eval.protocol.reader import example_protocol_path, load_protocol
     from embodied_eval.stats.ppi import plan_success_with_sim
 
     proto = load_protocol(protocol if protocol is not None else example_protocol_path())

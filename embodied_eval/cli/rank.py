@@ -5,7 +5,7 @@
 
 Bradley–Terry strengths with ties from pairwise outcomes on shared instances, percentile
 bootstrap intervals over instances, P(best) and the comparison graph; a graph in several pieces
-is named and each piece ranked on its own (see `embodied_eval.leaderboard`).
+is named and each piece ranked on its own (see `embodied_eval.embodiment.policy_leaderboard`).
 
 JSON (`--json`): {"model", "method", "interval", "level", "connected", "pieces" [{"name",
 "policies", "leaderboard" [{"policy", "rank", "strength" (estimate), "p_best", "comparisons"}],
@@ -33,7 +33,7 @@ from embodied_eval.cli.common import (
     window_id,
 )
 from embodied_eval.errors import EvalError
-from embodied_eval.leaderboard import Leaderboard, build_leaderboard
+from embodied_eval.embodiment.policy_leaderboard import Leaderboard, build_leaderboard
 
 
 def _print(board: Leaderboard) -> None:

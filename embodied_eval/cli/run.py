@@ -17,12 +17,12 @@ import typer
 
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import load_protocol
+from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.runner.gym_side import GymSource
 from embodied_eval.runner.progress import summary_table
 from embodied_eval.runner.summary import RunSummary, retries_spent_message
 from embodied_eval.runner.trials import RunOptions, run_trials
-from embodied_eval.store import default_db_path
+from embodied_eval.store.core import default_db_path
 
 
 class SideChoice(StrEnum):

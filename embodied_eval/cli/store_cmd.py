@@ -29,7 +29,7 @@ def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None
     seals), the episodes/faults/manifests rows and artifact files against their chained hashes.
     Lists who signed; names the first bad record and exits 1 when anything fails (exit 2 is a
     usage error, e.g. no store at --db)."""
-    from embodied_eval.store_verify import verify_store
+    from embodied_eval.store.verify_store import verify_store
 
     report = verify_store(db)
     if as_json:
@@ -91,8 +91,8 @@ def store_amend(
     view applies it and lists it)."""
     import json
 
-    from embodied_eval.keys import load_key_option
-    from embodied_eval.trial_audit import amend_episode
+    from embodied_eval.store.signing_keys import load_key_option
+    from embodied_eval.store.trial_audit import amend_episode
 
     parsed = {}
     for item in changes:
@@ -134,8 +134,8 @@ def trial_audit(
 ) -> None:
     """Append a technician-signed human audit of a stored episode to the trial ledger (no
     re-import); the success-detector correction uses it. Contradictory answers are refused."""
-    from embodied_eval.keys import load_key_option
-    from embodied_eval.trial_audit import audit_episode
+    from embodied_eval.store.signing_keys import load_key_option
+    from embodied_eval.store.trial_audit import audit_episode
 
     answer = succeeded.strip().lower()
     if answer not in ("yes", "no", "y", "n", "true", "false"):

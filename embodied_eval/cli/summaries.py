@@ -1,6 +1,6 @@
 """The verdict, "what remains" and the level explanation as printed by `metrics` and `certify`.
 
-The decisions are in `embodied_eval.verdict`; this module only prints them (Rich: coloured on a
+The decisions are in `embodied_eval.scoring.verdict`; this module only prints them (Rich: coloured on a
 terminal, plain text when piped).
 """
 
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from embodied_eval.cli.common import console as default_console
-from embodied_eval.verdict import (
+from embodied_eval.scoring.verdict import (
     AMBER,
     GREEN,
     MEASURED_HERE,

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.embodiment.resampling import percentile_estimate
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode
 from embodied_eval.stats import (
     Estimate,

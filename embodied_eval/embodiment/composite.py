@@ -48,12 +48,12 @@ from embodied_eval.embodiment.resampling import (
     success_rate_draws,
     two_sided_estimate,
 )
-from embodied_eval.embodiment.safety import SafetySummary
+from embodied_eval.embodiment.safety_report import SafetySummary
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets, context_stratum
 from embodied_eval.embodiment.transfer import PAIRED, REWEIGHTED, TransferResult
 from embodied_eval.errors import EvalError
 from embodied_eval.records import SEVERITIES
-from embodied_eval.safety_metrics import PER_HOURS
+from embodied_eval.embodiment.safety_metrics import PER_HOURS
 from embodied_eval.stats import Estimate, cluster_weights
 
 

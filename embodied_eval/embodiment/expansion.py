@@ -32,11 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from embodied_eval.closure_protocol import ExpansionPlan
-from embodied_eval.gates import GateCheck, GateResult, Verdict
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.closure_audits import ExpansionPlan
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, first_attempts
-from embodied_eval.runner.plan import manifest_row_key
+from embodied_eval.manifest import manifest_row_key
 from embodied_eval.scoring.closures import ExpansionAudit, expansion_closure
 from embodied_eval.stats import (
     Estimate,

@@ -37,10 +37,10 @@ from typing import Any
 
 from embodied_eval.embodiment.composite import EmbodimentEstimates, pairs_to_settle
 from embodied_eval.embodiment.reliability import RecoveryResult
-from embodied_eval.embodiment.safety import SafetySummary
+from embodied_eval.embodiment.safety_report import SafetySummary
 from embodied_eval.embodiment.transfer import TransferResult
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import (
+from embodied_eval.scoring.gate_checks import (
     GateCheck,
     GateResult,
     Verdict,

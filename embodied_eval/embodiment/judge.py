@@ -3,7 +3,7 @@
 Every real episode names its judge (`Episode.judge`: kind, name, version). For a detector, its
 measured accuracy ships with it (`embodied_eval.plugins.JUDGE_ACCURACY`: confusion counts against
 the twin's oracle, by name and version); sensitivity and specificity are computed from those
-counts with Wilson intervals (`embodied_eval.judge_accuracy`).
+counts with Wilson intervals (`embodied_eval.embodiment.detector_accuracy`).
 
 With `[real] judge_correction = true`, AR is corrected for the detector's errors with the
 Rogan–Gladen estimator (`beyond.rogan_gladen`): AR_RG = (AR + Sp − 1)/(Se + Sp − 1), clipped to
@@ -29,7 +29,7 @@ import numpy as np
 from embodied_eval.embodiment.beyond import rogan_gladen
 from embodied_eval.embodiment.resampling import percentile_estimate
 from embodied_eval.errors import EvalError
-from embodied_eval.judge_accuracy import JudgeAccuracy, counts_of
+from embodied_eval.embodiment.detector_accuracy import JudgeAccuracy, counts_of
 from embodied_eval.records import Episode
 from embodied_eval.stats import Estimate
 

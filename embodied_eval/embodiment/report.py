@@ -54,7 +54,7 @@ from embodied_eval.embodiment.reliability import (
     real_faults,
     recovery_autonomy,
 )
-from embodied_eval.embodiment.safety import DURATIONS, SafetySummary, summarize_safety
+from embodied_eval.embodiment.safety_report import DURATIONS, SafetySummary, summarize_safety
 from embodied_eval.embodiment.scene_gap import SceneCheck
 from embodied_eval.embodiment.selection import EpisodeSets, select_episodes, with_sim_engine
 from embodied_eval.embodiment.throughput import (
@@ -69,8 +69,8 @@ from embodied_eval.embodiment.transfer import (
     transfer_by_family,
     transfer_overall,
 )
-from embodied_eval.gates import GateResult
-from embodied_eval.protocol import (
+from embodied_eval.scoring.gate_checks import GateResult
+from embodied_eval.protocol.reader import (
     Protocol,
     example_protocol_path,
     load_protocol,
@@ -84,7 +84,7 @@ from embodied_eval.records import (
     Incident,
     first_attempts,
 )
-from embodied_eval.sensitivity import saturation_warnings
+from embodied_eval.protocol.sensitivity import saturation_warnings
 from embodied_eval.stats import Estimate
 
 if TYPE_CHECKING:

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from embodied_eval.canonical import canonical_json
 from embodied_eval.embodiment.scene_gap import SceneCheck, check_scenes
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, first_attempts
 
 #: What the cluster bootstrap resamples (said in every bootstrap method name).

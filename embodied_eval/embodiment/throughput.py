@@ -33,7 +33,7 @@ import numpy as np
 
 from embodied_eval.embodiment.resampling import percentile_estimate, resampled_ratio
 from embodied_eval.embodiment.selection import CLUSTER_UNIT
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode
 from embodied_eval.stats import Estimate, cluster_weights
 

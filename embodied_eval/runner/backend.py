@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import ROBOT_BACKENDS, resolve
-from embodied_eval.protocol import Protocol as EvalProtocol
+from embodied_eval.protocol.reader import Protocol as EvalProtocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 
 

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.outcomes import error_outcome
-from embodied_eval.runner.plan import next_attempt
+from embodied_eval.manifest import next_attempt
 
 EpisodeFn = Callable[[EpisodeSpec], EpisodeOutcome]
 

@@ -40,8 +40,8 @@ import numpy as np
 from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
-from embodied_eval.policy_contract import CLIP, ActionCheck
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.policy_contract import CLIP, ActionCheck
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from embodied_eval.remote import is_remote_policy
 from embodied_eval.remote.client import RemotePolicy

@@ -15,14 +15,14 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES, resolve
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import SIDES
 from embodied_eval.remote import is_remote_policy
 from embodied_eval.remote.client import parse_policy_url
 from embodied_eval.runner.backend import backend_target
-from embodied_eval.runner.plan import Manifest, plan_manifest
+from embodied_eval.manifest import Manifest, plan_manifest
 from embodied_eval.runner.work import GYM_ENGINE, GymSource
-from embodied_eval.task_catalog import check_instances
+from embodied_eval.protocol.task_catalog import check_instances
 
 #: Bounds of the run options (a larger value is a typing mistake).
 MAX_RETRIES = 1000

@@ -28,7 +28,7 @@ import numpy as np
 
 from embodied_eval.canonical import atomic_write_text, canonical_hash, canonical_json, sha256_hex
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeSpec
 
 MANIFEST_FORMAT = "embodied-eval/manifest-v1"
@@ -142,7 +142,7 @@ def _calibration_header(protocol: Protocol) -> dict[str, str]:
     fitted on another robot stops the run before anything is planned)."""
     if not protocol.sim_calibration:
         return {}
-    from embodied_eval.calibration_file import read_calibration
+    from embodied_eval.protocol.calibration_file import read_calibration
 
     cal = read_calibration(protocol.sim_calibration, robot_id=protocol.robot_id)
     return {"sim_calibration_sha256": cal.sha256}

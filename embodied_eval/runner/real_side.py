@@ -21,17 +21,17 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.backend import RobotBackend, open_backend
 from embodied_eval.runner.executors import call_safely
 from embodied_eval.runner.options import RunOptions, RunSettings
 from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
-from embodied_eval.runner.plan import next_attempt
+from embodied_eval.manifest import next_attempt
 from embodied_eval.runner.progress import RunProgress
 from embodied_eval.runner.stopping import RealSideStopping, StopDecision
 from embodied_eval.runner.summary import RETRY_ON, robot_side_abort
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 #: The real side stops after this many aborted episodes in a row: the robot needs a person.
 MAX_CONSECUTIVE_ABORTS = 3

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from embodied_eval.protocol import StoppingRule
+from embodied_eval.protocol.reader import StoppingRule
 
 
 @dataclass(frozen=True)

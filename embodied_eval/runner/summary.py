@@ -17,8 +17,8 @@ from typing import Any
 
 from embodied_eval.canonical import atomic_write_text, canonical_json
 from embodied_eval.records import Episode
-from embodied_eval.runner.plan import Manifest, spec_slot
-from embodied_eval.store import Store, apply_migrations, transaction
+from embodied_eval.manifest import Manifest, spec_slot
+from embodied_eval.store.core import Store, apply_migrations, transaction
 
 #: Statuses after which a manifest row is run again as a new attempt (while retries are left).
 RETRY_ON = ("error", "aborted")

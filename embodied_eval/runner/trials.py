@@ -34,7 +34,7 @@ from rich.console import Console
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, EpisodeSpec, utc_now_iso
 from embodied_eval.runner.executors import make_executor
 from embodied_eval.runner.options import (
@@ -44,7 +44,7 @@ from embodied_eval.runner.options import (
     plan_for,
     run_settings,
 )
-from embodied_eval.runner.plan import (
+from embodied_eval.manifest import (
     Manifest,
     plan_manifest,
     spec_for_attempt,
@@ -65,7 +65,7 @@ from embodied_eval.runner.summary import (
     stored_attempts,
 )
 from embodied_eval.runner.work import GYM_ENGINE, GymSource, SimContext, run_sim_episode
-from embodied_eval.store import Store
+from embodied_eval.store.core import Store
 
 __all__ = ["RunOptions", "plan_for", "run_trials"]
 

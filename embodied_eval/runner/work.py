@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from embodied_eval.plugins import resolve
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.remote.client import RemotePolicyError
 from embodied_eval.runner.gym_side import GYM_ENGINE, GymSource, run_gym_episode

@@ -1,12 +1,12 @@
 """Small gate-check builders shared by closures, levels and the AAI-5 gates, on top of
-`embodied_eval.gates` (which decides "≥" and "≤" checks on confidence bounds).
+`embodied_eval.scoring.gate_checks` (which decides "≥" and "≤" checks on confidence bounds).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from embodied_eval.gates import GateCheck, Verdict, combine_verdicts
+from embodied_eval.scoring.gate_checks import GateCheck, Verdict, combine_verdicts
 from embodied_eval.stats.estimate import Estimate
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from embodied_eval.embodiment.composite import pairs_to_settle
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import GateCheck, GateResult, Verdict, check_at_least, check_at_most
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict, check_at_least, check_at_most
 from embodied_eval.scoring.checks import check_above, check_flag
 from embodied_eval.scoring.resampling import standard_error_from_interval, two_sided_z
 from embodied_eval.scoring.revision import difference_in_differences

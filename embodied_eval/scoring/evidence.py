@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.gates import GateCheck, GateResult, Verdict
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring.calibration import (
     AXES,
     IDENTITY,

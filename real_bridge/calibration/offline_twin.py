@@ -98,7 +98,7 @@ def record_offline(
     robot_id: str = "twin",
     holds: Sequence[tuple[float, float]] = (),
 ) -> RecordedEpisode:
-    """Run the twin's plant with `gap` (a `real_bridge.twin.settings.RealityGap`) through
+    """Run the twin's plant with `gap` (a `real_bridge.twin.settings.TwinGap`) through
     `commands` and return what the recording would hold (see the module docstring).
 
     Args:

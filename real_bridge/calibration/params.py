@@ -3,7 +3,7 @@
 Each parameter is a physical property of the robot or its scene that the nominal simulator does
 not know: the replay model (`real_bridge.calibration.replay`) applies it the way the robot has it,
 and a sim run using a calibration applies it through `sim_suites.variations.RealityGap` where the
-sim has the property (`embodied_eval.calibration_file.SIM_FIELDS`).
+sim has the property (`embodied_eval.protocol.calibration_file.SIM_FIELDS`).
 
 The actuator bandwidth is fitted as the actuator's time constant τ = 1/(2π f_c) (s): τ = 0 is an
 unfiltered actuator, so the fit stays smooth where the bandwidth would be infinite.

@@ -331,7 +331,7 @@ def _told_at(manifests: list[tuple[int, Any]], episode: Episode, zero_ns: int) -
 def _holds(diagnostics: list[tuple[int, Any]], started_log: int) -> list[int]:
     """Stamps (ns, robot clock) where the robot's `robot/state` mode turned to "hold" after the
     episode started."""
-    from real_bridge.safety import ROBOT_STATE_STATUS
+    from real_bridge.safety_state import ROBOT_STATE_STATUS
 
     out, mode = [], ""
     for log, msg in diagnostics:

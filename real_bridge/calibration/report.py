@@ -64,8 +64,8 @@ def estimate_entry(est: ParameterEstimate) -> dict[str, Any]:
 def calibration_content(
     result: FitResult, *, robot_id: str, protocol_hash: str, window: str, created_at: str
 ) -> dict[str, Any]:
-    """The calibration file's content (see `embodied_eval.calibration_file`)."""
-    from embodied_eval.calibration_file import FORMAT, NOT_MAPPED
+    """The calibration file's content (see `embodied_eval.protocol.calibration_file`)."""
+    from embodied_eval.protocol.calibration_file import FORMAT, NOT_MAPPED
 
     residuals = {
         f"{k}_{when}": round(v, 4)

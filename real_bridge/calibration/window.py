@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol_model import Protocol
-from embodied_eval.store import Store
+from embodied_eval.protocol.model import Protocol
+from embodied_eval.store.core import Store
 from real_bridge.calibration.fit import FitResult, calibrate_episodes
 from real_bridge.calibration.params import parse_params
 from real_bridge.calibration.recorded import RecordedEpisode, read_recorded_episode
@@ -62,7 +62,7 @@ def calibrate_window(
     (`embodied_eval.calibration_days`), and the summary lists them by drift day. Nothing is written when any input is wrong (the errors come before the
     first write).
     """
-    from embodied_eval.calibration_file import write_calibration
+    from embodied_eval.protocol.calibration_file import write_calibration
     from real_bridge.calibration.report import calibration_content, write_report
 
     names = parse_params(params)
@@ -131,8 +131,8 @@ def _by_drift(
     store: Store | None,
 ) -> dict[str, Any]:
     from embodied_eval.calibration_days import record_day_calibration
-    from embodied_eval.calibration_file import write_calibration
-    from embodied_eval.store import transaction
+    from embodied_eval.protocol.calibration_file import write_calibration
+    from embodied_eval.store.core import transaction
     from real_bridge.calibration.report import calibration_content
 
     groups: dict[tuple[str, int | None], list[RecordedEpisode]] = {}

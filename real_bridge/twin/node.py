@@ -57,7 +57,7 @@ from real_bridge.interface import (
     trajectory_problem,
 )
 from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
-from real_bridge.safety import ROBOT_STATE_STATUS
+from real_bridge.safety_state import ROBOT_STATE_STATUS
 from real_bridge.twin.monitors import monitor_event
 from real_bridge.twin.plant import Plant
 from real_bridge.twin.sensors import (

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from real_bridge.ros_node import message_class, ns_to_stamp
-from real_bridge.twin.settings import RealityGap
+from real_bridge.twin.settings import TwinGap
 from real_bridge.twin.tracker import TrackerReading
 
 #: Vertical field of view of the twin's camera (MuJoCo's default free camera), degrees.
@@ -19,7 +19,7 @@ CAMERA_FOVY_DEG = 45.0
 CAMERA_FRAME = "camera_optical_frame"
 
 
-def image_message(rgb: np.ndarray, gap: RealityGap, rng: np.random.Generator, stamp_ns: int) -> Any:
+def image_message(rgb: np.ndarray, gap: TwinGap, rng: np.random.Generator, stamp_ns: int) -> Any:
     """sensor_msgs/Image rgb8 of a rendered frame after the camera's exposure gain and noise."""
     pixels = rgb.astype(np.float32) * gap.camera_exposure
     if gap.camera_noise_std > 0:

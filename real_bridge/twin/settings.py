@@ -2,7 +2,7 @@
 
 The twin is the stand-in for a physical robot in tests and the demo: a plain ros2_control-like
 robot that follows trajectories and streams state, wrench, an object tracker and a camera from
-its own physics. Its *reality gap* (`RealityGap`) makes that physics deliberately different from
+its own physics. Its *reality gap* (`TwinGap`) makes that physics deliberately different from
 the simulator the sim side uses — contact model and friction, masses and payload, servo gains,
 actuator delay and bandwidth, sensor, tracker and camera noise — on top of whatever drift the
 manifest asks for. Its monitors raise protective stops the way a robot's safety controller would.
@@ -26,7 +26,7 @@ def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
 
 
 @dataclass(frozen=True)
-class RealityGap:
+class TwinGap:
     """How the twin's physics differs from the nominal simulator (fixed for its lifetime).
 
     Every item is physical, so the sim-to-real gap the metrics see comes out of the data:
@@ -107,7 +107,7 @@ class RealityGap:
             raise EvalError("tracker_latency_s: must be at most 1 s", key="tracker_latency_s")
 
     @classmethod
-    def none(cls) -> RealityGap:
+    def none(cls) -> TwinGap:
         """No gap at all: the twin behaves like the nominal simulator."""
         return cls(
             friction_scale=1.0,
@@ -158,7 +158,7 @@ class TwinSettings:
     Attributes:
         bridge: names, QoS and domain of the interface it serves (the bridge's own config, so the
             two always agree).
-        gap / monitors: see RealityGap and Monitors.
+        gap / monitors: see TwinGap and Monitors.
         state_rate_hz: joint-state (and wrench) publishing rate, Hz.
         time_scale: sim seconds per wall second (1 = real time, what the harness's loop expects).
         seed: the twin's own randomness (sensor noise), combined with each episode's seed.
@@ -170,7 +170,7 @@ class TwinSettings:
     """
 
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
-    gap: RealityGap = field(default_factory=RealityGap)
+    gap: TwinGap = field(default_factory=TwinGap)
     monitors: Monitors = field(default_factory=Monitors)
     state_rate_hz: float = 500.0
     time_scale: float = 1.0

@@ -3,7 +3,7 @@
 A lab's tag tracker or motion-capture system is not the scene's truth: it is noisy, it reports a
 pose some time after the moment it describes, and it loses the object when the hand covers it.
 `TrackerSensor` turns the twin's true object pose into what such a tracker publishes, with the
-knobs of the twin's reality gap (`RealityGap`):
+knobs of the twin's reality gap (`TwinGap`):
 
 - noise: each published position gets N(0, `object_pose_noise_m`²) per axis;
 - latency: a reading published at time t describes the scene at t − `tracker_latency_s` and is
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from real_bridge.twin.settings import RealityGap
+from real_bridge.twin.settings import TwinGap
 
 #: The hand hides the object from above only: at least this far above its tracked point, m.
 OVER_MIN_M = 0.03
@@ -40,7 +40,7 @@ class TrackerReading:
 
 
 def hand_occludes(
-    gap: RealityGap, point: np.ndarray, tcp: np.ndarray, holding: bool
+    gap: TwinGap, point: np.ndarray, tcp: np.ndarray, holding: bool
 ) -> bool:
     """Whether the hand hides the tracked `point` from the tracker (see the module docstring)."""
     if holding and gap.tracker_hidden_when_held:
@@ -61,7 +61,7 @@ class TrackerSensor:
         gap: the twin's reality gap (noise, latency and occlusion knobs).
     """
 
-    def __init__(self, gap: RealityGap) -> None:
+    def __init__(self, gap: TwinGap) -> None:
         self.gap = gap
         self._truth: deque[tuple[float, int, np.ndarray, np.ndarray, bool]] = deque()
         self.dropouts = 0

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import SEVERITY_WEIGHT_DEFAULTS
+from embodied_eval.protocol.reader import SEVERITY_WEIGHT_DEFAULTS
 from embodied_eval.records import SEVERITIES, ExposureEntry, Incident
 from embodied_eval.stats.estimate import Estimate
 from embodied_eval.stats.rates import (

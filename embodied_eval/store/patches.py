@@ -5,7 +5,7 @@ technician does to keep the robot working that the system did not do itself: re-
 waypoint or grasp, recalibrating (camera, hand-eye, force sensor, joint offsets), or changing a
 parameter (gains, speeds, thresholds, firmware settings). Each is recorded with who did it, when,
 the window, and the episode or drift-calendar day it belongs to, as a `patch` record of the
-store's trial ledger (`embodied_eval.ledger`): chained like every episode, so a patch cannot be
+store's trial ledger (`embodied_eval.store.ledger`): chained like every episode, so a patch cannot be
 edited or deleted without `store verify` saying so.
 
 Record one with `embodied-eval trial patch --kind recalibration --episode-id ID --text "..."`.
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.record_base import parse_utc
 from embodied_eval.records import utc_now_iso
-from embodied_eval.store import Store, transaction
+from embodied_eval.store.core import Store, transaction
 
 #: Kinds of human patch (anything else is `other`, with the text saying what).
 PATCH_KINDS = ("reteach", "recalibration", "parameter_change", "other")

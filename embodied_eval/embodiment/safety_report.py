@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from embodied_eval import safety_metrics
+from embodied_eval.embodiment import safety_metrics
 from embodied_eval.embodiment.selection import EpisodeSets
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import SEVERITIES, ExposureEntry, Incident
 from embodied_eval.stats import Estimate, poisson_rate_interval
 

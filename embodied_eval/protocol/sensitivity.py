@@ -28,7 +28,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import SIM_ENGINES, lookup
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.stats.bootstrap import bootstrap_statistic
 from embodied_eval.stats.estimate import Estimate

@@ -1,6 +1,6 @@
 """The embedded store: one SQLite file (WAL) holding episodes, faults, manifests and safety events.
 
-Every write also appends to the trial ledger (`embodied_eval.ledger`), the hash chain that vouches
+Every write also appends to the trial ledger (`embodied_eval.store.ledger`), the hash chain that vouches
 for each stored row, in the same transaction: an episode is either stored and chained, or absent.
 
 Writing an episode is one transaction and idempotent by `episode_id`: writing the same episode
@@ -19,16 +19,16 @@ from typing import Any
 
 import pandas as pd
 
-from embodied_eval import ledger
+from embodied_eval.store import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, Fault, check_autonomous_recovery, utc_now_iso
-from embodied_eval.sqlite_db import apply_migrations as apply_migrations
-from embodied_eval.sqlite_db import connect as connect
-from embodied_eval.sqlite_db import transaction as transaction
-from embodied_eval.store_guard import DB_ENV_VAR as DB_ENV_VAR
-from embodied_eval.store_guard import DEFAULT_DB as DEFAULT_DB
-from embodied_eval.store_guard import default_db_path as default_db_path
+from embodied_eval.store.sqlite import apply_migrations as apply_migrations
+from embodied_eval.store.sqlite import connect as connect
+from embodied_eval.store.sqlite import transaction as transaction
+from embodied_eval.store.guard import DB_ENV_VAR as DB_ENV_VAR
+from embodied_eval.store.guard import DEFAULT_DB as DEFAULT_DB
+from embodied_eval.store.guard import default_db_path as default_db_path
 
 #: Window id of records stored without one (e.g. imported from a file without a `window` column).
 UNASSIGNED_WINDOW = ""
@@ -379,7 +379,7 @@ class Store:
 
     def episodes_frame(self, **filters: str | None) -> pd.DataFrame:
         """Episodes as a flat DataFrame (interchange columns, plus `success`)."""
-        from embodied_eval.interchange import episodes_to_frame
+        from embodied_eval.interchange.tables import episodes_to_frame
 
         return episodes_to_frame(self.episodes(**filters))
 

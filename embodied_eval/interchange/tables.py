@@ -85,7 +85,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
     data = read_user_bytes(p, "file")
     if fmt == "csv":
         return csv_frame(decode_text(data, str(p)), str(p))
-    from embodied_eval.episode_parquet import parquet_frame
+    from embodied_eval.interchange.parquet import parquet_frame
 
     frame = parquet_frame(data, str(p))
     _check_header([str(c) for c in frame.columns], str(p))

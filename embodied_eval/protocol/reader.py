@@ -28,7 +28,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
   scene_tolerance_m / scene_tolerance_rad
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
-- `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.closure_protocol`)
+- `[maintenance]`, `[expansion]` the closure audits (see `embodied_eval.protocol.closure_audits`)
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_hash
-from embodied_eval.closure_protocol import (
+from embodied_eval.protocol.closure_audits import (
     read_expansion,
     read_maintenance,
 )
 from embodied_eval.errors import EvalError
 from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
 from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.protocol_keys import (
+from embodied_eval.protocol.declared_keys import (
     DR_KNOB_BOUNDS,
     DRIFT_TABLE_KEYS,
     EARLIEST_DATE,
@@ -70,7 +70,7 @@ from embodied_eval.protocol_keys import (
     WINDOW_KEYS,
     whole_problem,
 )
-from embodied_eval.protocol_model import (
+from embodied_eval.protocol.model import (
     AR_ESTIMATORS,
     DEFAULT_M_MIN,
     DR_KNOBS,

@@ -1,6 +1,6 @@
 """The typed protocol: what a validated protocol file holds (seed §3 battery B).
 
-`embodied_eval.protocol` reads and validates protocol files into these records; everything else
+`embodied_eval.protocol.reader` reads and validates protocol files into these records; everything else
 reads protocols only through them.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from embodied_eval.closure_protocol import ExpansionPlan, MaintenancePlan
+from embodied_eval.protocol.closure_audits import ExpansionPlan, MaintenancePlan
 from embodied_eval.errors import EvalError
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.

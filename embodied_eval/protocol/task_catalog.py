@@ -16,7 +16,7 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import SIM_ENGINES, TASK_CATALOGS, resolve
-from embodied_eval.protocol import Protocol
+from embodied_eval.protocol.reader import Protocol
 
 #: A catalog: family → its task ids, in catalog order.
 Catalog = Mapping[str, Sequence[str]]

@@ -1,6 +1,6 @@
 """What the trial ledger promises, checked against the store: the ledger walk's per-record checks
 (signatures against the key registry, revocations, seals) and the record tables and artifact
-files against the hashes chained for them. Used by `embodied_eval.store_verify`."""
+files against the hashes chained for them. Used by `embodied_eval.store.verify_store`."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from embodied_eval import hashchain, ledger
+from embodied_eval.store import hashchain, ledger
 from embodied_eval.canonical import file_sha256
-from embodied_eval.hashchain import Problem
-from embodied_eval.keys import verify_signature
-from embodied_eval.store_report import StoreReport
+from embodied_eval.store.hashchain import Problem
+from embodied_eval.store.signing_keys import verify_signature
+from embodied_eval.store.verify_report import StoreReport
 
 #: A plain episode record's text split at its quotes: (the pieces with the values blanked, where
 #: the values are, where the episode id, the record hash and the events hash are — 0: none).

@@ -1,12 +1,12 @@
 """The trial ledger: every stored episode, fault, manifest, import, audit, correction and window
 seal, appended to a hash chain (`episode_chain`) in the same transaction as the row it vouches for.
 
-The construction is the incident log's (`embodied_eval.hashchain`: canonical JSON ‖ previous hash,
+The construction is the incident log's (`embodied_eval.store.hashchain`: canonical JSON ‖ previous hash,
 BEFORE UPDATE/DELETE triggers). An `episode` record holds the SHA-256 of the episode's stored
 `record_json` (the whole record: quality, status, judge fields, artifacts), of each fault and of
 its safety events, and each artifact's path and SHA-256; so editing, deleting or adding a row in
 the `episodes`, `faults` or `safety_events` tables outside the ledger is caught by
-`embodied_eval.store_verify`. Kinds:
+`embodied_eval.store.verify_store`. Kinds:
 
 * `episode`  — written by a run or an import (`import` names the import record);
 * `faults`   — faults attached to stored episodes later (`Store.write_faults`);
@@ -17,7 +17,7 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
 * `seal`     — the protocol owner's signed close of a window: heads of both chains, counts and
   exposure hours (written together with the incident log's `window_close`);
 * `patch`    — a technician-entered human patch of the robot (re-teaching, recalibration,
-  parameter change) during a maintenance audit (`embodied_eval.patches`);
+  parameter change) during a maintenance audit (`embodied_eval.store.patches`);
 * `calibration` — one drift day's calibration measured by `embodied-eval calibrate --by-drift`
   (`embodied_eval.calibration_days`);
 * `revocation` — a key revoked in the key registry (written together with the incident log's
@@ -38,8 +38,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from embodied_eval import hashchain
-from embodied_eval.hashchain import ChainRow
+from embodied_eval.store import hashchain
+from embodied_eval.store.hashchain import ChainRow
 from embodied_eval.records import Episode
 
 COMPONENT = "ledger"

@@ -15,7 +15,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode
 
 if TYPE_CHECKING:
-    from embodied_eval.store import Store
+    from embodied_eval.store.core import Store
 
 #: Fields every episode of one pair shares.
 PAIR_FIELDS = ("family", "task_id", "seed")

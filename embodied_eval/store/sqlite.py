@@ -1,7 +1,7 @@
 """The SQLite plumbing under the store: opening the file (WAL, busy timeout, refusing files that
 are not ours), all-or-nothing transactions and per-component schema migrations.
 
-`embodied_eval.store` re-exports `connect`, `transaction` and `apply_migrations`.
+`embodied_eval.store.core` re-exports `connect`, `transaction` and `apply_migrations`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from embodied_eval.errors import EvalError
 from embodied_eval.record_base import utc_now_iso
-from embodied_eval.store_guard import (
+from embodied_eval.store.guard import (
     check_is_store,
     memory_copy,
     open_read_only,

@@ -1,6 +1,6 @@
 """The keys of a protocol file, each declared once: type, default, range, allowed values.
 
-`embodied_eval.protocol` reads a protocol against these declarations; a section read with
+`embodied_eval.protocol.reader` reads a protocol against these declarations; a section read with
 `TableReader.section` goes into the canonical form (and so the protocol hash) exactly as declared.
 To add a key, add it to its section's table here (and, if code needs it as an attribute, to
 `protocol_model.Protocol`).
@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES
-from embodied_eval.protocol_model import (
+from embodied_eval.protocol.model import (
     AR_ESTIMATORS,
     DEFAULT_M_MIN,
     DRIFT_KEYS,

@@ -1,4 +1,4 @@
-"""The whole-store verification report (`embodied_eval.store_verify`): what was checked, the
+"""The whole-store verification report (`embodied_eval.store.verify_store`): what was checked, the
 first problem, the signers and the seals."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from embodied_eval import hashchain
-from embodied_eval.hashchain import Problem
+from embodied_eval.store import hashchain
+from embodied_eval.store.hashchain import Problem
 
 
 @dataclass

@@ -20,7 +20,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 
-#: The protocol's choices for out-of-range actions (see `embodied_eval.protocol_model`).
+#: The protocol's choices for out-of-range actions (see `embodied_eval.protocol.model`).
 REFUSE, CLIP = "refuse", "clip"
 
 
