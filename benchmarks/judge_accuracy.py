@@ -28,7 +28,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.embodiment.detector_accuracy import COUNT_KEYS, accuracy_table, format_table, tally
+from embodied_eval.embodiment.detector_accuracy import (
+    COUNT_KEYS,
+    accuracy_table,
+    format_table,
+    tally,
+)
 from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import EpisodeSpec
 from real_bridge.detector import DETECTOR_NAME, DETECTOR_VERSION

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import ledger
 from embodied_eval.records import Episode
+from embodied_eval.store import ledger
 from embodied_eval.store.core import Store
 from embodied_eval.store.verify_store import verify_store
 from incident_logging.store import IncidentStore

@@ -25,10 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.executors import LocalPoolExecutor, SequentialExecutor
-from embodied_eval.manifest import plan_manifest
 
 # `embodied_eval.runner.trials` (store, pandas) is imported inside `time_runner` only: pool
 # workers re-import this script as their main module, and should not pay for pandas.

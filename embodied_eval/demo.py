@@ -164,11 +164,11 @@ def run_demo(
         print_next_steps,
         print_verdict,
     )
-    from embodied_eval.store.signing_keys import create_private_key
     from embodied_eval.plugins import resolve
     from embodied_eval.runner.progress import summary_table
     from embodied_eval.runner.trials import RunOptions, run_trials
     from embodied_eval.scoring.verdict import window_verdict
+    from embodied_eval.store.signing_keys import create_private_key
 
     # The twin lives in real_bridge (the ROS extra); resolving it here turns a missing extra
     # into a one-line error instead of a traceback.

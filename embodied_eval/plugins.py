@@ -18,12 +18,39 @@ from embodied_eval.errors import EvalError
 SIM_ENGINES: dict[str, str] = {
     "mujoco": "sim_suites.episode:run_episode",
     "pybullet": "sim_suites.episode:run_episode",
+    "metaworld": "sim_suites.suites.meta_world:run_episode",
+    "libero": "sim_suites.suites.libero_suite:run_episode",
+}
+
+#: Sim engines that are standard benchmark suites run through their own packages: their tasks
+#: exist only in simulation, so a protocol using one has no real side.
+SUITE_ENGINES: frozenset[str] = frozenset({"metaworld", "libero"})
+
+#: Checks that a suite's package is installed and imports, run before anything runs: `check() ->
+#: version`, raising an EvalError that names the install command otherwise.
+SUITE_CHECKS: dict[str, str] = {
+    "metaworld": "sim_suites.suites.meta_world:suite_version",
+    "libero": "sim_suites.suites.libero_suite:suite_version",
+}
+
+#: Policies a suite bundles, by the name a protocol gives them: "module:factory" of a Gymnasium
+#: policy, `factory(env, seed) -> act(observation) -> action`.
+SUITE_POLICIES: dict[str, str] = {
+    "metaworld:expert": "sim_suites.suites.meta_world:expert_policy",
 }
 
 #: Task catalogs of sim engines, by the engine's import target: `catalog() -> {family: [task_id,
 #: ...]}`; `protocol check` and `run` refuse instances an engine's catalog does not hold.
 TASK_CATALOGS: dict[str, str] = {
     "sim_suites.episode:run_episode": "sim_suites.tasks.catalog:task_catalog",
+    "sim_suites.suites.meta_world:run_episode": "sim_suites.suites.meta_world:task_catalog",
+    "sim_suites.suites.libero_suite:run_episode": "sim_suites.suites.libero_suite:task_catalog",
+}
+
+#: The camera reference policy of each sim engine, by the engine's import target: what the
+#: sensitivity sweep runs the knobs that change only camera images with (`CAMERA_KNOBS`).
+CAMERA_POLICIES: dict[str, str] = {
+    "sim_suites.episode:run_episode": "sim_suites.policies:vision",
 }
 
 #: Builds a policy from its name and a task id: `load(name, task_id) -> Policy` (import paths with
@@ -42,11 +69,17 @@ JUDGE_ACCURACY = "real_bridge.judge_accuracy:stored_accuracy"
 #: Fits a calibration from a window's recorded real episodes (`embodied-eval calibrate`).
 CALIBRATE = "real_bridge.calibration.window:calibrate_window"
 
-#: Robot backends for the real side, by name.
+#: Robot backends for the real side, by name: "ros2" (a ros2_control robot over ROS 2), "mujoco"
+#: (the twin's physics in process, no ROS: `real_bridge.mujoco_robot`) and "manual" (a technician
+#: enters each episode).
 ROBOT_BACKENDS: dict[str, str] = {
     "ros2": "real_bridge.ros2_backend:Ros2Backend",
+    "mujoco": "real_bridge.mujoco_robot:mujoco_backend",
     "manual": "real_bridge.manual:ManualBackend",
 }
+#: The engine recorded on the real episodes of a backend, where it differs from the backend's
+#: name ("mujoco" names a simulator; the in-process robot's episodes are real-side episodes).
+ROBOT_ENGINES: dict[str, str] = {"mujoco": "mujoco_robot"}
 
 #: Services provided by the incident log.
 INCIDENT_LOG: dict[str, str] = {

@@ -38,11 +38,11 @@ from embodied_eval.safety_event import SAFETY_EVENT_KINDS as SAFETY_EVENT_KINDS
 from embodied_eval.safety_event import SafetyEvent as SafetyEvent
 
 SIDES = ("sim", "real")
-ENGINES = ("mujoco", "pybullet", "ros2", "manual", "gymnasium", "external")
+ENGINES = ("mujoco", "pybullet", "ros2", "mujoco_robot", "manual", "gymnasium", "external")
 #: Engines that only run one side: a `real` episode cannot come from a simulator, nor a `sim`
 #: one from a robot backend. Engines not named here (a lab's own) may run either side.
-SIM_ONLY_ENGINES = ("mujoco", "pybullet", "gymnasium")
-REAL_ONLY_ENGINES = ("ros2", "manual")
+SIM_ONLY_ENGINES = ("mujoco", "pybullet", "gymnasium", "metaworld", "libero")
+REAL_ONLY_ENGINES = ("ros2", "mujoco_robot", "manual")
 #: Longest plausible episode, s (a week): longer durations are unit or typing mistakes.
 MAX_EPISODE_DURATION_S = 7 * 24 * 3600.0
 #: Most attempts of one manifest entry.

@@ -12,10 +12,10 @@ from rich import box
 from rich.table import Table
 
 from embodied_eval.errors import EvalError
-from embodied_eval.store.signing_keys import load_key_option, passphrase_from_env
 from embodied_eval.protocol.reader import Protocol, load_protocol
 from embodied_eval.records import ExposureEntry
 from embodied_eval.store.core import default_db_path
+from embodied_eval.store.signing_keys import load_key_option, passphrase_from_env
 from incident_logging.record import IncidentRecord
 from incident_logging.rule_base import decisive_rule
 from incident_logging.store import IncidentStore

@@ -15,11 +15,10 @@ from typing import Any, Self
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from embodied_eval.store import hashchain, ledger
-from embodied_eval.store import signing_keys as keylib
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Incident
-from embodied_eval.store.sqlite import schema_is_current
+from embodied_eval.store import hashchain, ledger
+from embodied_eval.store import signing_keys as keylib
 from embodied_eval.store.core import (
     CORE_MIGRATIONS,
     apply_migrations,
@@ -28,6 +27,7 @@ from embodied_eval.store.core import (
     transaction,
 )
 from embodied_eval.store.guard import read_only_stores
+from embodied_eval.store.sqlite import schema_is_current
 from incident_logging import chain
 from incident_logging.record import IncidentRecord
 from incident_logging.taxonomy import check_role

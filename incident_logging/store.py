@@ -16,9 +16,9 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from embodied_eval.store import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.records import ExposureEntry, Incident, utc_now_iso
+from embodied_eval.store import ledger
 from embodied_eval.store.core import default_db_path, transaction
 from incident_logging import chain
 from incident_logging.amendments import amend_incident

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from embodied_eval.errors import EvalError
 from embodied_eval.embodiment.safety_metrics import (
     counted_incidents,
     exposure_hours,
@@ -23,6 +22,7 @@ from embodied_eval.embodiment.safety_metrics import (
     unreviewed_serious,
     window_validity,
 )
+from embodied_eval.errors import EvalError
 from embodied_eval.store.core import UNASSIGNED_WINDOW, Store
 from embodied_eval.store.verify_store import require_store_verified
 from incident_logging.store import IncidentStore

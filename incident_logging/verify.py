@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.records import ExposureEntry
 from embodied_eval.store.hashchain import Problem, walk_chain
 from embodied_eval.store.signing_keys import verify_signature
-from embodied_eval.records import ExposureEntry
 from incident_logging import chain
 
 #: Records that must carry a signature.
@@ -180,7 +180,9 @@ class _Walker:
                     changes = {c["field"]: c["new"] for c in data["changes"]}
                     entries[env["subject"]] = entries[env["subject"]].replace(**changes)
             elif kind == "window_close":
-                from embodied_eval.embodiment.safety_metrics import exposure_hours  # heavy; rarely needed
+                from embodied_eval.embodiment.safety_metrics import (
+                    exposure_hours,  # heavy; rarely needed
+                )
 
                 if data.get("head_hash") != prev_hash or data.get("record_count") != seq - 1:
                     return Problem(

@@ -1,11 +1,14 @@
-"""The harness's side of the wire: subscriptions, publishers, the heartbeat and the scene-reset
-client of one robot (names from the robot profile, `BridgeConfig.topics`).
+"""`Ros2Robot`: the `real_bridge.robot.Robot` of a ros2_control robot reached over ROS 2 (names,
+QoS and deadlines from the robot profile, `BridgeConfig`).
 
 Subscriptions take raw (serialized) messages, so a recording holds exactly the bytes received
-(raw camera images are recorded as PNG `sensor_msgs/CompressedImage`); the callbacks deserialize
-them for the harness's own bookkeeping. All shared state is guarded by one lock because callbacks
-run on the session's executor thread. The heartbeat (`std_msgs/Header`, the deadman) runs on its
-own thread from `connect` to `close`: when this process dies, it stops, and the robot holds.
+(raw camera images are recorded as PNG `sensor_msgs/CompressedImage`, `real_bridge.bridge_taps`);
+the callbacks deserialize them for the harness's own bookkeeping. All shared state is guarded by
+one lock because callbacks run on the session's executor thread. Commands are one-point
+`trajectory_msgs/JointTrajectory` messages on the joint_trajectory_controller's topic (and the
+gripper's); the hold is header stamp 0, the current posture of the arm controller's joints,
+time_from_start 0.1 s. The heartbeat (`std_msgs/Header`, the deadman) runs on its own thread from
+`connect` to `disconnect`: when this process dies, it stops, and the robot holds.
 """
 
 from __future__ import annotations
@@ -15,34 +18,38 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from rclpy.serialization import deserialize_message, serialize_message
+from rclpy.serialization import deserialize_message
 
+from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from real_bridge.bridge_config import BridgeConfig, QosSpec
-from real_bridge.bridge_messages import StateSample as StateSample
 from real_bridge.bridge_messages import (
+    StateSample,
     applied_entry_of,
     diagnostic_readings_of,
-    png_cdr,
     rgb_pixels_of,
     state_sample_of,
+    trajectory_message,
     wrench_of,
 )
-from real_bridge.bridge_messages import compressed_topic as compressed_topic
-from real_bridge.detector import JudgeLog
-from real_bridge.recording import McapRecorder
-from real_bridge.ros_node import (
-    STREAM_TYPES,
-    RosSession,
-    ns_to_stamp,
-    qos_profile,
-    stream_message_class,
+from real_bridge.bridge_taps import RecordingTaps
+from real_bridge.discovery import configure_process
+from real_bridge.interface import HOLD_TIME_FROM_START_S
+from real_bridge.robot import (
+    AppliedAction,
+    JointCommand,
+    Observation,
+    SafetyState,
+    StreamCounts,
+    TrackerPose,
+    hold_posture,
 )
-from real_bridge.safety_state import DiagnosticReading
+from real_bridge.ros_node import RosSession, ns_to_stamp, qos_profile, stream_message_class
+from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading, SafetyTracker
 
 #: How long connect waits for a robot-side heartbeat listener to appear, s (robots without one
 #: are fine: the wait just ends).
@@ -61,53 +68,91 @@ INCOMING = (
 )
 
 
-class BridgeLink:
-    """Opens a RosSession and wires every stream of `config` to it.
+class Ros2Robot:
+    """A robot over ROS 2 (see the module docstring); a `real_bridge.robot.Robot`.
 
     Args:
-        config: the bridge configuration (names, QoS); the session uses its domain id.
-        heartbeat: publish the deadman heartbeat while the link is open.
+        config: the robot profile (names, QoS, deadlines); the session uses its domain id.
+        heartbeat: publish the deadman heartbeat while connected (a watcher that only listens
+            passes False).
     """
+
+    engine = "ros2"
 
     def __init__(self, config: BridgeConfig, *, heartbeat: bool = True) -> None:
         self.config = config
-        self.session = RosSession(config.node_name, config.domain_id, config.namespace)
+        self.last_hold_id = ""
+        self.heartbeat = heartbeat
+        self.session: Any = None
         self._lock = threading.RLock()
-        #: Notified whenever a joint state or an applied-command echo arrives.
         self._arrived = threading.Condition(self._lock)
-        self._recorder: McapRecorder | None = None
-        self._judge_log: JudgeLog | None = None
-        self._camera_count = 0
+        #: The episode's recorder and the success detector's log (`attach_recorder`, ...).
+        self.taps = RecordingTaps(config)
         self._command_ids = itertools.count(1)
-        self.state: StateSample | None = None
-        self.state_count = 0
+        self._state: StateSample | None = None
+        self._state_count = 0
+        #: The latest joint states (for loss accounting and tests of the stream).
         self.recent_states: deque[StateSample] = deque(maxlen=4000)
         #: When a list, every received state's stamp (ns) is appended (for loss accounting).
         self.stamp_log: list[int] | None = None
         #: When a list, each joint state's publish→callback time (ns) is appended.
         self.transit_log: list[int] | None = None
-        self.wrench: np.ndarray | None = None
-        self.peak_force_n = 0.0
-        self.image: tuple[float, int, int, str] | None = None  # (received_s, w, h, encoding)
-        self.image_count = 0
-        #: The latest raw camera frame as an (h, w, 3) RGB array (None before one, or compressed).
-        self.pixels: np.ndarray | None = None
-        self.object_pose: tuple[float, np.ndarray, np.ndarray] | None = None
-        self.applied: deque[tuple[str, int, tuple[str, ...], np.ndarray]] = deque(maxlen=256)
-        self.verdicts: list[tuple[str, float]] = []
-        self.diagnostics: deque[DiagnosticReading] = deque(maxlen=10_000)
-        self.diagnostics_total = 0
-        #: The last arm target this link sent (None before one, or after a scene reset).
-        self.arm_command: np.ndarray | None = None
+        self._wrench: np.ndarray | None = None
+        self._peak_force_n = 0.0
+        #: (received_s, width, height, encoding) of the latest camera frame.
+        self.image: tuple[float, int, int, str] | None = None
+        self._image_count = 0
+        self._pixels: np.ndarray | None = None
+        self._object_pose: TrackerPose | None = None
+        self._applied: deque[tuple[str, int, tuple[str, ...], np.ndarray]] = deque(maxlen=256)
+        self._verdicts: list[tuple[str, float]] = []
+        self._diagnostics: deque[DiagnosticReading] = deque(maxlen=10_000)
+        self._diagnostics_total = 0
+        self._arm_command: np.ndarray | None = None
         self._heartbeat_stop = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
+        self.publishers: dict[str, Any] = {}
+        self.subscriptions: dict[str, Any] = {}
+        self.reset_client: Any = None
+
+    # ------------------------------------------------------------------ connection
+
+    @property
+    def is_connected(self) -> bool:
+        return self.session is not None
+
+    def connect(self) -> None:
+        """Open the ROS session, wire every stream, start the heartbeat and wait (up to
+        `deadlines.discovery_s`) for the robot."""
+        if self.session is not None:
+            return
+        configure_process(self.config.domain_id, self.config.discovery)
+        cfg = self.config
+        self.session = RosSession(cfg.node_name, cfg.domain_id, cfg.namespace)
         try:
             self._wire()
+            if self.heartbeat:
+                self.start_heartbeat()
+            self._wait_ready(cfg.deadlines.discovery_s)
         except BaseException:
-            self.session.close()
+            self.disconnect()
             raise
-        if heartbeat:
-            self.start_heartbeat()
+
+    def disconnect(self) -> None:
+        session, self.session = self.session, None
+        if session is None:
+            return
+        self.taps.attach_recorder(None)
+        self.taps.attach_judge_log(None)
+        self.stop_heartbeat()
+        session.close()
+
+    def __enter__(self) -> Ros2Robot:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.disconnect()
 
     # ------------------------------------------------------------------ wiring
 
@@ -136,7 +181,6 @@ class BridgeLink:
             "camera_info": None,
             "object_pose": self._on_object_pose,
         }
-        self.subscriptions = {}
         for stream in INCOMING:
             topic = getattr(topics, stream)
             if not topic:
@@ -148,14 +192,12 @@ class BridgeLink:
                 qos_profile(self._qos(stream)),
                 raw=True,
             )
-        self.publishers: dict[str, Any] = {}
         for stream in ("command", "gripper_command", "episode", "manifest", "heartbeat"):
             topic = getattr(topics, stream)
             if topic:
                 self.publishers[stream] = node.create_publisher(
                     stream_message_class(stream), topic, qos_profile(self._qos(stream))
                 )
-        self.reset_client: Any = None
         if self.config.services.scene_reset:
             from std_srvs.srv import Trigger
 
@@ -163,7 +205,6 @@ class BridgeLink:
             self.reset_client = node.create_client(Trigger, self.config.services.scene_reset)
 
     def _make_callback(self, stream: str, handler: Any) -> Any:
-        topic = getattr(self.config.topics, stream)
         cls = stream_message_class(stream)
 
         def callback(raw: bytes, info: Any) -> None:
@@ -171,21 +212,7 @@ class BridgeLink:
             transit = self.transit_log
             if transit is not None and stream == "joint_state":
                 transit.append(time.time_ns() - int(info.get("source_timestamp", 0)))
-            msg = None
-            sinks = [s for s in (self._recorder, self._judge_log) if s is not None]
-            if sinks and stream in self.config.record_streams:
-                log_ns = int(info.get("received_timestamp", 0)) or time.time_ns()
-                source_ns = int(info.get("source_timestamp", 0))
-                if stream == "camera_image":
-                    self._camera_count += 1
-                    if self._camera_count % self.config.loop.camera_every == 0:
-                        msg = deserialize_message(raw, cls)
-                        png = png_cdr(msg)  # encoded once, on the recorder's writer thread
-                        for sink in sinks:
-                            sink.write(compressed_topic(topic), png, log_ns, source_ns)
-                else:
-                    for sink in sinks:
-                        sink.write(topic, raw, log_ns, source_ns)
+            msg = self.taps.received(stream, raw, info, cls)
             if handler is not None:
                 handler(msg if msg is not None else deserialize_message(raw, cls), received_s)
 
@@ -196,8 +223,8 @@ class BridgeLink:
     def _on_joint_state(self, msg: Any, received_s: float) -> None:
         sample = state_sample_of(msg, received_s)
         with self._lock:
-            self.state = sample
-            self.state_count += 1
+            self._state = sample
+            self._state_count += 1
             self.recent_states.append(sample)
             if self.stamp_log is not None:
                 self.stamp_log.append(sample.stamp_ns)
@@ -207,15 +234,15 @@ class BridgeLink:
         wrench = wrench_of(msg)
         force = float(np.linalg.norm(wrench[:3]))
         with self._lock:
-            self.wrench = wrench
+            self._wrench = wrench
             if np.isfinite(force):
-                self.peak_force_n = max(self.peak_force_n, force)
+                self._peak_force_n = max(self._peak_force_n, force)
 
     def _on_image(self, msg: Any, received_s: float) -> None:
         pixels = rgb_pixels_of(msg)
         with self._lock:
-            self.image_count += 1
-            self.pixels = pixels
+            self._image_count += 1
+            self._pixels = pixels
             self.image = (
                 received_s,
                 int(getattr(msg, "width", 0)),
@@ -225,75 +252,157 @@ class BridgeLink:
 
     def _on_object_pose(self, msg: Any, received_s: float) -> None:
         p, o = msg.pose.position, msg.pose.orientation
+        pose = TrackerPose(
+            received_s, np.array([p.x, p.y, p.z], dtype=float), np.array([o.w, o.x, o.y, o.z])
+        )
         with self._lock:
-            self.object_pose = (
-                received_s,
-                np.array([p.x, p.y, p.z], dtype=float),
-                np.array([o.w, o.x, o.y, o.z], dtype=float),
-            )
+            self._object_pose = pose
 
     def _on_diagnostics(self, msg: Any, received_s: float) -> None:
         readings = diagnostic_readings_of(msg, received_s)
         with self._lock:
-            self.diagnostics.extend(readings)
-            self.diagnostics_total += len(readings)
+            self._diagnostics.extend(readings)
+            self._diagnostics_total += len(readings)
 
     def _on_verdict(self, msg: Any, received_s: float) -> None:
         with self._lock:
-            self.verdicts.append((str(msg.data), received_s))
+            self._verdicts.append((str(msg.data), received_s))
 
     def _on_applied(self, msg: Any, received_s: float) -> None:
         if not msg.points:
             return
         entry = applied_entry_of(msg)
         with self._lock:
-            self.applied.append(entry)
+            self._applied.append(entry)
             self._arrived.notify_all()
 
-    # ------------------------------------------------------------------ reading state
+    # ------------------------------------------------------------------ the Robot interface
 
-    def reset_peaks(self) -> None:
-        """Start a new peak-force window (one per episode)."""
+    def now_s(self) -> float:
+        return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+    def get_observation(self) -> Observation | None:
         with self._lock:
-            self.peak_force_n = 0.0
+            state, wrench, pixels, pose = self._state, self._wrench, self._pixels, self._object_pose
+        if state is None:
+            return None
+        return Observation(
+            stamp_s=state.stamp_ns / 1e9,
+            received_s=state.received_s,
+            joint_names=state.names,
+            position=state.position,
+            velocity=state.velocity,
+            effort=state.effort,
+            wrench=wrench,
+            image=pixels,
+            object_pose=pose,
+        )
 
-    def wait_until(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
-        """Block until `predicate()` holds, re-checking whenever a state or echo arrives.
+    def send_action(self, command: JointCommand) -> str:
+        robot = self.config.robot
+        command_id = f"cmd/{next(self._command_ids)}"
+        if command.positions is not None:
+            arm = command.positions
+            self._publish("command", robot.arm_joints, arm, command.duration_s, command_id)
+            self._arm_command = np.array(command.positions, dtype=float)
+        if command.gripper_m is not None and "gripper_command" in self.publishers:
+            fingers = [command.gripper_m] * len(robot.gripper_joints)
+            gripper_id = f"{command_id}/gripper"  # its echo is not the arm's
+            self._publish(
+                "gripper_command", robot.gripper_joints, fingers, command.duration_s, gripper_id
+            )
+        return command_id
 
-        `predicate` runs with the link's lock held. Returns its final value (False on timeout).
-        """
-        deadline = time.monotonic() + timeout_s
-        with self._arrived:
-            while not predicate():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._arrived.wait(remaining)
-            return True
+    def _publish(
+        self, stream: str, names: tuple[str, ...], positions: Any, duration_s: float, cid: str
+    ) -> None:
+        msg = trajectory_message(names, positions, duration_s, command_id=cid)
+        self.publishers[stream].publish(msg)
+        self.taps.sent(stream, msg)
 
-    def latest_state(self) -> StateSample | None:
+    def applied(self, command_id: str) -> AppliedAction | None:
         with self._lock:
-            return self.state
+            for cid, stamp_ns, names, positions in reversed(self._applied):
+                if cid == command_id:
+                    return AppliedAction(names, positions, stamp_ns / 1e9)
+        return None
 
-    def state_age_s(self) -> float:
-        """Seconds since the last joint state arrived (inf before the first)."""
-        with self._lock:
-            return float("inf") if self.state is None else time.monotonic() - self.state.received_s
+    def commanded(self) -> np.ndarray | None:
+        return self._arm_command
 
-    def diagnostics_since(self, index: int) -> tuple[list[DiagnosticReading], int]:
-        """Diagnostic readings received after the `index`-th one; returns (readings, new index)."""
+    def hold(self) -> str:
+        """Header stamp 0, the measured posture of the arm controller's joints only,
+        time_from_start HOLD_TIME_FROM_START_S (what a joint_trajectory_controller accepts)."""
+        posture, note = hold_posture(self)
+        if posture is None:
+            return note
+        self.last_hold_id = self.send_action(JointCommand(posture, HOLD_TIME_FROM_START_S))
+        return ""
+
+    def safety_readings(self, since: int) -> tuple[list[DiagnosticReading], int]:
         with self._lock:
-            total = self.diagnostics_total
-            new = min(total - index, len(self.diagnostics))
+            total = self._diagnostics_total
+            new = min(total - since, len(self._diagnostics))
             # From the right end only: the control loop asks every tick, the buffer holds 10 000.
-            items = [self.diagnostics[-k] for k in range(new, 0, -1)]
+            items = [self._diagnostics[-k] for k in range(new, 0, -1)]
             return items, total
 
+    def safety_state(self) -> SafetyState:
+        tracker = SafetyTracker()
+        readings, _ = self.safety_readings(0)
+        mode = ""
+        for reading in readings:
+            tracker.feed(reading)
+            if reading.name == ROBOT_STATE_STATUS:
+                mode = dict(reading.values).get("mode", mode)
+        return SafetyState(
+            enabled=tracker.enabled,
+            protective_stop=tracker.protective_stop,
+            emergency_stop=tracker.emergency_stop,
+            deadman_hold=mode == "hold",
+            active=tuple(sorted(tracker.active)),
+        )
+
+    def stream_counts(self) -> StreamCounts:
+        with self._lock:
+            return StreamCounts(self._state_count, self._image_count, self._peak_force_n)
+
+    def reset_peak_force(self) -> None:
+        with self._lock:
+            self._peak_force_n = 0.0
+
+    def reset_scene(self, manifest: Mapping[str, Any], timeout_s: float) -> tuple[bool, str]:
+        """Publish the manifest, then call the scene-reset service (resent every
+        `deadlines.resend_s`: it is idempotent)."""
+        if self.reset_client is None:
+            raise EvalError("this robot profile has no scene-reset service", key="scene_reset")
+        self._publish_text("manifest", canonical_json(dict(manifest)))
+        self._arm_command = None  # the station puts the arm in its scene's posture
+        response = self.session.call(
+            self.reset_client,
+            self.trigger_type.Request(),
+            timeout_s,
+            resend_s=self.config.deadlines.resend_s,
+        )
+        return bool(response.success), str(response.message)
+
+    def announce(self, event: str) -> None:
+        self._publish_text("episode", event)
+
+    def _publish_text(self, stream: str, text: str) -> None:
+        msg = stream_message_class(stream)()
+        msg.data = text
+        self.publishers[stream].publish(msg)
+        self.taps.sent(stream, msg)
+
     def verdicts_for(self, episode_id: str) -> list[tuple[str, float]]:
-        """Verdict messages naming `episode_id` (text, arrival time), oldest first."""
         out = []
         with self._lock:
-            items = list(self.verdicts)
+            items = list(self._verdicts)
         for text, received_s in items:
             try:
                 named = json.loads(text).get("episode_id", "")
@@ -303,103 +412,12 @@ class BridgeLink:
                 out.append((text, received_s))
         return out
 
-    def applied_echo(self, command_id: str) -> tuple[int, tuple[str, ...], np.ndarray] | None:
-        with self._lock:
-            for cid, stamp_ns, names, positions in reversed(self.applied):
-                if cid == command_id:
-                    return stamp_ns, names, positions
-        return None
+    # ------------------------------------------------------------------ the deadman heartbeat
 
-    def state_with_stamp(self, stamp_ns: int) -> StateSample | None:
-        with self._lock:
-            for sample in reversed(self.recent_states):
-                if sample.stamp_ns == stamp_ns:
-                    return sample
-                if sample.stamp_ns < stamp_ns:
-                    return None
-        return None
-
-    # ------------------------------------------------------------------ recording
-
-    def attach_recorder(self, recorder: McapRecorder | None) -> None:
-        """Start (or, with None, stop) writing the recorded streams to `recorder`."""
-        if recorder is not None:
-            self._camera_count = 0
-            for stream in self.config.record_streams:
-                topic = getattr(self.config.topics, stream)
-                if not topic:
-                    continue
-                if stream == "camera_image":
-                    recorder.add_stream(compressed_topic(topic), STREAM_TYPES["camera_compressed"])
-                else:
-                    recorder.add_stream(topic, STREAM_TYPES[stream])
-        self._recorder = recorder
-
-    def attach_judge_log(self, log: JudgeLog | None) -> None:
-        """Start (or, with None, stop) keeping the detector's messages: exactly what the
-        recorder is given for the streams it records (also when nothing is recorded)."""
-        if log is not None:
-            self._camera_count = 0
-        self._judge_log = log
-
-    def _record_outgoing(self, stream: str, msg: Any) -> None:
-        sinks = [s for s in (self._recorder, self._judge_log) if s is not None]
-        if sinks and stream in self.config.record_streams:
-            now = time.time_ns()
-            data = bytes(serialize_message(msg))
-            for sink in sinks:
-                sink.write(getattr(self.config.topics, stream), data, now, now)
-
-    # ------------------------------------------------------------------ sending
-
-    def publish_text(self, stream: str, text: str) -> None:
-        """Publish a std_msgs/String on the manifest or episode-event topic (and record it)."""
-        msg = stream_message_class(stream)()
-        msg.data = text
-        self.publishers[stream].publish(msg)
-        self._record_outgoing(stream, msg)
-
-    def trajectory(
-        self,
-        names: Sequence[str],
-        positions: Sequence[float] | np.ndarray,
-        time_from_start_s: float,
-        *,
-        stamp_ns: int = 0,
-        command_id: str = "",
-    ) -> Any:
-        """A one-point trajectory_msgs/JointTrajectory (header stamp 0 = start now)."""
-        from trajectory_msgs.msg import JointTrajectoryPoint
-
-        msg = stream_message_class("command")()
-        ns_to_stamp(stamp_ns, msg.header.stamp)
-        msg.header.frame_id = command_id
-        msg.joint_names = list(names)
-        point = JointTrajectoryPoint()
-        point.positions = [float(p) for p in positions]
-        whole = int(time_from_start_s)
-        point.time_from_start.sec = whole
-        point.time_from_start.nanosec = round((time_from_start_s - whole) * 1e9)
-        msg.points = [point]
-        return msg
-
-    def publish_command(
-        self,
-        names: Sequence[str],
-        positions: Sequence[float] | np.ndarray,
-        time_from_start_s: float,
-        *,
-        stream: str = "command",
-    ) -> tuple[str, Any]:
-        """Send a one-point trajectory to the arm (or gripper) controller; returns its command id
-        (header.frame_id, echoed by robots that echo) and the message sent."""
-        command_id = f"cmd/{next(self._command_ids)}"
-        msg = self.trajectory(names, positions, time_from_start_s, command_id=command_id)
-        self.publishers[stream].publish(msg)
-        if stream == "command":
-            self.arm_command = np.array(positions, dtype=float)
-        self._record_outgoing(stream, msg)
-        return command_id, msg
+    @property
+    def heartbeat_alive(self) -> bool:
+        """Whether this harness's deadman heartbeat is being published."""
+        return self._heartbeat_thread is not None and self._heartbeat_thread.is_alive()
 
     def start_heartbeat(self) -> None:
         if self._heartbeat_thread is not None:
@@ -428,25 +446,12 @@ class BridgeLink:
             self._heartbeat_thread = None
         self._heartbeat_stop = threading.Event()
 
-    def scene_reset(self, timeout_s: float) -> tuple[bool, str]:
-        """Call the scene-reset service; resent every `deadlines.resend_s` (idempotent)."""
-        if self.reset_client is None:
-            raise EvalError("this robot profile has no scene-reset service", key="scene_reset")
-        self.arm_command = None  # the station puts the arm in its scene's posture
-        response = self.session.call(
-            self.reset_client,
-            self.trigger_type.Request(),
-            timeout_s,
-            resend_s=self.config.deadlines.resend_s,
-        )
-        return bool(response.success), str(response.message)
-
     # ------------------------------------------------------------------ discovery
 
     def missing(self) -> list[str]:
         """What of the robot interface is not visible yet (empty when everything is)."""
         out = []
-        if self.latest_state() is None:
+        if self.get_observation() is None:
             out.append(f"no messages on {self.config.topics.joint_state}")
         if self.reset_client is not None and not self.reset_client.service_is_ready():
             out.append(f"service {self.config.services.scene_reset} not available")
@@ -465,7 +470,7 @@ class BridgeLink:
             return out
         return sorted(out)
 
-    def wait_ready(self, timeout_s: float) -> None:
+    def _wait_ready(self, timeout_s: float) -> None:
         """Wait until the state stream (and the reset service) is visible; EvalError otherwise.
 
         Then, when the robot side listens to the heartbeat (the twin, the deadman relay), wait
@@ -491,9 +496,3 @@ class BridgeLink:
             return
         if self.session.wait_for(lambda: pub.get_subscription_count() > 0, timeout_s, 0.01):
             time.sleep(3.0 / self.config.loop.heartbeat_hz)  # a few beats reach it
-
-    def close(self) -> None:
-        self._recorder = None
-        self._judge_log = None
-        self.stop_heartbeat()
-        self.session.close()

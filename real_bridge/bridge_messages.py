@@ -2,7 +2,7 @@
 frames, diagnostics and applied-command echoes, and how raw camera frames are recorded (PNG
 `sensor_msgs/CompressedImage` on the image_transport `/compressed` topic).
 
-`real_bridge.bridge_link` re-exports `StateSample` and `compressed_topic`.
+`real_bridge.bridge_link` (the ROS 2 robot) builds on these.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rclpy.serialization import serialize_message
 
 from real_bridge.recording import compressed_image_of
 from real_bridge.recording import compressed_topic as compressed_topic
-from real_bridge.ros_node import stamp_to_ns
+from real_bridge.ros_node import ns_to_stamp, stamp_to_ns
 from real_bridge.safety_state import DiagnosticReading
 
 
@@ -100,3 +100,28 @@ def png_cdr(image: Any) -> Callable[[], bytes]:
 
     return encode
 
+
+
+def trajectory_message(
+    names: tuple[str, ...] | list[str],
+    positions: Any,
+    time_from_start_s: float,
+    *,
+    stamp_ns: int = 0,
+    command_id: str = "",
+) -> Any:
+    """A one-point `trajectory_msgs/JointTrajectory` (header stamp 0 = start now; the command id
+    in `header.frame_id`, which robots that echo applied commands echo)."""
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    msg = JointTrajectory()
+    ns_to_stamp(stamp_ns, msg.header.stamp)
+    msg.header.frame_id = command_id
+    msg.joint_names = list(names)
+    point = JointTrajectoryPoint()
+    point.positions = [float(p) for p in positions]
+    whole = int(time_from_start_s)
+    point.time_from_start.sec = whole
+    point.time_from_start.nanosec = round((time_from_start_s - whole) * 1e9)
+    msg.points = [point]
+    return msg

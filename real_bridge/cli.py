@@ -403,9 +403,9 @@ def trial_patch(
     maintenance audit fails the maintenance closure."""
     import json
 
-    from embodied_eval.store.patches import record_patch
     from embodied_eval.protocol.reader import load_protocol
     from embodied_eval.store.core import Store, default_db_path
+    from embodied_eval.store.patches import record_patch
 
     db_path = db if db is not None else default_db_path()
     window = load_protocol(protocol_path).window_id if protocol_path is not None else None

@@ -22,14 +22,16 @@ def episode_outcome(run: Any, started_at: str, artifacts: tuple[Artifact, ...]) 
         duration_s = max(0.0, run.ended_s - run.started_s)
     control: dict[str, Any] = dict(run.stats.summary())
     control["loop_rate_hz"] = run.config.loop.rate_hz
-    end = run.link.state_count if run.state_count_end is None else run.state_count_end
-    control["bridge_state_messages"] = int(end - run.state_count_start)
-    control["bridge_peak_force_n"] = round(float(run.link.peak_force_n), 6)
-    control["bridge_images"] = int(run.link.image_count)
+    end = run.robot.stream_counts() if run.counts_end is None else run.counts_end
+    control["bridge_state_messages"] = int(end.states - run.counts_start.states)
+    control["bridge_peak_force_n"] = round(float(end.peak_force_n), 6)
+    control["bridge_images"] = int(end.images)
     if run.homing is not None:
         control.update(run.homing.summary())
     if run.abort_cause:
         control["abort_cause"] = run.abort_cause
+    if run.safe_stop_command:  # the hold's command id (robots that log it name it)
+        control["safe_stop_command"] = run.safe_stop_command
     latency = getattr(run.policy, "latency_summary", None)
     if latency is not None:  # a remote policy: its inference round trips
         control["policy_latency_ms"] = latency()
@@ -44,7 +46,7 @@ def episode_outcome(run: Any, started_at: str, artifacts: tuple[Artifact, ...]) 
     episode = spec.to_episode(
         quality,
         side="real",
-        engine="ros2",
+        engine=run.robot.engine,
         status=run.status,
         duration_s=duration_s,
         actions=run.stats.policy_calls,

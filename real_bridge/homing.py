@@ -20,13 +20,15 @@ exactly there:
    again at once — it retreats upward from where it stopped and then gets one more homing
    trajectory; still blocked, homing fails with the joint and its distance from home.
 
-Everything runs under `deadlines.homing_s` and stops at once on a protective stop or a lost robot.
+Everything runs under `deadlines.homing_s` on the robot's clock and stops at once on a protective
+stop or a lost robot. Homing drives only the `real_bridge.robot.Robot` interface; the TCP comes
+from the kinematics entry the profile names (`robot.kinematics`; without one there is no retreat
+and the trajectory is timed by the joints alone).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,14 @@ import numpy as np
 from embodied_eval.errors import EvalError
 from real_bridge.command_check import command_problem
 from real_bridge.policy_loop import RobotLost
+from real_bridge.robot import (
+    CLOCK_SLACK_S,
+    JointCommand,
+    Observation,
+    Robot,
+    observation_age_s,
+)
+from real_bridge.robot_profile import robot_kinematics
 from real_bridge.safety_state import SafetyTracker
 
 #: The arm is at rest when no joint moved more than this over SETTLED_FOR_S, rad (0.025 rad/s;
@@ -161,54 +171,41 @@ def _ik_step(
 
 
 class Homing:
-    """Staged homing on a connected link (see the module docstring).
+    """Staged homing of a connected robot (see the module docstring), on the robot's clock.
 
     Args:
-        link: the connected `BridgeLink` (latest_state, state_age_s, publish_command).
-        config: the bridge config (robot profile, topics, deadlines).
-        arm_positions: the arm joints' positions of a state sample, in profile order.
+        robot: the connected `real_bridge.robot.Robot`; its profile gives home, limits, the
+            kinematics entry and the deadlines.
     A protective or emergency stop the robot reports while homing ends it, whichever episode the
     robot names in it (the next episode has not started on the robot's side yet).
     """
 
-    def __init__(
-        self,
-        link: Any,
-        config: Any,
-        arm_positions: Callable[[Any], np.ndarray],
-    ) -> None:
-        self.link = link
-        self.config = config
-        self.robot = config.robot
-        self.arm_positions = arm_positions
+    def __init__(self, robot: Robot, interrupt: Callable[[], None] | None = None) -> None:
+        self.robot_io = robot
+        self.interrupt = interrupt  # raises to end homing at once (an operator's stop)
+        self.config = robot.config
+        self.robot = robot.config.robot
         self.tracker = SafetyTracker()
-        self._diag_index = link.diagnostics_total
+        _, self._diag_index = robot.safety_readings(0)
         self.report = HomingReport()
-        self.kin: Any = None
-        if self.robot.kinematics == "panda":
-            from sim_suites.robot import panda_kinematics
-
-            self.kin = panda_kinematics()
+        self.kin: Any = robot_kinematics(self.robot)
+        self.deadline = robot.now_s() + self.config.deadlines.homing_s
 
     def run(self) -> HomingReport:
         """Home the arm; returns what was done. Raises EvalError (blocked, timed out, protective
         stop) or RobotLost."""
-        robot, started = self.robot, time.monotonic()
+        robot, io = self.robot, self.robot_io
+        started = io.now_s()
         self.deadline = started + self.config.deadlines.homing_s
         home = np.asarray(robot.home, dtype=float)
         if self.config.topics.gripper_command and robot.gripper_joints:
-            opened = [robot.gripper_open] * len(robot.gripper_joints)
-            self.link.publish_command(robot.gripper_joints, opened, 0.3, stream="gripper_command")
+            io.send_action(JointCommand(None, 0.3, robot.gripper_open))
             self._wait(0.4)  # let go of whatever is held before the arm moves
         self._retreat_if_low(home)
         for _ in range(HOMING_TRIES):
-            q = self._q()
-            duration = max(
-                MIN_HOMING_S,
-                float(
-                    np.max(np.abs(home - q) / (HOMING_SPEED_SHARE * np.asarray(robot.velocity_max)))
-                ),
-            )
+            # Timed by the joints' speed share (no kinematics passed: the TCP-speed timing is not
+            # applied to the trajectory home).
+            duration = homing_duration(self._q(), home, robot)
             self._send_confirmed(home, duration)
             self.report.trajectories += 1
             self._wait(duration)
@@ -216,7 +213,7 @@ class Homing:
             error = np.abs(q - home)
             self.report.residual_rad = float(error.max())
             if np.all(error <= robot.home_tolerance_rad):
-                self.report.seconds = time.monotonic() - started
+                self.report.seconds = io.now_s() - started
                 return self.report
             # At rest but not home: blocked (or the command was dropped). Lift, then try again.
             self._retreat_if_low(home, always=True)
@@ -232,21 +229,22 @@ class Homing:
     # ------------------------------------------------------------------ steps
 
     def _send_confirmed(self, target: np.ndarray, duration_s: float) -> None:
-        """Send a homing trajectory; on a robot that echoes applied commands, send it again when
-        no echo came within `deadlines.resend_s` (a robot holding for a moment — a late
-        heartbeat on a loaded machine — drops what arrives meanwhile)."""
-        command_id, _ = self.link.publish_command(self.robot.arm_joints, target, duration_s)
+        """Send a homing trajectory; on a robot that confirms applied commands, send it again
+        when no confirmation came within `deadlines.resend_s` (a robot holding for a moment — a
+        late heartbeat on a loaded machine — drops what arrives meanwhile)."""
+        io = self.robot_io
+        command_id = io.send_action(JointCommand(target, duration_s))
         if not self.config.topics.applied:
             return
         while True:
-            until = time.monotonic() + self.config.deadlines.resend_s
-            while time.monotonic() < until:
-                if self.link.applied_echo(command_id) is not None:
+            until = io.now_s() + self.config.deadlines.resend_s
+            while io.now_s() < until:
+                if io.applied(command_id) is not None:
                     return
                 self._wait(0.01)
             self.report.notes.append("homing trajectory not applied by the robot: sent again")
             self.report.resent += 1
-            command_id, _ = self.link.publish_command(self.robot.arm_joints, target, duration_s)
+            command_id = io.send_action(JointCommand(target, duration_s))
 
     def _retreat_if_low(self, home: np.ndarray, *, always: bool = False) -> None:
         if self.kin is None or self.robot.retreat_m <= 0:
@@ -268,16 +266,17 @@ class Homing:
         # One target per period on an absolute schedule. A sender held up (a loaded machine) does
         # not burst the targets it is late with: it sends the one due now, timed over the whole
         # time since the last one it sent, so the arm never moves faster than planned.
-        start = time.monotonic()
+        io = self.robot_io
+        start = io.now_s()
         sent = 0
         while sent < len(path):
             self._check()
-            due = min(len(path), int((time.monotonic() - start) / RETREAT_DT_S) + 1)
+            due = min(len(path), int((io.now_s() - start + CLOCK_SLACK_S) / RETREAT_DT_S) + 1)
             if due > sent:
                 span = (due - sent) * RETREAT_DT_S
-                self.link.publish_command(self.robot.arm_joints, path[due - 1], span)
+                io.send_action(JointCommand(path[due - 1], span))
                 sent = due
-            self._wait(max(0.0, start + sent * RETREAT_DT_S - time.monotonic()), poll_s=0.005)
+            self._wait(max(0.0, start + sent * RETREAT_DT_S - io.now_s()), poll_s=0.005)
         self.report.retreats += 1
         self._settle()
 
@@ -287,51 +286,62 @@ class Homing:
         know rests below its set-point; a path starting from the measured posture would first
         command it further down, pressing a hand that rests on the table into it."""
         q = self._q()
-        sent = self.link.arm_command
+        sent = self.robot_io.commanded()
         near = sent is not None and sent.shape == q.shape
         if near and np.all(np.abs(sent - q) <= self.robot.home_tolerance_rad):
             return np.array(sent, dtype=float)
         return q
 
+    def _observation(self) -> Observation:
+        obs = self.robot_io.get_observation()
+        if obs is None:
+            raise RobotLost("robot stopped answering during homing: no joint state")
+        return obs
+
     def _q(self) -> np.ndarray:
-        return np.asarray(self.arm_positions(self.link.latest_state()), dtype=float)
+        return self._observation().joints(self.robot.arm_joints)
 
     def _check(self) -> None:
-        readings, self._diag_index = self.link.diagnostics_since(self._diag_index)
+        if self.interrupt is not None:
+            self.interrupt()
+        io = self.robot_io
+        readings, self._diag_index = io.safety_readings(self._diag_index)
         for reading in readings:
             self.tracker.feed(reading)
         stop = self.tracker.stop_event
         if stop is not None:
             raise EvalError(f"{stop.kind} during homing: {stop.detail or stop.kind}", key="homing")
-        if self.link.state_age_s() > self.config.deadlines.state_stale_s:
+        if observation_age_s(io) > self.config.deadlines.state_stale_s:
             raise RobotLost("robot stopped answering during homing")
-        if time.monotonic() > self.deadline:
+        if io.now_s() > self.deadline:
             raise EvalError(
-                f"homing did not finish within {self.config.deadlines.homing_s:.0f} s "
+                f"homing did not finish within {self.config.deadlines.homing_s:g} s "
                 f"(deadlines.homing_s)",
                 key="homing",
             )
 
     def _wait(self, seconds: float, *, poll_s: float = 0.01) -> None:
-        until = time.monotonic() + seconds
+        io = self.robot_io
+        until = io.now_s() + seconds
         while True:
             self._check()
-            left = until - time.monotonic()
+            left = until - io.now_s()
             if left <= 0:
                 return
-            time.sleep(min(poll_s, left))
+            io.sleep(min(poll_s, left))
 
     def _settle(self) -> np.ndarray:
         """Wait until no arm joint has moved more than SETTLED_MOVE_RAD for SETTLED_FOR_S (from
         positions: a joint_state's velocity field is optional), judged on states that kept
         arriving through the window; returns the posture."""
-        ref_q, ref_t = self._q(), time.monotonic()
+        io = self.robot_io
+        ref_q, ref_t = self._q(), io.now_s()
         while True:
             self._check()
-            time.sleep(0.01)
-            state, now = self.link.latest_state(), time.monotonic()
-            q = np.asarray(self.arm_positions(state), dtype=float)
+            io.sleep(0.01)
+            obs, now = self._observation(), io.now_s()
+            q = obs.joints(self.robot.arm_joints)
             if np.any(np.abs(q - ref_q) > SETTLED_MOVE_RAD):
                 ref_q, ref_t = q, now
-            elif now - ref_t >= SETTLED_FOR_S and state.received_s >= ref_t + SETTLED_FOR_S / 2:
+            elif now - ref_t >= SETTLED_FOR_S and obs.received_s >= ref_t + SETTLED_FOR_S / 2:
                 return q

@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.errors import EvalError
 from embodied_eval.embodiment.detector_accuracy import counts_of
+from embodied_eval.errors import EvalError
 
 #: Where the measured counts ship, next to the detector.
 ACCURACY_PATH = Path(__file__).parent / "data" / "judge_accuracy.json"

@@ -215,8 +215,13 @@ def choose_spec(
 ) -> EpisodeSpec:
     """The real spec to enter: the one named by `episode_id` (a later attempt id is accepted),
     else the next real row of the manifest that is not settled, in run order."""
-    from embodied_eval.manifest import Manifest, spec_for_attempt, spec_slot
-    from embodied_eval.runner.summary import settle, stored_attempts
+    from embodied_eval.manifest import (
+        Manifest,
+        settle,
+        spec_for_attempt,
+        spec_slot,
+        stored_attempts,
+    )
 
     real = [s for s in specs if s.side == "real"]
     if not real:

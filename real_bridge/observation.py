@@ -34,6 +34,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec
 from real_bridge.bridge_config import RobotSpec
 from real_bridge.command_check import limited_step
+from real_bridge.robot import TrackerPose
 
 #: The tracker's pose older than this, s, means the object is not seen.
 POSE_FRESH_S = 0.25
@@ -62,6 +63,8 @@ class SceneSetup:
     arm_q: np.ndarray
     part_width_m: float
     tool_pos: np.ndarray | None = None
+    #: Where distractor k stands on the table (x, y), m (`sim_suites.distractors`).
+    distractors_xy: tuple[tuple[float, float], ...] = ()
 
     def lines(self) -> list[str]:
         """The placement as a technician reads it."""
@@ -74,6 +77,8 @@ class SceneSetup:
         if self.tool_pos is not None:
             t = self.tool_pos
             out.append(f"tool grasp point at x={t[0]:.3f} y={t[1]:.3f} z={t[2]:.3f} m")
+        for k, (x, y) in enumerate(self.distractors_xy):
+            out.append(f"distractor_{k} standing at x={x:.3f} y={y:.3f} m")
         if np.any(self.obstacle):
             o = self.obstacle
             out.append(f"obstacle at x={o[0]:.3f} y={o[1]:.3f} z={o[2]:.3f} m, size {o[3]:.3f} m")
@@ -91,8 +96,8 @@ def hand_covers(tcp: np.ndarray, object_pos: np.ndarray) -> bool:
 
 
 def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
-    """The pair's scene of `spec` (placement, yaw and size from the pair's scene stream, as the
-    sim half drew them) from the sim's own model."""
+    """The pair's scene of `spec` (placement, yaw, size and distractors from the pair's scene
+    stream, as the sim half drew them) from the sim's own model."""
     from sim_suites.env import PandaTaskEnv
     from sim_suites.scenes import episode_seeds, scene_ranges
 
@@ -118,6 +123,9 @@ def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
         arm_q=np.array(obs["joint_pos"][:7], dtype=float),
         part_width_m=float(env.task.grasp_width()),
         tool_pos=np.array(obs["tool_pos"], dtype=float) if "tool_pos" in obs else None,
+        distractors_xy=tuple(
+            (float(x), float(y)) for x, y in env.start_scene.get("distractors_xy", [])
+        ),
     )
 
 
@@ -170,11 +178,12 @@ class PandaAdapter:
         self,
         q: np.ndarray,
         qd: np.ndarray,
-        pose: tuple[float, np.ndarray, np.ndarray] | None,
+        pose: TrackerPose | None,
         now_s: float,
         has_tracker: bool,
     ) -> dict[str, np.ndarray]:
-        """The observation dict (sim keys) from joint states (arm + 2 fingers, 9 values)."""
+        """The observation dict (sim keys) from joint states (arm + 2 fingers, 9 values) and the
+        tracker's latest pose (`now_s` on the same clock as its `received_s`)."""
         from sim_suites.controller import grasp_closes, grasp_releases
 
         setup = self.setup
@@ -186,8 +195,8 @@ class PandaAdapter:
         visible = 1.0
         if has_tracker:
             last = self.last_pose
-            if pose is not None and now_s - pose[0] <= POSE_FRESH_S:
-                self.last_pose = (pose[1], pose[2])
+            if pose is not None and now_s - pose.received_s <= POSE_FRESH_S:
+                self.last_pose = (pose.position, pose.quaternion)
             elif last is not None and self.grasped and self.grasp_offset is not None:
                 self.last_pose = (tcp + self.grasp_offset, last[1])  # carried in the hand
             elif last is None or not hand_covers(tcp, last[0]):

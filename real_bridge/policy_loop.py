@@ -5,13 +5,16 @@ Per step: read the latest joint state (and wrench, object pose), build the polic
 (`real_bridge.observation`; plus `wrench` (6,) and `image` (h, w, 3) uint8 RGB when the robot
 streams them), call the policy, turn its action (or action chunk) into joint
 targets, check the whole chunk against the profile's limits (`real_bridge.command_check`) and
-only then send its first target on the joint_trajectory_controller's topic (a chunk's later
-targets are sent on the following ticks without calling the policy). A policy that can hand over
-its whole chunk (`act_chunk`, the remote policy) is asked for it, so a served chunk is checked and
-sent exactly as an in-process policy's chunk is. Latency is measured from
-taking the observation to the command being on the wire (after `publish` returned); a step whose
-command is not on the wire before the next tick is due is a deadline miss; after an overrun the
-loop skips the ticks it missed (counted) instead of sending a burst of commands.
+only then send its first target (`Robot.send_action`; a chunk's later targets are sent on the
+following ticks without calling the policy). The loop drives only the `real_bridge.robot.Robot`
+interface, so it runs alike on a robot over ROS 2 and on the in-process MuJoCo robot. A policy
+that can hand over its whole chunk (`act_chunk`, the remote policy) is asked for it, so a served
+chunk is checked and sent exactly as an in-process policy's chunk is. Latency is the harness's
+own time (wall clock) from taking the observation to the command handed to the robot. Ticks,
+deadlines and staleness are on the robot's clock (`Robot.now_s`): a step whose command was not
+sent before the next tick is due is a deadline miss; after an overrun the loop skips the ticks
+it missed (counted) instead of sending a burst of commands; past `deadlines.episode_s`, or
+without a joint state fresher than `deadlines.state_stale_s`, the episode is aborted.
 
 Ticks are on an absolute schedule (start + k · period), so a late step does not shift the ones
 after it. While the loop runs (`quiet_interpreter`), Python's cyclic garbage collector is off —
@@ -38,8 +41,10 @@ from typing import Any
 
 import numpy as np
 
+from embodied_eval.console.live_state import OPERATOR_STOP
 from embodied_eval.errors import EvalError
 from real_bridge.command_check import command_problem
+from real_bridge.robot import CLOCK_SLACK_S, JointCommand, Observation, Robot
 
 
 class RobotLost(EvalError):
@@ -48,6 +53,17 @@ class RobotLost(EvalError):
 
 class CommandRefused(EvalError):
     """A command (chunk) violated the robot profile's limits and was not sent."""
+
+
+class OperatorStop(EvalError):
+    """Someone asked the run to stop (the console's stop button or its API): the episode ends
+    `aborted` with this `abort_cause`, after the safe-stop hold."""
+
+    abort_cause = OPERATOR_STOP
+
+
+def no_operator_check() -> None:
+    """The operator check of a run without a console: never asks to stop."""
 
 
 @dataclass
@@ -76,19 +92,6 @@ class LoopStats:
         return out
 
 
-@dataclass
-class LoopIO:
-    """What the loop needs from the link and the adapter (so it runs on anything)."""
-
-    state: Callable[[], Any]  # latest StateSample or None
-    state_age_s: Callable[[], float]
-    object_pose: Callable[[], Any]
-    send_arm: Callable[[np.ndarray], None]
-    send_gripper: Callable[[float], None] | None
-    stopped: Callable[[], str]  # "" while no protective stop came from the robot
-    extras: Callable[[], dict[str, np.ndarray]] = dict  # wrench, camera image (when present)
-
-
 #: The interpreter's thread switch interval during the loop, s (CPython's default is 0.005).
 LOOP_SWITCH_INTERVAL_S = 0.0005
 
@@ -114,90 +117,102 @@ def quiet_interpreter() -> Iterator[None]:
 def run_policy_loop(
     policy: Any,
     adapter: Any,
-    io: LoopIO,
+    robot: Robot,
     *,
-    robot: Any,
-    rate_hz: float,
+    supervise: Callable[[Observation], str],
     max_steps: int,
-    stale_s: float,
-    has_tracker: bool,
-    deadline_s: float,
     stats: LoopStats | None = None,
+    check_operator: Callable[[], None] = no_operator_check,
 ) -> tuple[LoopStats, str]:
-    """Run one episode's loop. Returns (stats, how it ended: "steps", "done" or "robot_stop").
+    """Run one episode's loop on `robot` at the profile's `loop.rate_hz`, on the robot's clock.
+
+    Args:
+        policy: the policy (`act`, or `act_chunk`; `command_space`, `done`).
+        adapter: observation and action conversion (`real_bridge.observation.PandaAdapter`).
+        robot: the connected robot; its profile gives the limits, rate and deadlines.
+        supervise: called with each tick's observation; returns why the robot stopped (a
+            protective stop it reported) or "" to go on.
+        max_steps: control steps at most.
+        stats: where to count (a new LoopStats by default).
+        check_operator: raises `OperatorStop` once an operator asked to stop (every tick, before
+            anything is sent).
+
+    Returns:
+        (stats, how it ended: "steps", "done" or "robot_stop").
 
     Raises:
-        RobotLost: no fresh joint state (the caller aborts the episode).
+        RobotLost: no fresh joint state, or the loop ran past `deadlines.episode_s` (the caller
+            aborts the episode and holds the robot).
         CommandRefused: a chunk violated the limits (nothing of it was sent).
+        OperatorStop: an operator asked to stop.
     """
     stats = stats if stats is not None else LoopStats()
     with quiet_interpreter():
-        return _loop(
-            policy, adapter, io, robot, rate_hz, max_steps, stale_s, has_tracker, deadline_s, stats
-        )
+        return _loop(policy, adapter, robot, supervise, max_steps, stats, check_operator)
 
 
 def _loop(
     policy: Any,
     adapter: Any,
-    io: LoopIO,
-    robot: Any,
-    rate_hz: float,
+    robot: Robot,
+    supervise: Callable[[Observation], str],
     max_steps: int,
-    stale_s: float,
-    has_tracker: bool,
-    deadline_s: float,
     stats: LoopStats,
+    check_operator: Callable[[], None],
 ) -> tuple[LoopStats, str]:
-    period = 1.0 / rate_hz
+    cfg = robot.config
+    period = 1.0 / cfg.loop.rate_hz
+    stale_s, deadline_s = cfg.deadlines.state_stale_s, cfg.deadlines.episode_s
+    gripper = bool(cfg.topics.gripper_command and cfg.robot.gripper_joints)
+    has_tracker = bool(cfg.topics.object_pose)
     joint_space = getattr(policy, "command_space", "cartesian") == "joint_position"
     queue: list[np.ndarray] = []
     finger = adapter.finger_cmd
     act = getattr(policy, "act_chunk", None) or policy.act
-    start = time.monotonic()
+    start = robot.now_s()
     tick = start
     for _ in range(max_steps):
-        now = time.monotonic()
-        if tick > now:
-            time.sleep(tick - now)
+        now = robot.now_s()
+        if tick - now > CLOCK_SLACK_S:
+            robot.sleep(tick - now)
         elif now - tick > period:  # overran: skip the missed ticks rather than burst commands
             stats.skipped_ticks += int((now - tick) / period)
             tick = now
-        stop = io.stopped()
-        if stop:
+        check_operator()
+        t_obs, wall_obs = robot.now_s(), time.perf_counter()
+        obs = robot.get_observation()
+        if obs is not None and supervise(obs):
             return stats, "robot_stop"
-        if time.monotonic() - start > deadline_s:
-            raise RobotLost(f"the episode loop ran past its deadline of {deadline_s:.0f} s")
-        t_obs = time.monotonic()
-        state = io.state()
-        age = io.state_age_s()
-        if state is None or age > stale_s:
+        if t_obs - start > deadline_s:
+            raise RobotLost(f"the episode loop ran past its deadline of {deadline_s:g} s")
+        age = float("inf") if obs is None else t_obs - obs.received_s
+        if obs is None or age > stale_s:
             raise RobotLost(
                 f"robot stopped answering: no joint state for {age:.2f} s (deadline {stale_s:.2f} s)"
             )
         if not queue:
-            q = np.asarray(state.position, dtype=float)
-            qd = np.asarray(state.velocity, dtype=float)
-            obs = adapter.observe(q, qd, io.object_pose(), t_obs, has_tracker)
-            obs.update(io.extras())
-            action = act(obs)
+            q = np.asarray(obs.position, dtype=float)
+            qd = np.asarray(obs.velocity, dtype=float)
+            observation = adapter.observe(q, qd, obs.object_pose, t_obs, has_tracker)
+            if obs.wrench is not None:
+                observation["wrench"] = obs.wrench
+            if obs.image is not None:
+                observation["image"] = obs.image
+            action = act(observation)
             stats.policy_calls += 1
             chunk, finger = adapter.targets(action, q, joint_space)
             problem = command_problem(
-                chunk, adapter.sent_q, adapter.sent_v, period, robot, adapter.tcp_of
+                chunk, adapter.sent_q, adapter.sent_v, period, cfg.robot, adapter.tcp_of
             )
             if problem:
                 raise CommandRefused(f"command refused before sending: {problem}")
             queue = list(chunk)
         target = queue.pop(0)
-        io.send_arm(target)
-        if io.send_gripper is not None:
-            io.send_gripper(finger)
+        robot.send_action(JointCommand(target, period, finger if gripper else None))
         adapter.sent(target, finger)
-        t_wire = time.monotonic()
-        stats.latencies_ms.append((t_wire - t_obs) * 1e3)
+        stats.latencies_ms.append((time.perf_counter() - wall_obs) * 1e3)
         stats.steps += 1
-        if t_wire > tick + period:
+        if robot.now_s() > tick + period:
             stats.deadline_misses += 1
         tick += period
         if getattr(policy, "done", False):

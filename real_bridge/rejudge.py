@@ -16,6 +16,7 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode
+from embodied_eval.store.artifacts import artifact_file
 from real_bridge.detector import (
     CONTEXT_KEY,
     DetectorVerdict,
@@ -110,10 +111,10 @@ def stored_verdict(episode: Episode) -> dict[str, Any]:
     }
 
 
-def _recording_of(episode: Episode) -> Path:
+def _recording_of(episode: Episode, db: str | os.PathLike[str]) -> Path:
     for artifact in episode.artifacts:
         if artifact.kind == "mcap":
-            return Path(artifact.path)
+            return artifact_file(artifact.path, db) or Path(artifact.path)
     raise EvalError(
         f"episode {episode.episode_id} has no MCAP recording; pass --recording FILE",
         key="recording",
@@ -135,7 +136,7 @@ def rejudge_episode(
         episode = store.get_episode(episode_id)
     if episode is None:
         raise EvalError(f"episode {episode_id!r} is not in the store {str(db)!r}", key="episode")
-    path = Path(recording) if recording is not None else _recording_of(episode)
+    path = Path(recording) if recording is not None else _recording_of(episode, db)
     if not path.is_file():
         raise EvalError(
             f"recording {str(path)!r} not found; pass --recording FILE", key="recording"

@@ -3,7 +3,9 @@ harness's loop and judge (`[loop]`). No ROS imports; `real_bridge.bridge_config`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import Any
 
 from embodied_eval.errors import EvalError
 
@@ -12,7 +14,16 @@ ROBOT_KINDS = ("twin", "franka", "ur", "other")
 #: Judges of real episodes (see `real_bridge.judges`).
 JUDGES = ("technician", "detector", "oracle")
 
+#: Arm kinematics a profile may name in `[robot] kinematics`, as "module:factory" (`factory()`
+#: returns the model: `forward(q) -> (tcp position (3,), rotation (3, 3))`, `link_frames(q)`,
+#: `tcp_from_frames`, `jacobian_from_frames`, as `sim_suites.robot.PandaKinematics`). A profile may
+#: also give its own "module:factory". The harness uses it for the TCP (workspace box, TCP speed
+#: of homing, the retreat's straight lift) and for the reference policies' Cartesian actions.
+KINEMATICS: dict[str, str] = {"panda": "sim_suites.robot:panda_kinematics"}
+
 #: Franka Panda limits (Franka's datasheet; the same values as the Panda URDF the twin uses).
+_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
+
 PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
 PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
@@ -29,8 +40,10 @@ class RobotSpec:
 
     Attributes:
         kind: "twin", "franka", "ur" or "other" (only "twin" accepts the oracle judge).
-        kinematics: "panda" when the harness may use the Panda model for the TCP and the
-            reference policies' Cartesian actions; "" for none (joint-space policies only).
+        kinematics: the arm's kinematics entry: a name in `KINEMATICS` ("panda": the Panda model
+            the twin and the FR3 share) or "module:factory"; the harness uses it for the TCP and
+            the reference policies' Cartesian actions. "" for none (joint-space policies only,
+            no workspace box).
         arm_joints: the joint_trajectory_controller's joints, in command order.
         gripper_joints: the gripper controller's joints ("" topic → unused).
         position_lower / position_upper: joint position limits, rad.
@@ -70,9 +83,12 @@ class RobotSpec:
                 f"robot.kind: {self.kind!r} is not one of {', '.join(ROBOT_KINDS)}",
                 key="robot.kind",
             )
-        if self.kinematics not in ("", "panda"):
+        if self.kinematics not in ("", *KINEMATICS) and not _IMPORT_PATH.fullmatch(
+            self.kinematics
+        ):
             raise EvalError(
-                f"robot.kinematics: {self.kinematics!r} is not 'panda' or ''",
+                f"robot.kinematics: {self.kinematics!r} is not one of "
+                f"{', '.join(sorted(KINEMATICS))}, '' (none) or 'package.module:factory'",
                 key="robot.kinematics",
             )
         n = len(self.arm_joints)
@@ -123,6 +139,16 @@ class RobotSpec:
                 "leave the box empty)",
                 key="robot.workspace_min",
             )
+
+
+def robot_kinematics(robot: RobotSpec) -> Any | None:
+    """The kinematics model the profile's `robot.kinematics` names (None for ""); EvalError when
+    its factory cannot be imported."""
+    if not robot.kinematics:
+        return None
+    from embodied_eval.plugins import resolve
+
+    return resolve(KINEMATICS.get(robot.kinematics, robot.kinematics))()
 
 
 @dataclass(frozen=True)

@@ -17,35 +17,35 @@ Whatever happens on the robot ends up in the episode's status and reason: a prot
 the robot or a refused command → `safety_stop` (the refused command is a protective-stop event
 for the incident log); a lost robot, a deadline, a failed judge or a remote policy server that
 stops answering (timeout, closed connection, an error it reports) → `aborted`. Every
-early end sends the safe-stop hold (stamp 0, the current posture of the controller's joints,
-time_from_start 0.1 s) — a trajectory a real joint_trajectory_controller accepts.
+early end sends the robot's hold (`Robot.hold`: on ROS 2 stamp 0, the current posture of the
+controller's joints, time_from_start 0.1 s — a trajectory a real joint_trajectory_controller
+accepts).
+
+The episode drives only the `real_bridge.robot.Robot` interface, and times everything on the
+robot's clock (`Robot.now_s`), so it runs alike on a robot over ROS 2 and on the in-process MuJoCo
+robot.
+
+An operator's stop (the run's console or its API; checked every control tick, while homing and
+while the arm settles) ends the episode `aborted` with cause `operator_stop`, after the hold.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
 from embodied_eval.remote.client import RemotePolicyError
-from real_bridge.bridge_config import BridgeConfig
 from real_bridge.detector import DetectorVerdict, JudgeContext, JudgeLog
 from real_bridge.entry import Prompter, parse_yes_no
 from real_bridge.episode_record import episode_outcome
 from real_bridge.homing import Homing, HomingReport
-from real_bridge.interface import (
-    HOLD_TIME_FROM_START_S,
-    episode_event,
-    episode_manifest,
-    manifest_sha256,
-)
+from real_bridge.interface import episode_event, episode_manifest, manifest_sha256
 from real_bridge.judges import (
     Judgement,
     check_oracle,
@@ -53,7 +53,21 @@ from real_bridge.judges import (
     technician_judgement,
     topic_judgement,
 )
-from real_bridge.policy_loop import CommandRefused, LoopIO, LoopStats, RobotLost, run_policy_loop
+from real_bridge.policy_loop import (
+    CommandRefused,
+    LoopStats,
+    RobotLost,
+    no_operator_check,
+    run_policy_loop,
+)
+from real_bridge.robot import (
+    Observation,
+    Robot,
+    StreamCounts,
+    TrackerPose,
+    observation_age_s,
+    wait_until,
+)
 from real_bridge.safety_state import SafetyTracker
 
 #: After a scene reset, the joint states must come from this long after it reported done, s.
@@ -67,25 +81,23 @@ POLICY_SERVER = "policy_server"
 
 
 class EpisodeRun:
-    """One episode on a connected link (see the module docstring).
+    """One episode on a connected robot (see the module docstring).
 
     Args:
-        link: a connected `BridgeLink`.
-        config: the robot profile / bridge config.
+        robot: a connected `real_bridge.robot.Robot` (its profile: `robot.config`).
         spec: the manifest row; protocol: the frozen protocol (or None).
         prompter: the console for the technician (setup confirmation, technician judge).
     """
 
     def __init__(
         self,
-        link: Any,
-        config: BridgeConfig,
+        robot: Robot,
         spec: EpisodeSpec,
         protocol: Protocol | None,
         prompter: Prompter | None = None,
     ) -> None:
-        self.link = link
-        self.config = config
+        self.robot = robot
+        self.config = robot.config
         self.spec = spec
         self.protocol = protocol
         self.prompter = prompter
@@ -96,17 +108,20 @@ class EpisodeRun:
         self.started_s: float | None = None
         self.ended_s: float | None = None
         self.stats = LoopStats()
-        self.tracker = SafetyTracker(spec.episode_id, time.monotonic())
-        self._diag_index = link.diagnostics_total
-        self.state_count_start = link.state_count
-        self.state_count_end: int | None = None
-        self.safe_stop_message: Any = None
+        #: Raises `OperatorStop` once an operator asked the run to stop (set by the backend).
+        self.check_operator: Callable[[], None] = no_operator_check
+        #: The hold's command id when one was sent (`Robot.last_hold_id`).
+        self.safe_stop_command = ""
+        self.tracker = SafetyTracker(spec.episode_id, robot.now_s())
+        _, self._diag_index = robot.safety_readings(0)
+        self.counts_start = robot.stream_counts()
+        self.counts_end: StreamCounts | None = None
         self.recorded: dict[str, int] = {}
         self.setup_lines: list[str] = []
         self.homing: HomingReport | None = None
         self.policy: Any = None
-        # The first tracker reading received after the "started" event: (received_s, pos, quat).
-        self.start_pose: tuple[float, np.ndarray, np.ndarray] | None = None
+        # The first tracker reading received after the "started" event.
+        self.start_pose: TrackerPose | None = None
         #: The detector's inputs besides sensor data, and the messages it judges from (the
         #: recorded ones); set by the backend when the judge is the detector.
         self.judge_context: JudgeContext | None = None
@@ -118,7 +133,7 @@ class EpisodeRun:
     # ------------------------------------------------------------------ safety
 
     def consume_diagnostics(self) -> list[SafetyEvent]:
-        readings, self._diag_index = self.link.diagnostics_since(self._diag_index)
+        readings, self._diag_index = self.robot.safety_readings(self._diag_index)
         return [e for r in readings if (e := self.tracker.feed(r)) is not None]
 
     def _robot_stop(self) -> str:
@@ -130,37 +145,14 @@ class EpisodeRun:
         return f"{text}: {event.detail}" if event.detail else text
 
     def safe_stop(self) -> str:
-        """Send the hold: stamp 0, the current posture of the arm controller's joints only,
-        time_from_start HOLD_TIME_FROM_START_S. Returns a note ("" when sent); not sent from a
-        stale joint state (a lost robot)."""
-        state = self.link.latest_state()
-        joints = self.config.robot.arm_joints
-        if state is None:
-            return "no joint state: hold not sent"
-        age = self.link.state_age_s()
-        if age > self.config.deadlines.state_stale_s:
-            # A posture this old is not where the arm is: holding "there" would move it. The
-            # robot's own deadman holds it when the harness stops supervising.
-            return f"the last joint state is {age:.1f} s old: hold not sent"
-        index = {n: i for i, n in enumerate(state.names)}
-        if any(j not in index for j in joints):
-            return "the joint states do not name the controller's joints: hold not sent"
-        hold = [float(state.position[index[j]]) for j in joints]
-        _, self.safe_stop_message = self.link.publish_command(joints, hold, HOLD_TIME_FROM_START_S)
-        return ""
+        """Hold the robot (`Robot.hold`). Returns a note ("" when the hold was sent); a robot
+        whose joint state is stale (a lost robot) is not sent one."""
+        note = self.robot.hold()
+        if not note:
+            self.safe_stop_command = self.robot.last_hold_id
+        return note
 
     # ------------------------------------------------------------------ steps
-
-    def _arm_positions(self, state: Any) -> np.ndarray:
-        index = {n: i for i, n in enumerate(state.names)}
-        missing = [j for j in self.config.robot.arm_joints if j not in index]
-        if missing:
-            raise EvalError(
-                f"{self.config.topics.joint_state} does not name joint {missing[0]!r} of the "
-                "profile's robot.arm_joints",
-                key="robot.arm_joints",
-            )
-        return np.array([state.position[index[j]] for j in self.config.robot.arm_joints])
 
     def _await_fresh_state(self, after_s: float) -> None:
         """After the reset station reported done: wait (deadlines.discovery_s) until joint states
@@ -169,30 +161,31 @@ class EpisodeRun:
         before it finished describe the scene before the reset."""
         fresh = after_s + RESET_FRESH_S
         stale = self.config.deadlines.state_stale_s
+        robot = self.robot
 
         def current() -> bool:
-            state = self.link.state
+            obs = robot.get_observation()
             return (
-                state is not None
-                and state.received_s >= fresh
-                and (self.link.state_age_s() <= stale)
+                obs is not None
+                and obs.received_s >= fresh
+                and robot.now_s() - obs.received_s <= stale
             )
 
-        time.sleep(RESET_FRESH_S)
-        if not self.link.wait_until(current, self.config.deadlines.discovery_s):
+        robot.sleep(RESET_FRESH_S)
+        if not wait_until(robot, current, self.config.deadlines.discovery_s):
             raise RobotLost(
                 f"robot not answering after the scene reset: no joint state on "
-                f"{self.config.topics.joint_state} for {self.link.state_age_s():.1f} s"
+                f"{self.config.topics.joint_state} for {observation_age_s(robot):.1f} s"
             )
 
     def _require_robot(self) -> None:
-        stale = self.config.deadlines.state_stale_s
-        if self.link.state_age_s() > stale and not self.link.wait_until(
-            lambda: self.link.state_age_s() <= stale, self.config.deadlines.discovery_s
+        stale, robot = self.config.deadlines.state_stale_s, self.robot
+        if observation_age_s(robot) > stale and not wait_until(
+            robot, lambda: observation_age_s(robot) <= stale, self.config.deadlines.discovery_s
         ):
             raise RobotLost(
                 f"robot not answering before the episode: no joint state on "
-                f"{self.config.topics.joint_state} for {self.link.state_age_s():.1f} s"
+                f"{self.config.topics.joint_state} for {observation_age_s(robot):.1f} s"
             )
 
     def home(self) -> None:
@@ -200,14 +193,14 @@ class EpisodeRun:
         joint-space trajectory home, done when the arm has settled near home."""
         if not self.config.robot.home:
             return
-        homing = Homing(self.link, self.config, self._arm_positions)
+        homing = Homing(self.robot, self.check_operator)
         self.homing = homing.report
         homing.run()
 
     def latched_stop(self) -> str:
         """The robot's protective/emergency stop still latched from before, or ""."""
         tracker = SafetyTracker()
-        readings, _ = self.link.diagnostics_since(0)
+        readings, _ = self.robot.safety_readings(0)
         for reading in readings:
             tracker.feed(reading)
         return ", ".join(sorted(n for n in tracker.active if n.endswith("_stop")))
@@ -230,25 +223,24 @@ class EpisodeRun:
     def setup(self, manifest: dict[str, Any]) -> None:
         """The reset service, or a technician confirming the manifest's placement."""
         if self.config.services.scene_reset:
-            text = canonical_json(manifest)
             expected = manifest_sha256(manifest)
-            deadline = time.monotonic() + self.config.deadlines.service_s
+            robot = self.robot
+            deadline = robot.now_s() + self.config.deadlines.service_s
             last = ""
             while True:
-                self.link.publish_text("manifest", text)
-                remaining = max(0.05, deadline - time.monotonic())
-                ok, message = self.link.scene_reset(remaining)
+                remaining = max(0.05, deadline - robot.now_s())
+                ok, message = robot.reset_scene(manifest, remaining)
                 if ok and _echoed_hash(message) == expected:
-                    self._await_fresh_state(time.monotonic())
+                    self._await_fresh_state(robot.now_s())
                     break
                 last = message
-                if time.monotonic() >= deadline:
+                if robot.now_s() >= deadline:
                     raise EvalError(
                         f"scene reset to episode {self.spec.episode_id} was not confirmed within "
                         f"{self.config.deadlines.service_s:.1f} s (last answer: {last!r})",
                         key="reset",
                     )
-                time.sleep(0.02)
+                robot.sleep(0.02)
             return
         if self.prompter is None:
             raise EvalError(
@@ -263,11 +255,10 @@ class EpisodeRun:
 
     def judge(self, ended_s: float) -> Judgement:
         loop = self.config.loop
-        self.link.publish_text(
-            "episode",
+        self.robot.announce(
             episode_event(
                 self.spec.episode_id, "ended", self.spec.target_quality, self.spec.task_id
-            ),
+            )
         )
         if loop.judge == "technician":
             if self.prompter is None:
@@ -286,7 +277,7 @@ class EpisodeRun:
         return topic_judgement(
             self.spec,
             loop.judge,
-            lambda: self.link.verdicts_for(self.spec.episode_id),
+            lambda: self.robot.verdicts_for(self.spec.episode_id),
             after_s=ended_s,
             timeout_s=self.config.deadlines.judge_s,
             detector=loop.detector if loop.judge == "detector" else "",
@@ -299,7 +290,7 @@ class EpisodeRun:
         if self.config.robot.kind == "twin":  # the twin's ground truth: measurement only
 
             def oracle() -> list[tuple[str, float]]:
-                return self.link.verdicts_for(self.spec.episode_id)
+                return self.robot.verdicts_for(self.spec.episode_id)
 
         judgement, verdict, self.oracle = detector_judgement(
             self.spec, self.judge_context, self.judge_log, ended_s, oracle
@@ -312,18 +303,14 @@ class EpisodeRun:
             )
         return judgement
 
-    def _object_pose(self) -> tuple[float, np.ndarray, np.ndarray] | None:
-        """The tracker's latest pose; keeps the first one received after the episode started."""
-        pose = self.link.object_pose
-        started = self.started_s
-        if (
-            self.start_pose is None
-            and pose is not None
-            and started is not None
-            and pose[0] >= started
-        ):
+    def supervise(self, obs: Observation) -> str:
+        """Each tick of the loop: keep the first tracker pose received after the episode started
+        (the episode's `scene`) and return the robot's protective stop, if one came ("")."""
+        pose, started = obs.object_pose, self.started_s
+        first = self.start_pose is None and started is not None
+        if first and pose is not None and pose.received_s >= (started or 0.0):
             self.start_pose = pose
-        return pose
+        return self._robot_stop()
 
     def start_scene(self) -> dict[str, Any]:
         """The episode's `scene` as the robot's own tracker saw it at the start ({} unseen)."""
@@ -331,15 +318,18 @@ class EpisodeRun:
 
         if self.start_pose is None or self.started_s is None:
             return {}
-        received_s, pos, quat = self.start_pose
+        pose = self.start_pose
         return scene_record(
-            "tracker", pos, quat, seen_after_start_s=round(received_s - self.started_s, 4)
+            "tracker",
+            pose.position,
+            pose.quaternion,
+            seen_after_start_s=round(pose.received_s - self.started_s, 4),
         )
 
     # ------------------------------------------------------------------ the episode
 
     def execute(self, policy_factory: Callable[[], Any], adapter: Any, setup: Any) -> None:
-        spec, cfg = self.spec, self.config
+        spec, cfg, robot = self.spec, self.config, self.robot
         try:
             self._require_robot()
             if cfg.loop.judge == "oracle":
@@ -348,63 +338,42 @@ class EpisodeRun:
             self.setup_lines = setup.lines() if setup is not None else []
             self.clear_latched_stop(manifest)
             self.home()
+            self.check_operator()
             self.setup(manifest)
-            time.sleep(SETTLE_S)  # let the arm and scene settle before the first observation
+            for _ in range(round(SETTLE_S / 0.01)):  # the arm and scene settle before the 1st obs.
+                self.check_operator()
+                robot.sleep(0.01)
             policy = self.policy = policy_factory()
             from sim_suites.scenes import episode_seeds
 
             policy.reset(episode_seeds(spec.seed).policy)  # the sim half's policy seed
-            state = self.link.latest_state()
-            q = np.asarray(state.position, dtype=float)
-            adapter.reset(self._arm_positions(state), q[7:9] if q.size >= 9 else q[:0], setup)
-            self.link.reset_peaks()
-            self.tracker = SafetyTracker(spec.episode_id, time.monotonic())
-            self._diag_index = self.link.diagnostics_total
-            self.state_count_start = self.link.state_count
-            self.link.publish_text(
-                "episode",
-                episode_event(spec.episode_id, "started", spec.target_quality, spec.task_id),
+            obs = robot.get_observation()
+            if obs is None:
+                raise RobotLost("robot stopped answering: no joint state before the episode")
+            q = np.asarray(obs.position, dtype=float)
+            fingers = q[7:9] if q.size >= 9 else q[:0]
+            adapter.reset(obs.joints(cfg.robot.arm_joints, cfg.topics.joint_state), fingers, setup)
+            robot.reset_peak_force()
+            self.tracker = SafetyTracker(spec.episode_id, robot.now_s())
+            _, self._diag_index = robot.safety_readings(0)
+            self.counts_start = robot.stream_counts()
+            robot.announce(
+                episode_event(spec.episode_id, "started", spec.target_quality, spec.task_id)
             )
-            self.started_s = time.monotonic()
+            self.started_s = robot.now_s()
             self.tracker.started_s = self.started_s
             max_steps = cfg.loop.max_steps or int(manifest["max_steps"])
-            gripper = cfg.topics.gripper_command and cfg.robot.gripper_joints
-            io = LoopIO(
-                state=self.link.latest_state,
-                state_age_s=self.link.state_age_s,
-                object_pose=self._object_pose,
-                send_arm=lambda target: self.link.publish_command(
-                    cfg.robot.arm_joints, target, 1.0 / cfg.loop.rate_hz
-                ),
-                send_gripper=(
-                    (
-                        lambda width: self.link.publish_command(
-                            cfg.robot.gripper_joints,
-                            [width] * len(cfg.robot.gripper_joints),
-                            1.0 / cfg.loop.rate_hz,
-                            stream="gripper_command",
-                        )
-                    )
-                    if gripper
-                    else None
-                ),
-                stopped=self._robot_stop,
-                extras=self._extras,
-            )
             self.stats, ended = run_policy_loop(
                 policy,
                 adapter,
-                io,
-                robot=cfg.robot,
-                rate_hz=cfg.loop.rate_hz,
+                robot,
+                supervise=self.supervise,
                 max_steps=max_steps,
-                stale_s=cfg.deadlines.state_stale_s,
-                has_tracker=bool(cfg.topics.object_pose),
-                deadline_s=cfg.deadlines.episode_s,
                 stats=self.stats,
+                check_operator=self.check_operator,
             )
-            self.ended_s = time.monotonic()
-            self.state_count_end = self.link.state_count
+            self.ended_s = robot.now_s()
+            self.counts_end = robot.stream_counts()
             if ended == "robot_stop":
                 self.status, self.reason = "safety_stop", self._robot_stop()
                 return
@@ -420,34 +389,25 @@ class EpisodeRun:
             self._abort(str(exc), ROBOT_LOST)
         except RemotePolicyError as exc:  # the policy lives elsewhere and stopped answering
             self._abort(str(exc), POLICY_SERVER)
-        except EvalError as exc:
-            self._abort(str(exc), "")
+        except EvalError as exc:  # an operator's stop carries its abort_cause
+            self._abort(str(exc), getattr(exc, "abort_cause", ""))
         except BaseException as exc:  # Ctrl-C or a bug: hold the robot first, then re-raise
             self._abort(f"interrupted: {type(exc).__name__}: {exc}", "")
             raise
         finally:
             if self.ended_s is None:
-                self.ended_s = time.monotonic()
-            if self.state_count_end is None:
-                self.state_count_end = self.link.state_count
-
-    def _extras(self) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        wrench, pixels = self.link.wrench, self.link.pixels
-        if wrench is not None:
-            out["wrench"] = wrench
-        if pixels is not None:
-            out["image"] = pixels
-        return out
+                self.ended_s = robot.now_s()
+            if self.counts_end is None:
+                self.counts_end = robot.stream_counts()
 
     def _settle_events(self) -> None:
-        until = time.monotonic() + self.config.deadlines.event_settle_s
-        while time.monotonic() < until:
+        until = self.robot.now_s() + self.config.deadlines.event_settle_s
+        while self.robot.now_s() < until:
             self.consume_diagnostics()
-            time.sleep(0.01)
+            self.robot.sleep(0.01)
 
     def _refused(self, reason: str) -> None:
-        self.ended_s = time.monotonic()
+        self.ended_s = self.robot.now_s()
         note = self.safe_stop()
         t_s = self.ended_s - (self.started_s or self.ended_s)
         event = SafetyEvent(
@@ -464,7 +424,7 @@ class EpisodeRun:
 
     def _abort(self, reason: str, cause: str) -> None:
         if self.ended_s is None:
-            self.ended_s = time.monotonic()
+            self.ended_s = self.robot.now_s()
         note = self.safe_stop()
         self.status = "aborted"
         self.abort_cause = cause

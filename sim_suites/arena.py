@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from embodied_eval.protocol.reader import MAX_DISTRACTORS
+
 #: Body roles: what a contact with the body means to the safety monitors.
-ROLES = ("object", "tool", "fixture", "drawer", "human", "obstacle")
+ROLES = ("object", "tool", "fixture", "drawer", "human", "obstacle", "distractor")
 #: Roles of the free parts a task moves: the scored object and the tool the hand uses on it.
 PART_ROLES = ("object", "tool")
 #: Where the hidden obstacle waits when not in use (far outside the workspace).
@@ -110,6 +112,38 @@ def obstacle(half_height: float = 0.15) -> Body:
         role="obstacle",
         geoms=(Geom("box", (0.01, 0.01, half_height), rgba=(0.8, 0.1, 0.1, 1.0)),),
         pos=OBSTACLE_PARKING,
+    )
+
+
+@dataclass(frozen=True)
+class Distractor:
+    """One distractor object (`sim_suites.distractors`): its shape, how high its centre stands
+    when it rests on the table (m) and the radius of its footprint (m)."""
+
+    geom: Geom
+    half_height_m: float
+    radius_m: float
+
+
+#: The distractors: a red mug, a blue box and a green cube (colours of the task parts).
+DISTRACTORS: tuple[Distractor, ...] = (
+    Distractor(Geom("cylinder", (0.03, 0.045), rgba=(0.8, 0.2, 0.2, 1.0)), 0.045, 0.03),
+    Distractor(Geom("box", (0.03, 0.02, 0.025), rgba=(0.2, 0.3, 0.8, 1.0)), 0.025, 0.036),
+    Distractor(Geom("box", (0.02, 0.02, 0.02), rgba=(0.2, 0.65, 0.25, 1.0)), 0.02, 0.029),
+)[:MAX_DISTRACTORS]
+
+
+def distractor_bodies() -> tuple[Body, ...]:
+    """The distractor bodies, parked high above the floor far outside the cell (fixed bodies a
+    reset moves onto the table when `distractor_count` asks for them)."""
+    return tuple(
+        Body(
+            name=f"distractor_{k}",
+            role="distractor",
+            geoms=(d.geom,),
+            pos=(0.3 * k, -3.0, 0.5),
+        )
+        for k, d in enumerate(DISTRACTORS)
     )
 
 

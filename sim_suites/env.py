@@ -213,7 +213,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self.kin.upper,
             self.kin.vel_limit,
             self._human,
-            (*scene.names("fixture"), *scene.names("drawer"), "obstacle"),
+            (
+                *scene.names("fixture"),
+                *scene.names("drawer"),
+                "obstacle",
+                *scene.names("distractor"),
+            ),
         )
         self._faults = FaultEffects(FaultInjector(cfg.faults, fault_rng))
         self._recorder = ControlRecorder(self.params.control_dt)
@@ -238,12 +243,16 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._episode_ready = True
         self._read_state()
         self.object_start = self._point.copy()
+        standing = (
+            {"distractors_xy": [list(xy) for xy in draw.distractors]} if draw.distractors else {}
+        )
         self.start_scene = scene_record(
             "setup",
             self._point,
             self._obj_quat,
             object_xy_offset_m=[round(float(v), 6) for v in offset],
             object_size_scale=round(float(self.params.physics.object_size_scale), 6),
+            **standing,
         )
         self._quality = task.quality(self._task_state(), self.goal)
         self._error = task.goal_error(self._task_state(), self.goal)

@@ -20,6 +20,7 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from sim_suites.arena import Scene
+from sim_suites.distractors import distractor_positions, place_distractors
 from sim_suites.engines.base import InitialState, PhysicsBackend
 from sim_suites.env_config import EnvConfig
 from sim_suites.robot import FINGER_MAX_M, HOME_Q
@@ -48,6 +49,8 @@ class Draw:
     params: EpisodeParams
     invalid: list[dict[str, Any]]
     not_applied: dict[str, str] = field(default_factory=dict)
+    #: Where the distractors stand (x, y), m (`sim_suites.distractors`).
+    distractors: list[tuple[float, float]] = field(default_factory=list)
 
 
 def draw_instance(
@@ -60,7 +63,8 @@ def draw_instance(
 ) -> Draw:
     """Sample DR values and reset the scene to them; redraw the scene while the task is done.
 
-    The scene knobs (`sim_suites.scenes.SCENE_KNOBS`: placement, yaw, size) come from
+    The scene knobs (`sim_suites.scenes.SCENE_KNOBS`: placement, yaw, size, distractors) and
+    where the distractors stand come from
     `scene_rng`, the rest from `rng`, so an environment given only the scene knobs (the twin
     robot, the technician's setup) draws the same scene from the same scene stream.
 
@@ -72,9 +76,7 @@ def draw_instance(
     """
     variations = variations_from_ranges(config.randomization)
     scene_variations = [v for v in variations if v.knob in SCENE_KNOBS]
-    physics_draw = sample_randomization(
-        [v for v in variations if v.knob not in SCENE_KNOBS], rng
-    )
+    physics_draw = sample_randomization([v for v in variations if v.knob not in SCENE_KNOBS], rng)
     order = [v.knob for v in variations]
     invalid: list[dict[str, Any]] = []
     free_part = scene.body(task.object_name).joint == "free"
@@ -90,6 +92,10 @@ def draw_instance(
             name: np.array(scene.body(name).pos) + np.array([offset[0], offset[1], 0.0])
             for name in task.placement_bodies()
         }
+        # Distractors stand clear of the task's region moved by up to the placement range.
+        placement_m = float(config.randomization.get("object_xy_offset_m", (0.0, 0.0))[1])
+        placed = place_distractors(task, params.distractor_count, placement_m, scene_rng)
+        positions.update(distractor_positions(placed))
         yaw = {}
         if free_part:
             yaw[task.object_name] = params.object_yaw_rad
@@ -105,7 +111,7 @@ def draw_instance(
         slide = backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
         at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
         if task.quality(at_rest, task.goal_pos(offset)) < config.target_quality:
-            return Draw(sampled, params, invalid, not_applied)
+            return Draw(sampled, params, invalid, not_applied, placed)
         invalid.append(dict(sampled))
     raise EvalError(
         f"randomization: {task.task_id} was already done at reset in {len(invalid)} draws in a "

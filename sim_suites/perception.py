@@ -3,7 +3,8 @@
 `Perception` turns a physics reading into one observation per control step: the state
 observation of `sim_suites.observations` (with the episode's sensor noise) in `state` mode, or
 proprioception and camera images in `rgb` / `rgbd` mode (`sim_suites.rendering.feed`), after
-setting the episode's lighting and colours (`sim_suites.rendering.appearance`). Only the camera
+setting the episode's lighting, colours, textures and camera poses
+(`sim_suites.rendering.appearance`). Only the camera
 modes build cameras and render.
 """
 
@@ -55,7 +56,15 @@ class Perception:
         """Start an episode: its sensor noise, and (camera modes) its lighting and colours."""
         self._noise_rng, self._noise = noise_rng, params.sensor_noise_std
         if self.feed is not None:
-            look = sample_appearance(scene, params.lighting_scale, params.colour_jitter, look_rng)
+            look = sample_appearance(
+                scene,
+                params.lighting_scale,
+                params.colour_jitter,
+                look_rng,
+                object_texture=params.object_texture,
+                table_texture=params.table_texture,
+                camera_offsets=params.camera_offsets,
+            )
             backend.set_appearance(look)
             self.feed.reset(params.control_dt)
 

@@ -34,6 +34,18 @@ def env_id(family: str, engine: str) -> str:
     return f"{NAMESPACE}/{FAMILY_NAMES[family]}-{ENGINE_NAMES[engine]}-v{VERSION}"
 
 
+#: Gymnasium IDs of the standard suites as the harness runs them (`gymnasium.make(id,
+#: task_id="metaworld/reach-v3", randomization={...})`; the suite's package must be installed).
+SUITE_IDS = {
+    "metaworld": f"{NAMESPACE}/MetaWorld-v{VERSION}",
+    "libero": f"{NAMESPACE}/Libero-v{VERSION}",
+}
+SUITE_ENTRY_POINTS = {
+    "metaworld": "sim_suites.suites.meta_world:MetaWorldTaskEnv",
+    "libero": "sim_suites.suites.libero_suite:LiberoTaskEnv",
+}
+
+
 def registered_ids() -> list[str]:
     """Every ID this package registers, in a stable order."""
     return [env_id(f, e) for f in FAMILY_NAMES for e in ENGINE_NAMES]
@@ -51,6 +63,9 @@ def register_envs() -> None:
                 entry_point="sim_suites.env:PandaTaskEnv",
                 kwargs={"family": family, "engine": engine},
             )
+    for suite, name in SUITE_IDS.items():
+        if name not in gym.registry:
+            gym.register(id=name, entry_point=SUITE_ENTRY_POINTS[suite])
 
 
 def make_env(

@@ -5,11 +5,13 @@ Everything random about an episode therefore comes from its manifest seed throug
 `episode_seeds`, which splits it into three independent streams:
 
 - `scene`: what a technician or an automated reset station sets up on the real table — the
-  object's placement offset, its yaw and its size (`SCENE_KNOBS`). The sim environment, the twin
+  object's placement offset, its yaw and its size, and the distractor objects standing around it
+  (`SCENE_KNOBS`, `sim_suites.distractors`). The sim environment, the twin
   robot's scene reset and the technician's setup prompt all draw the scene from this stream, with
   the protocol's ranges for those knobs only, so both halves of a pair start from one placement.
 - `physics`: the sim-only draws — domain randomization of physics (friction, masses, gains,
-  latency, control rate), sensor noise, fault timing and the cameras' looks. A real robot has
+  latency, control rate), sensor noise, fault timing and the cameras' looks (lighting, colours,
+  textures, camera pose offsets). A real robot has
   its own physics; it never takes these.
 - `policy`: the seed both halves' policies are reset with.
 
@@ -26,7 +28,7 @@ from typing import Any
 import numpy as np
 
 #: Randomization knobs that are part of the scene a technician sets up (shared by both halves).
-SCENE_KNOBS = ("object_xy_offset_m", "object_yaw_rad", "object_size_scale")
+SCENE_KNOBS = ("object_xy_offset_m", "object_yaw_rad", "object_size_scale", "distractor_count")
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,13 @@ Three layers change an episode's parameters, always in this order:
    and control rate, as a controller update changes them.
 3. *Reality gap* (`RealityGap`): extra offsets the twin robot uses to play "the real robot".
 
-`episode_params` folds the three into one `EpisodeParams`. `lighting_scale` and `colour_jitter`
-change what the cameras see (`sim_suites.rendering.appearance`); physics never reads them, so
-they matter to policies that observe images (`rgb` / `rgbd` observation modes).
+`episode_params` folds the three into one `EpisodeParams`. `lighting_scale`, `colour_jitter`,
+the camera pose offsets (`scene_camera_offset_m`, `scene_camera_tilt_rad`, `wrist_camera_offset_m`,
+`wrist_camera_tilt_rad`) and the textures (`object_texture`, `table_texture`) change what the
+cameras see (`sim_suites.rendering.appearance`); physics never reads them, so they matter to
+policies that observe images (`rgb` / `rgbd` observation modes). `distractor_count` puts objects
+on the table outside the task's working region (`sim_suites.distractors`): a camera sees them,
+the task's parts never meet them.
 """
 
 from __future__ import annotations
@@ -49,7 +53,25 @@ NOMINAL: dict[str, Any] = {
     "object_yaw_rad": 0.0,
     "colour_jitter": 0.0,
     "object_size_scale": 1.0,
+    "scene_camera_offset_m": [0.0, 0.0, 0.0],
+    "scene_camera_tilt_rad": [0.0, 0.0, 0.0],
+    "wrist_camera_offset_m": [0.0, 0.0, 0.0],
+    "wrist_camera_tilt_rad": [0.0, 0.0, 0.0],
+    "distractor_count": 0,
+    "object_texture": 0,
+    "table_texture": 0,
 }
+
+#: Knobs whose value is a vector in 3-D: a length (m) or an angle (rad) drawn from the range, in
+#: a direction uniform on the sphere (`SphericalOffset`).
+SPHERICAL_KNOBS = (
+    "scene_camera_offset_m",
+    "scene_camera_tilt_rad",
+    "wrist_camera_offset_m",
+    "wrist_camera_tilt_rad",
+)
+#: Knobs whose values are whole numbers (steps of latency, counts, choices from a bank).
+WHOLE_KNOBS = ("action_latency_steps", "distractor_count", "object_texture", "table_texture")
 
 #: DR ranges used when no protocol is given: mild, like the example protocol.
 DEFAULT_RANDOMIZATION: dict[str, tuple[float, float]] = {
@@ -88,6 +110,14 @@ FIRMWARE_PROFILES: dict[str, dict[str, float]] = {
     # The command interface runs at 25 Hz with two steps of latency (a bandwidth-limited bus).
     "5.1.0-lowrate": {"gain_scale": 0.85, "latency_steps": 2, "control_rate_hz": 25.0},
 }
+
+
+Vec3 = tuple[float, float, float]
+
+
+def _vec3(value: Sequence[float]) -> Vec3:
+    x, y, z = (float(v) for v in value)
+    return (x, y, z)
 
 
 class Variation(Protocol):
@@ -140,6 +170,24 @@ class PlanarOffset:
         return [radius * math.cos(angle), radius * math.sin(angle)]
 
 
+@dataclass(frozen=True)
+class SphericalOffset:
+    """A 3-D vector [x, y, z]: length uniform on [low, high], direction uniform on the sphere.
+
+    A camera's position offset (m) or its tilt as a rotation vector (axis × angle, rad).
+    """
+
+    knob: str
+    low: float
+    high: float
+
+    def sample(self, rng: np.random.Generator) -> list[float]:
+        length = float(rng.uniform(self.low, self.high))
+        direction = rng.normal(size=3)
+        direction /= max(float(np.linalg.norm(direction)), 1e-12)
+        return [float(v) for v in length * direction]
+
+
 def variation_for(knob: str, low: float, high: float) -> Variation:
     """The variation object of one DR knob with its [low, high] range."""
     if knob not in DR_KNOBS:
@@ -154,8 +202,10 @@ def variation_for(knob: str, low: float, high: float) -> Variation:
         )
     if knob == "object_xy_offset_m":
         return PlanarOffset(knob, low, high)
-    if knob == "action_latency_steps":
+    if knob in WHOLE_KNOBS:
         return UniformInteger(knob, low, high)
+    if knob in SPHERICAL_KNOBS:
+        return SphericalOffset(knob, low, high)
     if knob == "control_rate_hz" and low <= 0:
         raise EvalError("randomization.control_rate_hz: rates must be > 0 Hz", key=knob)
     return Uniform(knob, low, high)
@@ -233,6 +283,11 @@ class EpisodeParams:
         colour_jitter: amplitude of the per-body RGB colour shift seen by the cameras.
         firmware: the robot firmware label of the drift setting ("" when nominal).
         object_yaw_rad: rotation of the task object about the vertical at the start, rad.
+        camera_offsets: camera name → (position offset (3,) m, tilt rotation vector (3,) rad),
+            both in the camera's own frame (`sim_suites.rendering.cameras.offset_pose`).
+        distractor_count: distractor objects standing on the table (`sim_suites.distractors`).
+        object_texture, table_texture: texture of the task object / the table, 0 = nominal
+            look, k = texture k of `sim_suites.rendering.textures.TEXTURES`.
     """
 
     physics: PhysicsParams = field(default_factory=PhysicsParams)
@@ -244,6 +299,10 @@ class EpisodeParams:
     colour_jitter: float = 0.0
     firmware: str = ""
     object_yaw_rad: float = 0.0
+    camera_offsets: Mapping[str, tuple[Vec3, Vec3]] = field(default_factory=dict)
+    distractor_count: int = 0
+    object_texture: int = 0
+    table_texture: int = 0
 
     @property
     def substeps(self) -> int:
@@ -341,4 +400,11 @@ def episode_params(
         colour_jitter=float(v["colour_jitter"]),
         firmware=str(d.get("firmware", "")),
         object_yaw_rad=float(v["object_yaw_rad"]),
+        camera_offsets={
+            camera: (_vec3(v[f"{camera}_camera_offset_m"]), _vec3(v[f"{camera}_camera_tilt_rad"]))
+            for camera in ("scene", "wrist")
+        },
+        distractor_count=int(v["distractor_count"]),
+        object_texture=int(v["object_texture"]),
+        table_texture=int(v["table_texture"]),
     )

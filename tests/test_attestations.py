@@ -7,8 +7,8 @@ import pytest
 from embodied_eval.certificate.compute import gate_evidence
 from embodied_eval.embodiment.gates import evidence_check
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.scoring import score_evidence
+from embodied_eval.scoring.gate_checks import Verdict
 
 AXES = {"A": {"value": 0.8}}
 

@@ -101,45 +101,61 @@ def test_homing_is_timed_by_the_joint_speed_share_and_the_tcp_speed():
     assert timed >= chord / 0.25 > 0.57 / (0.3 * 2.175)
 
 
-class DroppingLink:
-    """A link to a robot that drops the first homing trajectory (it was holding for a moment)
-    and jumps to each applied target: what homing sees of a robot that echoes applied commands."""
+class DroppingRobot:
+    """A robot that drops the first homing trajectory (it was holding for a moment) and jumps to
+    each applied target: what homing sees of a robot that confirms applied commands. A test
+    double of the `Robot` interface on the wall clock."""
 
-    def __init__(self, q0, drop_first=1):
+    engine = "test"
+    is_connected = True
+
+    def __init__(self, config, q0, drop_first=1):
         import time as _time
 
+        self.config = config
         self._time = _time
         self.q = np.array(q0, dtype=float)
         self.sent: list[str] = []
-        self.applied: set[str] = set()
+        self.confirmed: set[str] = set()
         self.drop = drop_first
-        self.diagnostics_total = 0
         self.arm_command = None
 
-    def publish_command(self, joints, positions, duration_s, stream="command"):
+    def now_s(self):
+        return self._time.monotonic()
+
+    def sleep(self, seconds):
+        self._time.sleep(max(0.0, seconds))
+
+    def send_action(self, command):
         command_id = f"c{len(self.sent)}"
         self.sent.append(command_id)
-        if stream == "command":
+        if command.positions is not None:
             if self.drop > 0:
                 self.drop -= 1
             else:
-                self.applied.add(command_id)
-                self.q = np.array(positions, dtype=float)
+                self.confirmed.add(command_id)
+                self.q = np.array(command.positions, dtype=float)
                 self.arm_command = self.q.copy()
-        return command_id, None
+        return command_id
 
-    def applied_echo(self, command_id):
-        return (0, (), self.q) if command_id in self.applied else None
+    def applied(self, command_id):
+        from real_bridge.robot import AppliedAction
 
-    def latest_state(self):
-        from types import SimpleNamespace
+        if command_id not in self.confirmed:
+            return None
+        return AppliedAction(self.config.robot.arm_joints, self.q, self.now_s())
 
-        return SimpleNamespace(position=self.q.copy(), received_s=self._time.monotonic())
+    def commanded(self):
+        return self.arm_command
 
-    def state_age_s(self):
-        return 0.0
+    def get_observation(self):
+        from real_bridge.robot import Observation
 
-    def diagnostics_since(self, index):
+        now = self.now_s()
+        names = self.config.robot.arm_joints
+        return Observation(now, now, names, self.q.copy(), np.zeros(7), np.zeros(7))
+
+    def safety_readings(self, since):
         return [], 0
 
 
@@ -159,9 +175,9 @@ def test_a_dropped_homing_trajectory_is_sent_again_when_the_robot_echoes_command
 
     config = _homing_config("/joint_trajectory_controller/applied")
     home = np.asarray(config.robot.home, dtype=float)
-    link = DroppingLink(home + np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3]))
-    report = Homing(link, config, lambda state: state.position[:7]).run()
+    robot = DroppingRobot(config, home + np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.3]))
+    report = Homing(robot).run()
     # The first trajectory was dropped: no echo within resend_s = 0.1 s, so it went out again.
-    assert link.sent == ["c0", "c1"] and link.applied == {"c1"}
+    assert robot.sent == ["c0", "c1"] and robot.confirmed == {"c1"}
     assert report.trajectories == 1 and report.resent == 1
     assert report.summary()["homing_resent"] == 1 and report.residual_rad == 0.0

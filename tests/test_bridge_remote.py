@@ -283,7 +283,7 @@ def test_every_served_action_equals_the_in_process_action_on_the_same_observatio
 
 
 def _at_rest(robot: Ros2Backend) -> bool:
-    state = robot.link.latest_state()
+    state = robot.ros2_robot().get_observation()
     return state is not None and float(np.max(np.abs(state.velocity[:7]))) < 0.05
 
 
@@ -301,11 +301,11 @@ def test_server_death_or_silence_aborts_the_real_episode_and_holds_the_robot(twi
             died = robot.run_episode(
                 spec("dies", f"ws://127.0.0.1:{port}"), None, tmp_path / "a"
             ).episode
-            assert robot.link.session.wait_for(lambda: _at_rest(robot), 5.0)
+            assert robot.ros2_robot().session.wait_for(lambda: _at_rest(robot), 5.0)
             slow = robot.run_episode(
                 spec("slow", f"ws://127.0.0.1:{silent_port}?timeout=0.5"), None, tmp_path / "b"
             ).episode
-            assert robot.link.session.wait_for(lambda: _at_rest(robot), 5.0)
+            assert robot.ros2_robot().session.wait_for(lambda: _at_rest(robot), 5.0)
     finally:
         stop_server(dead)
         stop_server(silent)

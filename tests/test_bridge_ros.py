@@ -21,8 +21,8 @@ from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 
 from embodied_eval.errors import EvalError
-from embodied_eval.store.signing_keys import create_private_key
 from embodied_eval.records import EpisodeSpec
+from embodied_eval.store.signing_keys import create_private_key
 from real_bridge.bridge_config import (
     Deadlines,
     LoopSettings,
@@ -35,6 +35,7 @@ from real_bridge.discovery import domain_id_for_test
 from real_bridge.entry import Prompter, scripted_reader
 from real_bridge.judges import verify_judge_record
 from real_bridge.rejudge import rejudge_recording
+from real_bridge.robot import JointCommand, Robot
 from real_bridge.ros2_backend import Ros2Backend
 from real_bridge.ros_node import stamp_to_ns
 from real_bridge.twin.process import TwinProcess, shm_leftovers
@@ -101,19 +102,26 @@ def read_mcap(path):
 
 
 def test_state_stream_camera_and_a_checked_command(twin):
-    with backend(twin.domain_id) as robot:
+    with backend(twin.domain_id) as backend_:
+        robot = backend_.ros2_robot()
+        assert isinstance(robot, Robot)  # the one robot interface, structurally
         first = robot.get_observation()
         assert first.joint_names[:7] == ARM and first.position.shape == (9,)
-        link = robot.link
-        assert link.session.wait_for(lambda: link.state_count >= 20 and link.image_count, 10.0)
-        steps = np.diff([s.stamp_ns for s in list(link.recent_states)])
+
+        def streamed() -> bool:
+            counts = robot.stream_counts()
+            return counts.states >= 20 and counts.images > 0
+
+        assert robot.session.wait_for(streamed, 10.0)
+        steps = np.diff([s.stamp_ns for s in list(robot.recent_states)])
         assert np.all(steps > 0) and np.all(steps % 2_000_000 == 0)  # 500 Hz: 2 ms apart
-        assert link.image[1:] == (128, 128, "rgb8")
-        applied = robot.send_action(first.position[:7] + 0.01, duration_s=0.2)
-        assert applied.confirmed and applied.joint_names == ARM
+        assert robot.image[1:] == (128, 128, "rgb8")
+        assert robot.get_observation().image.shape == (128, 128, 3)
+        command_id = robot.send_action(JointCommand(first.position[:7] + 0.01, 0.2))
+        assert robot.session.wait_for(lambda: robot.applied(command_id) is not None, 3.0)
+        applied = robot.applied(command_id)
+        assert applied.joint_names == ARM
         np.testing.assert_allclose(applied.positions, first.position[:7] + 0.01)
-        with pytest.raises(EvalError, match="outside"):  # joint 1 limit 2.8973 rad
-            robot.send_action([3.0, *first.position[1:7]])
 
 
 def test_technician_judge_signs_and_refuses_a_contradiction(twin, tmp_path):
@@ -289,7 +297,7 @@ def test_a_violating_chunk_is_not_sent_and_the_hold_is_accepted(twin, tmp_path):
         assert tfs.sec + tfs.nanosec * 1e-9 == pytest.approx(0.1)
         assert tuple(hold.joint_names) == ARM and len(hold.points) == 1
         # The twin applies what a joint_trajectory_controller accepts, and refused nothing.
-        link = robot.link
+        link = robot.ros2_robot()
         assert link.session.wait_for(lambda: _robot_state(link).get("commands_rejected"), 3.0)
         assert _robot_state(link)["commands_rejected"] == "0"
 
@@ -311,7 +319,7 @@ def _tfs(trajectory):
 
 
 def _robot_state(link):
-    readings, _ = link.diagnostics_since(0)
+    readings, _ = link.safety_readings(0)
     states = [dict(r.values) for r in readings if r.name == "robot/state"]
     return states[-1] if states else {}
 
@@ -325,7 +333,7 @@ def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
     relay = DeadmanRelay(config)
     try:
         with backend(twin.domain_id) as robot:  # its heartbeat runs while connected
-            link = robot.link
+            link = robot.ros2_robot()
             for trial in range(1, 21):
                 assert link.session.wait_for(lambda: relay.last_heartbeat_s is not None, 10.0)
                 link.stop_heartbeat()
@@ -381,7 +389,7 @@ def test_homing_after_an_episode_on_a_worn_arm_that_ended_low(twin, tmp_path):
         low = spec("low", policy="tests.test_bridge_ros:reach_down", drift=WORN)
         first = robot.run_episode(low, None, tmp_path / "rec").episode
         assert first.status == "ok", first.status_reason
-        tcp_z = robot._adapter().tcp_of(robot.link.latest_state().position[:7])[2]
+        tcp_z = robot.adapter().tcp_of(robot.ros2_robot().get_observation().position[:7])[2]
         assert tcp_z < 0.2, tcp_z  # the hand ended low (sagging below LOW_Q's 0.131 m)
         second = robot.run_episode(spec("after", seed=5), None, tmp_path / "rec").episode
     assert second.status == "ok", second.status_reason

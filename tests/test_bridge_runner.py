@@ -26,6 +26,7 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.trials import RunOptions, run_trials
+from embodied_eval.store.artifacts import artifact_file
 from embodied_eval.store.core import Store
 from real_bridge.bridge_config import load_bridge_config, profile_path
 from real_bridge.discovery import configure_process, domain_id_for_test, ros_environment
@@ -114,7 +115,7 @@ run_trials(protocol, options, db_path=sys.argv[4], out_dir=sys.argv[5], show_pro
 
 
 def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attempt(tmp_path):
-    from real_bridge.bridge_link import BridgeLink
+    from real_bridge.bridge_link import Ros2Robot
 
     protocol_file = tmp_path / "p.toml"
     protocol_file.write_text(MINI_PROTOCOL, encoding="utf-8")
@@ -124,10 +125,11 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
     db, out = tmp_path / "t.db", tmp_path / "run"
     with TwinProcess(domain):
         configure_process(domain, "loopback")
-        watcher = BridgeLink(
+        watcher = Ros2Robot(
             load_bridge_config(config_path).replace(domain_id=domain, node_name="watcher"),
             heartbeat=False,
         )
+        watcher.connect()
         try:
             harness = subprocess.Popen(
                 [
@@ -150,7 +152,7 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
             harness.wait(10)
 
             def held() -> dict[str, str]:
-                readings, _ = watcher.diagnostics_since(0)
+                readings, _ = watcher.safety_readings(0)
                 for r in reversed(readings):
                     values = dict(r.values)
                     if r.name == "robot/state" and values.get("mode") == "hold":
@@ -166,12 +168,12 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
 
             # ... and comes to rest there (in sim time; a loaded machine slows the twin down).
             def at_rest() -> bool:
-                state = watcher.latest_state()
+                state = watcher.get_observation()
                 return max(abs(v) for v in state.velocity[:7]) < 0.05
 
             assert watcher.session.wait_for(at_rest, 5.0)
         finally:
-            watcher.close()
+            watcher.disconnect()
 
         (partial,) = list(out.rglob("*.mcap.partial"))
         _, channels, messages = read_partial(partial)  # readable with the mcap library
@@ -195,8 +197,10 @@ def test_killed_harness_leaves_a_held_robot_a_partial_recording_and_a_new_attemp
     ], [e.status_reason for e in attempts]
     first = attempts[0]
     assert first.control["abort_cause"] == "unsupervised" and "unsupervised" in first.status_reason
-    assert first.artifacts[0].path == str(partial) and partial.is_file()  # kept and linked
-    recovered = Path(first.artifacts[1].path)
+    # Kept and linked, relative to the store's folder.
+    assert artifact_file(first.artifacts[0].path, db) == partial and partial.is_file()
+    recovered = artifact_file(first.artifacts[1].path, db)
+    assert recovered is not None
     from rosbags.highlevel import AnyReader
 
     with AnyReader([recovered]) as reader:  # the recovered copy opens in rosbags

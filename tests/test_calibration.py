@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
-from embodied_eval.protocol.calibration_file import read_calibration, write_calibration
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol.calibration_file import read_calibration, write_calibration
 from real_bridge.calibration.fit import calibrate_episodes, split_episodes
 from real_bridge.calibration.intervals import design_effects, identifiability, jacobian_intervals
 from real_bridge.calibration.offline_twin import excitation_commands, record_offline
@@ -385,7 +385,7 @@ def test_calibrate_by_drift_day_measures_each_days_tool_and_firmware(tmp_path, c
         "payload"] == pytest.approx(worn["payload"]["value"])  # fmt: skip
     assert not out.exists()
     # Each day is also recorded in the store's trial ledger, for the maintenance closure.
-    from embodied_eval.calibration_days import stored_day_calibrations
+    from embodied_eval.embodiment.calibration_days import stored_day_calibrations
 
     with Store(db) as store:
         stored = stored_day_calibrations(store.conn, protocol.window_id)

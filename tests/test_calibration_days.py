@@ -14,17 +14,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from embodied_eval.calibration_days import (
+from embodied_eval.certificate.closures import StoreClosures, closures_section
+from embodied_eval.certificate.closures_html import closures_html
+from embodied_eval.embodiment.calibration_days import (
     calibration_by_day,
     file_day_calibrations,
     record_day_calibration,
     stored_day_calibrations,
 )
-from embodied_eval.protocol.calibration_file import write_calibration
-from embodied_eval.certificate.closures import StoreClosures, closures_section
-from embodied_eval.certificate.closures_html import closures_html
 from embodied_eval.embodiment.maintenance import maintenance_audit
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol.calibration_file import write_calibration
 from embodied_eval.store.core import Store, transaction
 from embodied_eval.store.verify_store import verify_store
 from tests.test_closures_audit import day, maintenance

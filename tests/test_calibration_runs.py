@@ -9,10 +9,10 @@ import pytest
 
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
-from embodied_eval.protocol.calibration_file import write_calibration
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.manifest import plan_manifest
+from embodied_eval.protocol.calibration_file import write_calibration
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 
 ROBOT = "twin-panda-1"  # the example protocol's [real] robot_id
 

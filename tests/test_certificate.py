@@ -1,17 +1,18 @@
 """Certification end to end on a store built by importing episodes and recording incidents.
 
 The window (built by `build_window`): the example battery on MuJoCo only, one seed per instance,
-so 20 pairs, each with one sim and one real episode, all escrowed in a manifest. Outcomes are
+so 25 pairs (five families × five instances), each with one sim and one real episode, all escrowed in a manifest. Outcomes are
 fixed by hand: sim fails on 2 pairs, real fails on 4 (the 2 sim failures among them); the
 exposure ledger holds 500 h; one near-miss (a protective stop) is recorded on the real robot.
 
 Hand-computed values (seed §3.1, §7; the project's statistics notes):
-    AR      = 16/20 = 0.8
-    AR_sim  = 18/20 = 0.9 (paired)
-    S2R     = 1 − |0.9 − 0.8| = 0.9
+    AR      = 21/25 = 0.84
+    AR_sim  = 23/25 = 0.92 (paired)
+    S2R     = 1 − |0.92 − 0.84| = 0.92
     ν_nm    = 100 · 1/500 = 0.2 per 100 h;  ν_min = ν_maj = ν_crit = 0
     SS      = 1 − min(1, 0.25 · 0.2) = 0.95
-    Ê       = (0.8 · 0.95 · 0.9)^(1/3) = 0.684^(1/3) = 0.88109…;  E = φ_E(Ê) = Ê (L = 0, U = 1)
+    Ê       = (0.84 · 0.95 · 0.92)^(1/3) = 0.73416^(1/3) = 0.90212…;  E = φ_E(Ê) = Ê (L = 0,
+              U = 1)
     near-miss rate, Garwood 95 %: [χ²(0.025; 2), χ²(0.975; 4)] / (2 · 500) · 100
                                = [0.050636, 11.143287] / 10 = [0.0050636, 1.1143287]
     zero-event one-sided 95 % bound (minor/major/critical): χ²(0.95; 2)/(2 · 500) · 100
@@ -37,11 +38,11 @@ from embodied_eval.certificate.issue import issue_certificate, recompute_check
 from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.store.signing_keys import create_private_key
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry
-from embodied_eval.manifest import plan_manifest
 from embodied_eval.store.core import Store
+from embodied_eval.store.signing_keys import create_private_key
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -194,11 +195,11 @@ def certificate(bundle: Path) -> dict[str, Any]:
 def test_certificate_numbers_match_hand_computation(window: dict[str, Path]) -> None:
     cert = certificate(window["out"])
     emb = cert["embodiment"]
-    assert emb["AR"]["value"] == pytest.approx(0.8, abs=1e-12)
-    assert emb["AR_sim"]["value"] == pytest.approx(0.9, abs=1e-12)
-    assert emb["S2R"]["value"] == pytest.approx(0.9, abs=1e-12)
+    assert emb["AR"]["value"] == pytest.approx(0.84, abs=1e-12)
+    assert emb["AR_sim"]["value"] == pytest.approx(0.92, abs=1e-12)
+    assert emb["S2R"]["value"] == pytest.approx(0.92, abs=1e-12)
     assert emb["SS"]["value"] == pytest.approx(0.95, abs=1e-12)
-    e_raw = (0.8 * 0.95 * 0.9) ** (1 / 3)  # 0.684^(1/3) = 0.88109…
+    e_raw = (0.84 * 0.95 * 0.92) ** (1 / 3)  # 0.73416^(1/3) = 0.90212…
     assert emb["E_raw"]["value"] == pytest.approx(e_raw, rel=1e-12)
     assert emb["E"]["value"] == pytest.approx(e_raw, rel=1e-12)
     assert cert["window"]["valid"] is True
@@ -218,7 +219,7 @@ def test_index_uses_robotics_weights_and_e_from_the_store(window: dict[str, Path
     cert = certificate(window["out"])
     score = cert["score"]
     assert score["profile"] == "robotics"
-    e = (0.8 * 0.95 * 0.9) ** (1 / 3)
+    e = (0.84 * 0.95 * 0.92) ** (1 / 3)
     # Σ w over the nine software axes = 1+1+1.1+1+1.1+1.5+1+1+1 = 9.7; w_E = 1.25; Σ = 10.95.
     expected = math.exp((9.7 * math.log(0.8) + 1.25 * math.log(e)) / 10.95)
     assert score["index"] == pytest.approx(expected, rel=1e-9)
@@ -236,10 +237,10 @@ def test_certificate_bookkeeping(window: dict[str, Path]) -> None:
     protocol = load_protocol(window["protocol"])
     assert cert["protocol"]["hash"] == protocol.protocol_hash
     assert len(cert["manifests"]) == 1
-    assert cert["manifests"][0]["episodes"] == 40
+    assert cert["manifests"][0]["episodes"] == 50
     sides = cert["trials"]["by_side"]
-    assert sides["sim"]["planned"] == 20 and sides["sim"]["run"] == 20
-    assert sides["real"]["planned"] == 20 and sides["real"]["run"] == 20
+    assert sides["sim"]["planned"] == 25 and sides["sim"]["run"] == 25
+    assert sides["real"]["planned"] == 25 and sides["real"]["run"] == 25
     with incident_log(window["db"]) as log:
         count, head = log.head()
     assert cert["incidents"]["chain"]["head_hash"] == head
@@ -316,7 +317,7 @@ def test_verify_notices_a_rewritten_certificate_number(
     forged = tmp_path / "forged"
     write_bundle(forged, cert, files, load_private_key(window["key"]))
     verified = verify_bundle(forged)
-    with pytest.raises(EvalError, match=r"embodiment\.AR\.value is 0\.95 but recomputes to 0\.8"):
+    with pytest.raises(EvalError, match=r"embodiment\.AR\.value is 0\.95 but recomputes to 0\.84"):
         recompute_check(verified, window["db"])
 
 

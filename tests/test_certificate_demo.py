@@ -31,7 +31,7 @@ def test_demo_protocol_scales_down() -> None:
     assert protocol.engines == ("mujoco", "pybullet")
     assert protocol.real_fraction == 0.2
     full = protocol_from_mapping(tomllib.loads(demo_protocol_text(None, 0.2)))
-    assert len(full.families) == 4
+    assert len(full.families) == 5
     with pytest.raises(EvalError, match="at least one family"):
         demo_protocol_text(0, 0.2)
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.certificate import issue_certificate, recompute_check, verify_bundle
-from embodied_eval.store.signing_keys import create_private_key
 from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.store.core import Store
+from embodied_eval.store.signing_keys import create_private_key
 from tests.test_certificate import build_window, write_evidence
 
 pytestmark = pytest.mark.timeout(300)

@@ -12,8 +12,8 @@ import pytest
 from embodied_eval.certificate.issue import issue_certificate, recompute_check
 from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.errors import EvalError
-from embodied_eval.store.signing_keys import create_private_key, load_private_key
 from embodied_eval.protocol.reader import load_protocol
+from embodied_eval.store.signing_keys import create_private_key, load_private_key
 from tests.test_certificate import build_window, incident_log
 
 pytestmark = pytest.mark.timeout(180)

@@ -28,13 +28,13 @@ import pytest
 from embodied_eval.embodiment.expansion import expansion_audit
 from embodied_eval.embodiment.maintenance import maintenance_audit
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import Verdict
-from embodied_eval.store.patches import record_patch, window_patches
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Episode
 from embodied_eval.scoring.closures import MaintenanceAudit, maintenance_closure
+from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.stats import Estimate
 from embodied_eval.store.core import Store
+from embodied_eval.store.patches import record_patch, window_patches
 
 PUSH = [f"push/block_{i}" for i in range(5)]
 PICK = [f"pick_place/cube_{i}" for i in range(5)]

@@ -3,14 +3,14 @@
 The window: the example protocol (its 14-day drift calendar, days 0, 7, 14, its maintenance audit
 on E and its expansion audit of live object tracking) on MuJoCo only. Every manifest row has a
 sim and a real episode of the protocol's policy; sim succeeds everywhere; on day 14 the real side
-fails on 4 of its 20 rows. The expansion's pre and ablated conditions ran on the sim side: they
+fails on 4 of its 25 rows. The expansion's pre and ablated conditions ran on the sim side: they
 fail every push row and succeed every pick-and-place row. The exposure ledger holds 500 h, with
 no incidents.
 
 Hand-computed (seed §3.1 E, §3.4, §7; SS = 1 without incidents, L = 0, U = 1 so E = Ê):
-    day 0 and day 7: AR = 20/20, S2R = 1 − |1 − 1| = 1 → E = 1 = C₀; α·C₀ = 0.8 · 1 = 0.8
-    day 14: AR = 16/20 = 0.8, S2R = 1 − |1 − 0.8| = 0.8 → E = (0.8 · 1 · 0.8)^(1/3)
-            = 0.64^(1/3) = 0.861774 ≥ 0.8 (pass or inconclusive on its bootstrap bound)
+    day 0 and day 7: AR = 25/25, S2R = 1 − |1 − 1| = 1 → E = 1 = C₀; α·C₀ = 0.8 · 1 = 0.8
+    day 14: AR = 21/25 = 0.84, S2R = 1 − |1 − 0.84| = 0.84 → E = (0.84 · 1 · 0.84)^(1/3)
+            = 0.7056^(1/3) = 0.890265 ≥ 0.8 (pass or inconclusive on its bootstrap bound)
     expansion on push (15 rows: 5 instances × 3 days) vs pick-and-place (15 control rows):
             post − pre = 1 − 0 on push, 1 − 1 on pick → ΔC_DiD = 1; ablated − pre = 0.
 """
@@ -27,11 +27,11 @@ import pytest
 from embodied_eval.certificate.issue import issue_certificate, recompute_check
 from embodied_eval.certificate.verify import verify_bundle
 from embodied_eval.errors import EvalError
-from embodied_eval.store.signing_keys import create_private_key
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry
-from embodied_eval.manifest import plan_manifest
 from embodied_eval.store.core import Store
+from embodied_eval.store.signing_keys import create_private_key
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -111,8 +111,8 @@ def test_certificate_shows_the_computed_maintenance_closure(issued: dict[str, An
     assert sorted(days) == [0, 7, 14]
     assert days[0]["index"]["value"] == pytest.approx(1.0)
     assert m["threshold"] == pytest.approx(0.8)
-    assert days[14]["index"]["value"] == pytest.approx(0.64 ** (1 / 3), abs=1e-9)  # 0.861774
-    assert days[14]["episodes"] == 20
+    assert days[14]["index"]["value"] == pytest.approx(0.7056 ** (1 / 3), abs=1e-9)  # 0.890265
+    assert days[14]["episodes"] == 25
     bound = days[14]["bound"]["low"]
     expected = "pass" if bound >= 0.8 else "inconclusive"
     assert m["verdict"] == expected
@@ -186,7 +186,7 @@ def test_a_drift_days_calibration_recorded_in_the_store_shows_and_recomputes(
 ) -> None:
     import shutil
 
-    from embodied_eval.calibration_days import record_day_calibration
+    from embodied_eval.embodiment.calibration_days import record_day_calibration
     from embodied_eval.store.core import transaction
 
     db = tmp_path / "store.db"

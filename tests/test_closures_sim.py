@@ -21,10 +21,10 @@ from scipy.stats import beta
 from embodied_eval.demo import demo_protocol_text
 from embodied_eval.embodiment.expansion import expansion_audit
 from embodied_eval.embodiment.maintenance import maintenance_audit
-from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import first_attempts
 from embodied_eval.runner.trials import RunOptions, run_trials
+from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.store.core import Store
 
 pytest.importorskip("sim_suites.episode")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.cli.main import main
+from embodied_eval.manifest import manifest_row_key, plan_manifest
 from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.records import Episode
 from embodied_eval.runner.compare import compare_stored, stratified_order
-from embodied_eval.manifest import manifest_row_key, plan_manifest
 from embodied_eval.stats.comparison import (
     B_BETTER,
     CONTINUE,
@@ -29,8 +29,8 @@ PROTOCOL = Path(__file__).parents[1] / "embodied_eval" / "data" / "example_proto
 
 
 def episodes_of(policy: str, fails: str) -> list[Episode]:
-    """One stored sim episode per manifest row of the example protocol (20 instances × 3 drifts
-    = 60 pairs), all started at the window's start: success (q 0.9) except on family `fails`
+    """One stored sim episode per manifest row of the example protocol (25 instances × 3 drifts
+    = 75 pairs), all started at the window's start: success (q 0.9) except on family `fails`
     (q 0.1)."""
     protocol = load_protocol(PROTOCOL)
     manifest = plan_manifest(protocol, engines=["mujoco"], sim_policy=policy, real_policy=policy)
@@ -93,10 +93,10 @@ def test_the_sorted_order_fixture_decides_like_the_live_order(store_path: Path, 
     assert out["decision"] == live.decision == B_BETTER
     assert out["mean_a"] < 1.0 and out["effect"]["high"] < 0.0
     families = {f["family"]: f for f in out["families"]}
-    assert set(families) == {"drawer_open", "peg_insert", "pick_place", "push"}
+    assert set(families) == {"drawer_open", "peg_insert", "pick_place", "push", "tool_use"}
     pick = families["pick_place"]
     assert pick["mean_a"] == 0.0 and pick["mean_b"] == 1.0 and pick["effect"]["value"] == -1.0
-    for other in ("drawer_open", "peg_insert", "push"):
+    for other in ("drawer_open", "peg_insert", "push", "tool_use"):
         assert families[other]["effect"]["value"] == 0.0
     assert sum(f["pairs"] for f in out["families"]) == out["trials"]
     # Stratified: the counts per family differ by at most one whatever the stopping point
@@ -104,7 +104,7 @@ def test_the_sorted_order_fixture_decides_like_the_live_order(store_path: Path, 
     counts = [f["pairs"] for f in out["families"]]
     assert max(counts) - min(counts) <= 1
     assert out["pair_order"].startswith("random, stratified by family")
-    assert isinstance(out["order_seed"], int) and out["pairs_available"] == 60
+    assert isinstance(out["order_seed"], int) and out["pairs_available"] == 75
     assert out["fixed_n_trials"] == 189
 
     # The same store and seed give the same order; another seed another order, same decision.

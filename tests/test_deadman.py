@@ -33,14 +33,14 @@ def twin():
 
 
 def robot_states(link, since):
-    readings, index = link.diagnostics_since(since)
+    readings, index = link.safety_readings(since)
     return [dict(r.values) for r in readings if r.name == ROBOT_STATE_STATUS], index
 
 
 def test_the_twins_deadman_holds_within_200_ms_of_the_last_heartbeat_in_20_of_20(twin):
     gaps_ms = []
     with backend(twin.domain_id) as robot:
-        link = robot.link
+        link = robot.ros2_robot()
         index = 0
         last_hold_ns = 0
         for _ in range(TRIALS):

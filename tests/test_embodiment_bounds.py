@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from embodied_eval.embodiment import compute_embodiment
 from embodied_eval.embodiment.reliability import clustered_success_rate
 from embodied_eval.embodiment.resampling import event_rate_draws, success_rate_draws
-from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Episode, Incident
 from embodied_eval.scoring.closures import MaintenanceAudit, maintenance_closure
+from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.stats import Estimate
 from tests.conftest import make_episode
 from tests.test_embodiment_data import DATA

@@ -16,8 +16,8 @@ from embodied_eval.cli.main import main
 from embodied_eval.embodiment import compute_embodiment
 from embodied_eval.interchange.tables import read_table, write_table
 from embodied_eval.records import ExposureEntry, Incident
-from embodied_eval.store.core import Store
 from embodied_eval.scoring.verdict import window_verdict
+from embodied_eval.store.core import Store
 from tests.test_embodiment_data import (
     DATA,
     load_episodes,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from embodied_eval.embodiment.composite import EmbodimentEstimates, pairs_to_settle
+from embodied_eval.embodiment.composite import EmbodimentEstimates
 from embodied_eval.embodiment.gates import (
     embodiment_check,
     evidence_check,
@@ -28,9 +28,10 @@ from embodied_eval.embodiment.safety_report import summarize_safety
 from embodied_eval.embodiment.selection import select_episodes
 from embodied_eval.embodiment.transfer import TransferResult
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.records import ExposureEntry, Fault, Incident
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.stats import Estimate
+from embodied_eval.stats.planner import pairs_to_settle
 from tests.test_embodiment_data import load_protocol_fixture
 
 pytestmark = pytest.mark.timeout(30)

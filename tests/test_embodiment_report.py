@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from embodied_eval.embodiment import compute_embodiment
-from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Incident
+from embodied_eval.scoring.gate_checks import Verdict
 from tests.test_embodiment_data import (
     DATA,
     load_episodes,

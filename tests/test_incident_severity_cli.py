@@ -13,7 +13,11 @@ import pytest
 
 from embodied_eval.api import open_store
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
+from embodied_eval.protocol.reader import (
+    example_protocol_path,
+    load_protocol,
+    protocol_from_mapping,
+)
 from embodied_eval.records import Fault, SafetyEvent
 from embodied_eval.store.core import Store
 from incident_logging.ingest import ingest_safety_events

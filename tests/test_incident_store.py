@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from embodied_eval.errors import EvalError
-from embodied_eval.store.signing_keys import generate_key
 from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import ExposureEntry, SafetyEvent
 from embodied_eval.store.core import Store
+from embodied_eval.store.signing_keys import generate_key
 from incident_logging.chain import TABLE
 from incident_logging.ingest import ingest_safety_events
 from incident_logging.record import IncidentRecord

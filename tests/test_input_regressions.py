@@ -15,9 +15,9 @@ import pytest
 from embodied_eval.cli.main import main
 from embodied_eval.embodiment.gates import evidence_check
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.interchange.tables import episodes_from_frame, read_table
 from embodied_eval.protocol.reader import load_protocol
+from embodied_eval.scoring.gate_checks import Verdict
 
 DATA = Path(__file__).parent / "data"
 PAIRS = DATA / "embodiment_pairs_ss_pos.csv"

@@ -10,8 +10,6 @@ import pytest
 
 from embodied_eval import plugins
 from embodied_eval.embodiment import compute_embodiment
-from embodied_eval.embodiment.judge import judge_summary, judges_of
-from embodied_eval.errors import EvalError
 from embodied_eval.embodiment.detector_accuracy import (
     JudgeAccuracy,
     accuracy_table,
@@ -19,6 +17,8 @@ from embodied_eval.embodiment.detector_accuracy import (
     format_table,
     tally,
 )
+from embodied_eval.embodiment.judge import judge_summary, judges_of
+from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import protocol_from_mapping
 from tests.conftest import make_episode
 from tests.test_embodiment_data import DATA

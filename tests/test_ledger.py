@@ -11,15 +11,15 @@ from typing import Any
 
 import pytest
 
-from embodied_eval.store import ledger
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
+from embodied_eval.records import Artifact, ExposureEntry, Fault
+from embodied_eval.store import ledger
+from embodied_eval.store.core import Store
 from embodied_eval.store.hashchain import record_hash
 from embodied_eval.store.signing_keys import generate_key
-from embodied_eval.records import Artifact, ExposureEntry, Fault
-from embodied_eval.store.core import Store
-from embodied_eval.store.verify_store import require_store_verified, verify_store
 from embodied_eval.store.trial_audit import amend_episode, audit_episode
+from embodied_eval.store.verify_store import require_store_verified, verify_store
 from incident_logging.store import IncidentStore
 from tests.conftest import make_episode
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from embodied_eval.store import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.store.hashchain import build_body, record_hash
+from embodied_eval.store import ledger
 from embodied_eval.store.core import Store, connect
+from embodied_eval.store.hashchain import build_body, record_hash
 from embodied_eval.store.verify_store import verify_store
 from tests.conftest import make_episode
 

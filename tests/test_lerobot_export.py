@@ -86,7 +86,7 @@ def test_a_recorded_sim_run_exports_frames_episodes_and_tasks(tmp_path: Path):
         # Frame i: timestamp i / 50 s; the action and state the trajectory recorded.
         assert np.allclose(rows["timestamp"], np.arange(ep.actions) / 50.0)
         [art] = [a for a in ep.artifacts if a.kind == "trajectory"]
-        with np.load(art.path) as trace:
+        with np.load(tmp_path / art.path) as trace:  # relative to the store's folder
             assert np.allclose(np.stack(rows["action"]), trace["action"].astype(np.float32))
             joint0 = state_names.index("joint_pos.0")
             assert np.allclose(

@@ -148,7 +148,7 @@ def test_real_episodes_export_from_their_recordings(tmp_path: Path):
         # Against the recording: the loop's commands are the arm/gripper trajectories of one
         # control period (20 ms) from the "started" event on (homing comes before it; its
         # retreat also steps at 20 ms), and the hold is 0.1 s.
-        rec = read_recording(ep.artifacts[0].path)
+        rec = read_recording(str(tmp_path / ep.artifacts[0].path))  # relative to the store
         started = min(t for t, m in rec["/embodied_eval/episode"] if '"started"' in m.data)
         arm = [(t, m) for t, m in rec[ARM_TOPIC] if t >= started and _tfs(m) == pytest.approx(0.02)]
         grip = [m for t, m in rec[GRIPPER_TOPIC] if t >= started and _tfs(m) == pytest.approx(0.02)]

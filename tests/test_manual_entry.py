@@ -11,8 +11,8 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.manifest import plan_manifest, write_manifest_file
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.store.core import Store
 from real_bridge import entry
 from real_bridge.manual import ManualBackend

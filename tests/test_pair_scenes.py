@@ -27,10 +27,11 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "embodied_eval" / "data" / "exam
 #: One instance per family and the seeds tried (the example's placement is 0-4 cm, yaw ±0.3 rad,
 #: size ×0.9-1.1, plus physics knobs the twin must not take).
 TASKS = {
-    "pick_place": "pick_place/cube_left",
-    "push": "push/block_diagonal",
-    "drawer_open": "drawer_open/drawer_right",
+    "pick_place": "pick_place/steel_left",
+    "push": "push/rubber_diagonal",
+    "drawer_open": "drawer_open/sticky_right",
     "peg_insert": "peg_insert/peg_far",
+    "tool_use": "tool_use/rubber_right",
 }
 SEEDS = (11, 2026, 4_000_000_007)
 
@@ -113,3 +114,32 @@ def test_a_pairs_scene_does_not_depend_on_the_sims_physics_ranges(protocol) -> N
     other = run_episode(spec(task_id, 7, "sim", "mujoco"), wider, max_steps=1).episode
     assert other.randomization["friction_scale"] != base.randomization["friction_scale"]
     assert other.scene == base.scene
+
+
+def test_distractors_stand_where_the_sim_put_them_on_the_twin_and_in_the_setup(protocol) -> None:
+    """Distractors are part of the pair's scene: the twin's scene reset and the technician's
+    setup stand them where the sim half did."""
+    task_id = TASKS["pick_place"]
+    with_distractors = dataclasses.replace(
+        protocol, randomization={**protocol.randomization, "distractor_count": (3.0, 3.0)}
+    )
+    plant = SimSuitesPlant(TwinSettings(engine="mujoco"))
+    try:
+        for seed in SEEDS[:2]:
+            sim = run_episode(
+                spec(task_id, seed, "sim", "mujoco"), with_distractors, max_steps=1
+            ).episode
+            spots = sim.scene["distractors_xy"]
+            assert sim.randomization["distractor_count"] == 3 and len(spots) == 3
+            real_spec = spec(task_id, seed, "real", "ros2")
+            manifest = episode_manifest(real_spec, with_distractors)
+            plant.reset_scene(real_spec, manifest)
+            assert plant.env.sampled["distractor_count"] == 3
+            for k, (x, y) in enumerate(spots):
+                pos, _ = plant.env.backend.body_pose(f"distractor_{k}")
+                np.testing.assert_allclose(pos[:2], [x, y], atol=1e-9)
+            setup = scene_setup(real_spec, manifest)
+            np.testing.assert_allclose(setup.distractors_xy, spots, atol=1e-9)
+            assert f"distractor_2 standing at x={spots[2][0]:.3f}" in "\n".join(setup.lines())
+    finally:
+        plant.close()

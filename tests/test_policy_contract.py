@@ -13,9 +13,13 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol.policy_contract import ActionCheck
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
 from embodied_eval.manifest import plan_manifest
+from embodied_eval.protocol.policy_contract import ActionCheck
+from embodied_eval.protocol.reader import (
+    example_protocol_path,
+    load_protocol,
+    protocol_from_mapping,
+)
 from embodied_eval.store.core import Store
 from sim_suites.episode import run_episode
 
@@ -45,13 +49,13 @@ STILL = np.array([0.0, 0.0, 0.0, 1.0], dtype=np.float32)
 
 
 def spec_and_protocol(**sim: Any):
-    """The example protocol (with `[sim]` keys added) and its push/block_forward MuJoCo row."""
+    """The example protocol (with `[sim]` keys added) and its push/rubber_forward MuJoCo row."""
     text = example_protocol_path().read_text(encoding="utf-8")
     marker = 'policy = "sim_suites.policies:scripted"\n'
     extra = "".join(f'{key} = "{value}"\n' for key, value in sim.items())
     protocol = protocol_from_mapping(tomllib.loads(text.replace(marker, marker + extra, 1)))
     manifest = plan_manifest(protocol, engines=["mujoco"])
-    spec = next(s for s in manifest.side("sim") if s.task_id == "push/block_forward")
+    spec = next(s for s in manifest.side("sim") if s.task_id == "push/rubber_forward")
     return spec, protocol
 
 

@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
+from embodied_eval.protocol.reader import (
+    example_protocol_path,
+    load_protocol,
+    protocol_from_mapping,
+)
 
 
 def example() -> dict[str, Any]:
@@ -20,7 +24,7 @@ def example() -> dict[str, Any]:
 def test_example_protocol_loads_with_defaults_and_hash():
     proto = load_protocol(example_protocol_path())
     assert proto.name == "demo-panda-bench"
-    assert set(proto.families) == {"pick_place", "push", "drawer_open", "peg_insert"}
+    assert set(proto.families) == {"pick_place", "push", "drawer_open", "peg_insert", "tool_use"}
     assert all(len(v) == 5 for v in proto.families.values())
     assert proto.severity_weights == {
         "near_miss": 0.25,
@@ -129,12 +133,12 @@ def test_duplicate_task_ids_are_rejected():
 def test_instance_level_target_quality_overrides_family(tmp_path: Path):
     data = example()
     data["battery"]["push"]["instances"][0] = {
-        "task_id": "push/block_forward",
+        "task_id": "push/rubber_forward",
         "target_quality": 0.6,
     }
     proto = protocol_from_mapping(data)
-    assert proto.instance("push/block_forward").target_quality == 0.6
-    assert proto.instance("push/block_left").target_quality == 0.8
+    assert proto.instance("push/rubber_forward").target_quality == 0.6
+    assert proto.instance("push/rubber_left").target_quality == 0.8
 
 
 def test_missing_and_invalid_files(tmp_path: Path):

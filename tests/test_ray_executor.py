@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.plugins import SIM_ENGINES
 from embodied_eval.protocol.reader import protocol_from_mapping
-from embodied_eval.manifest import plan_manifest
 from embodied_eval.runner.ray_executor import RayExecutor
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.store.core import Store

@@ -9,9 +9,13 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.cli.main import main
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
-from embodied_eval.records import parse_utc, utc_now_iso
 from embodied_eval.manifest import plan_manifest, write_manifest_file
+from embodied_eval.protocol.reader import (
+    example_protocol_path,
+    load_protocol,
+    protocol_from_mapping,
+)
+from embodied_eval.records import parse_utc, utc_now_iso
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.store.core import Store
 from sim_suites.episode import run_episode

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 
 from embodied_eval.errors import EvalError
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import Episode
 from embodied_eval.remote import API_KEY_ENV
 from embodied_eval.remote.client import RemotePolicy, RemotePolicyError, parse_policy_url
 from embodied_eval.remote.server import PolicyServer
 from embodied_eval.remote.wire import pack, unpack
-from embodied_eval.manifest import plan_manifest
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import SimContext, run_sim_episode
 from embodied_eval.store.core import Store

@@ -34,8 +34,8 @@ from embodied_eval.certificate.plots import (
 from embodied_eval.certificate.safety_html import safety_html
 from embodied_eval.certificate.summary_html import summary_html
 from embodied_eval.certificate.timeline_svg import incident_timeline_svg
-from embodied_eval.store.signing_keys import create_private_key
 from embodied_eval.records import Artifact
+from embodied_eval.store.signing_keys import create_private_key
 from tests.camera_recording import RECORDED_COLOURS
 from tests.test_certificate import build_window, write_evidence
 from tests.test_verdict import major_window  # noqa: F401 - a fixture used below
@@ -228,13 +228,13 @@ def test_sim_trajectory_frames_make_a_strip(tmp_path: Path) -> None:
     frames[:, :, :, 2] = np.arange(9, dtype=np.uint8)[:, None, None] * 25
     path = tmp_path / "ep.npz"
     np.savez(path, **{"time": np.arange(9) * 0.1, "obs.camera": frames})
-    strip, note = camera_strip([Artifact(path=str(path), sha256="0" * 64, kind="trajectory")])
+    strip, note = camera_strip([Artifact(path=str(path), sha256="0" * 64, kind="trajectory")], None)
     # Frames 0, 3, 5, 8 of 9 (round(k·8/3)): blue 0, 75, 125, 200 at t = 0, 0.3, 0.5, 0.8 s.
     assert [t for t, _ in strip] == pytest.approx([0.0, 0.3, 0.5, 0.8])
     assert [mean_colour(u)[2] for _, u in strip] == pytest.approx([0, 75, 125, 200], abs=6)
     assert note == "camera at 0.0, 0.3, 0.5, 0.8 s"
     none, why = camera_strip([Artifact(path=str(tmp_path / "gone.mcap"), sha256="0" * 64,
-                                       kind="mcap")])  # fmt: skip
+                                       kind="mcap")], None)  # fmt: skip
     assert none == [] and "not on disk" in why
 
 

@@ -19,8 +19,8 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.embodiment import embodiment_raw, embodiment_score
-from embodied_eval.records import Episode, Fault
 from embodied_eval.embodiment.safety_metrics import mtbsi, safety_score
+from embodied_eval.records import Episode, Fault
 from embodied_eval.scoring import aai_index, uniformity
 from embodied_eval.store.core import Store
 

@@ -21,11 +21,11 @@ RUNNER_TINY = str(Path(__file__).parent / "data" / "runner_tiny.toml")
 
 
 def typo_protocol(tmp_path: Path) -> Path:
-    """The example protocol with `pick_place/cube_near` mistyped as `pick_place/cube_nearr`."""
+    """The example protocol with `pick_place/steel_near` mistyped as `pick_place/steel_nearr`."""
     text = example_protocol_path().read_text(encoding="utf-8")
-    assert text.count('"pick_place/cube_near"') == 1
+    assert text.count('"pick_place/steel_near"') == 1
     path = tmp_path / "typo.toml"
-    path.write_text(text.replace('"pick_place/cube_near"', '"pick_place/cube_nearr"'))
+    path.write_text(text.replace('"pick_place/steel_near"', '"pick_place/steel_nearr"'))
     return path
 
 
@@ -39,9 +39,9 @@ def test_a_typo_in_an_instance_fails_protocol_check_naming_the_valid_ids(tmp_pat
     assert main(["protocol", "check", str(typo_protocol(tmp_path))]) == 2
     err = one_error_line(capsys)
     assert "battery.pick_place.instances[4]" in err
-    assert "'pick_place/cube_nearr' is not in the mujoco task catalog" in err
-    assert "did you mean 'pick_place/cube_near'?" in err
-    for valid in ("cube_center", "cube_left", "cube_right", "cube_far", "cube_near"):
+    assert "'pick_place/steel_nearr' is not in the mujoco task catalog" in err
+    assert "did you mean 'pick_place/steel_near'?" in err
+    for valid in ("steel_center", "steel_left", "steel_right", "steel_far", "steel_near"):
         assert f"pick_place/{valid}" in err
     assert "protocol tasks" in err
 
@@ -50,7 +50,7 @@ def test_a_typo_in_an_instance_makes_run_refuse_before_anything_runs(tmp_path: P
     db = tmp_path / "s.db"
     argv = ["run", str(typo_protocol(tmp_path)), "--side", "sim", "--db", str(db)]
     assert main([*argv, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
-    assert "'pick_place/cube_nearr' is not in the mujoco task catalog" in one_error_line(capsys)
+    assert "'pick_place/steel_nearr' is not in the mujoco task catalog" in one_error_line(capsys)
     assert not db.exists()
 
 
@@ -62,8 +62,20 @@ def test_protocol_tasks_lists_families_instances_and_engines(capsys):
     assert main(["protocol", "tasks", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)["families"]
     assert [f["family"] for f in listing] == [
-        "drawer_open", "peg_insert", "pick_place", "push", "tool_use"
+        "drawer_open",
+        "libero",
+        "metaworld",
+        "peg_insert",
+        "pick_place",
+        "push",
+        "tool_use",
     ]
+    suite = next(f for f in listing if f["family"] == "metaworld")
+    assert suite["engines"] == ["metaworld"] and len(suite["instances"]) == 50
+    assert "metaworld/pick-place-v3" in suite["instances"]
+    libero = next(f for f in listing if f["family"] == "libero")
+    assert libero["engines"] == ["libero"] and len(libero["instances"]) == 290
+    listing = [f for f in listing if f["family"] not in ("metaworld", "libero")]
     pick = next(f for f in listing if f["family"] == "pick_place")
     assert pick["instances"] == [
         "pick_place/cube_center",
@@ -71,9 +83,18 @@ def test_protocol_tasks_lists_families_instances_and_engines(capsys):
         "pick_place/cube_right",
         "pick_place/cube_far",
         "pick_place/cube_near",
+        "pick_place/steel_center",
+        "pick_place/steel_left",
+        "pick_place/steel_right",
+        "pick_place/steel_far",
+        "pick_place/steel_near",
     ]
     assert pick["engines"] == ["mujoco", "pybullet"]
-    assert all(len(f["instances"]) == 5 for f in listing)
+    # Five instances per family, and five harder ones (the example protocol's battery) in every
+    # family but peg_insert, whose clearances already make it hard.
+    assert {f["family"]: len(f["instances"]) for f in listing} == {
+        "drawer_open": 10, "peg_insert": 5, "pick_place": 10, "push": 10, "tool_use": 10
+    }
     assert main(["protocol", "tasks"]) == 0
     text = capsys.readouterr().out
     assert "push  (engines: mujoco, pybullet)" in text and "  push/block_diagonal" in text

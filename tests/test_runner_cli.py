@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from embodied_eval.cli.main import main
+from embodied_eval.cli.main import all_commands, main
 from embodied_eval.plugins import INCIDENT_LOG, ROBOT_BACKENDS, SIM_ENGINES
 from embodied_eval.store.core import Store
 from tests.test_runner_support import HERE
@@ -87,3 +87,49 @@ def test_a_robot_that_cannot_connect_exits_2_after_the_sim_side(tmp_path: Path, 
     assert "paired trials" in captured.out  # the summary table was printed first
     with Store(tmp_path / "s.db") as store:
         assert len(store.episodes(side="sim")) == 40
+
+
+def test_every_command_takes_the_protocol_as_the_protocol_option(tmp_path: Path, capsys):
+    """One shape: `--protocol P` for run, protocol check, compare, metrics, certify, calibrate,
+    plan and the incident commands; `run P` (the earlier form) still works and plans the same
+    manifest."""
+    assert main(args(tmp_path / "a", "--dry-run")) == 0
+    as_option = args(tmp_path / "b", "--dry-run")
+    as_option[1:2] = ["--protocol", PROTOCOL]
+    assert main(as_option) == 0
+    [a] = (tmp_path / "a" / "out").glob("manifest-*.json")
+    [b] = (tmp_path / "b" / "out").glob("manifest-*.json")
+    assert a.name == b.name and a.read_text() == b.read_text()
+    capsys.readouterr()
+    assert main(["protocol", "check", "--protocol", PROTOCOL, "--json"]) == 0
+    assert "protocol_hash" in json.loads(capsys.readouterr().out)
+
+    taking = [
+        name
+        for top, command in all_commands().items()
+        for name, leaf in _commands(command, top)
+        if any("--protocol" in getattr(p, "opts", ()) for p in leaf.params)
+    ]
+    for needed in ("run", "protocol check", "compare", "metrics", "certify", "calibrate",
+                   "plan success", "incidents rates", "trial record"):  # fmt: skip
+        assert needed in taking, needed
+
+
+def _commands(command, name):
+    """(full name, command) of `command` and every subcommand below it."""
+    subcommands = getattr(command, "commands", None)
+    if not subcommands:
+        yield name, command
+        return
+    for sub, leaf in subcommands.items():
+        yield from _commands(leaf, f"{name} {sub}")
+
+
+def test_two_different_protocols_are_refused_in_one_line(tmp_path: Path, capsys):
+    argv = args(tmp_path, "--dry-run", "--protocol", str(tmp_path / "other.toml"))
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "two protocols given" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["run", "--db", str(tmp_path / "s.db"), "--dry-run"]) == 2
+    assert "pass --protocol" in capsys.readouterr().err

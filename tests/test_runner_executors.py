@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.runner.executors import LocalPoolExecutor, SequentialExecutor, batch_size
-from embodied_eval.manifest import plan_manifest
 from tests.test_runner_support import (
     SLEEP_ENV,
     crashing_episode,

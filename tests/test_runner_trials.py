@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.canonical import file_sha256
+from embodied_eval.manifest import plan_manifest, verify_manifest_file
 from embodied_eval.plugins import INCIDENT_LOG, ROBOT_BACKENDS, SIM_ENGINES
 from embodied_eval.records import Episode
-from embodied_eval.manifest import plan_manifest, verify_manifest_file
 from embodied_eval.runner.summary import run_history
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import GymSource
@@ -136,8 +136,9 @@ def test_an_exception_in_an_episode_is_an_error_with_its_traceback_then_a_retry(
     # push/block_2, seed index 0, two drifts -> two errored attempts.
     assert len(errors) == 2 and all(e.task_id == "push/block_2" for e in errors)
     art = errors[0].artifacts[0]
-    assert art.kind == "traceback" and file_sha256(art.path) == art.sha256
-    assert "RuntimeError: gripper model exploded" in Path(art.path).read_text()
+    assert not Path(art.path).is_absolute()  # kept relative to the store's folder
+    assert art.kind == "traceback" and file_sha256(tmp_path / art.path) == art.sha256
+    assert "RuntimeError: gripper model exploded" in (tmp_path / art.path).read_text()
     assert not errors[0].success and not errors[0].scored
     # Resume with a retry allowed: exactly the two errored rows get attempt 2.
     again = run(tmp_path, options=RunOptions(**{**opts.__dict__, "max_retries": 1}))
@@ -232,7 +233,7 @@ def test_a_backend_exception_is_an_error_with_traceback_and_is_retried(tmp_path:
     run(tmp_path, options=opts)
     errors = [e for e in stored(tmp_path) if e.status == "error"]
     assert errors and all(e.task_id == "push/block_0" and e.attempt == 1 for e in errors)
-    assert "ConnectionError: bridge lost" in Path(errors[0].artifacts[0].path).read_text()
+    assert "ConnectionError: bridge lost" in (tmp_path / errors[0].artifacts[0].path).read_text()
     retried = {e.pair_id for e in stored(tmp_path) if e.attempt == 2}
     assert retried == {e.pair_id for e in errors}
 

@@ -10,8 +10,6 @@ import math
 
 import pytest
 
-from embodied_eval.errors import EvalError
-from embodied_eval.records import ExposureEntry, Incident
 from embodied_eval.embodiment.safety_metrics import (
     counted_incidents,
     exposure_hours,
@@ -25,6 +23,8 @@ from embodied_eval.embodiment.safety_metrics import (
     unreviewed_serious,
     window_validity,
 )
+from embodied_eval.errors import EvalError
+from embodied_eval.records import ExposureEntry, Incident
 
 _n = 0
 

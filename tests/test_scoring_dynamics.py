@@ -9,7 +9,6 @@ import pytest
 from scipy.stats import theilslopes
 
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.scoring.continuous import (
     continuous_score,
     escape_resource_bound,
@@ -35,6 +34,7 @@ from embodied_eval.scoring.dynamics import (
     time_normalized_slope,
     window_averages,
 )
+from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.scoring.links import (
     inverse_link,
     link,

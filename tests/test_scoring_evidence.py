@@ -12,9 +12,9 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring import schema_path, score_evidence
 from embodied_eval.scoring.evidence import POLICY_KEYS, TOP_KEYS, read_gate_result
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring.levels import LevelPolicy
 
 pytestmark = pytest.mark.timeout(120)

@@ -7,7 +7,6 @@ import dataclasses
 
 import pytest
 
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring.calibration import AXES, axis_from_value
 from embodied_eval.scoring.chc import (
     ChcThresholds,
@@ -25,6 +24,7 @@ from embodied_eval.scoring.closures import (
     expansion_closure,
     maintenance_closure,
 )
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring.levels import KappaFamily, LevelEvidence, LevelPolicy, assign_level
 from embodied_eval.scoring.superintelligence import (
     SuperintelligenceEvidence,

@@ -10,8 +10,17 @@ import pytest
 
 from embodied_eval.cli.main import main
 from embodied_eval.demo import demo_protocol_text
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol, protocol_from_mapping
-from embodied_eval.protocol.sensitivity import run_sweep, saturation_warnings, sweep_arms
+from embodied_eval.protocol.reader import (
+    example_protocol_path,
+    load_protocol,
+    protocol_from_mapping,
+)
+from embodied_eval.protocol.sensitivity import (
+    run_sweep,
+    saturation_warnings,
+    sweep_arms,
+    sweep_table,
+)
 
 
 def test_saturation_bounds_by_hand() -> None:
@@ -45,8 +54,8 @@ def test_every_example_knob_changes_outcome_or_quality() -> None:
     assert not [w for w in result.warnings if w.startswith("inert")]
     knobs = {e.knob for e in result.effects if not e.inert}
     assert knobs == {*protocol.randomization, "drift.day07", "drift.day14_worn", "randomization"}
-    # Paired: both arms ran the same 4 instances with the same seeds.
-    assert {e.n for e in result.effects} == {4}
+    # Paired: both arms ran the same 5 instances (one per family) with the same seeds.
+    assert {e.n for e in result.effects} == {5}
 
 
 def test_an_inert_knob_is_flagged() -> None:
@@ -81,3 +90,34 @@ def test_cli_prints_the_sweep(capsys: pytest.CaptureFixture[str], tmp_path: Path
     out = capsys.readouterr().out
     assert "sensor_noise_std" in out and "drift.day14_worn" in out
     assert "reference success under the protocol's randomization" in out
+
+
+def test_camera_knobs_are_swept_with_the_camera_policy() -> None:
+    """A knob that changes only the camera images runs with the engine's camera reference
+    policy (and its own nominal arm); a physics knob with the protocol's policy."""
+    raw = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
+    raw["battery"] = {"pick_place": raw["battery"]["pick_place"]}
+    raw["randomization"] = {
+        "scene_camera_offset_m": [0.03, 0.03],
+        "sensor_noise_std": [0.0, 0.0],
+    }
+    raw["sampling"]["drifts"] = ["nominal"]
+    raw.pop("maintenance")
+    raw.pop("expansion")
+    protocol = protocol_from_mapping(raw)
+    arms = sweep_arms(protocol)
+    assert [(a.knob, a.camera) for a in arms] == [
+        ("scene_camera_offset_m", True),
+        ("sensor_noise_std", False),
+        ("randomization", False),
+    ]
+    result = run_sweep(protocol, engines=["mujoco"], instances_per_family=1)
+    by_knob = {e.knob: e for e in result.effects}
+    camera = by_knob["scene_camera_offset_m"]
+    assert camera.camera and camera.policy == "sim_suites.policies:vision"
+    # The vision policy back-projects with the nominal calibration: 3 cm off moves its view.
+    assert not camera.inert
+    noise = by_knob["sensor_noise_std"]  # std 0: the scripted policy's episode is unchanged
+    assert not noise.camera and noise.policy == protocol.sim_policy and noise.inert
+    lines = "\n".join(sweep_table(result))
+    assert "(camera policy sim_suites.policies:vision)" in lines

@@ -68,9 +68,9 @@ def test_same_spec_same_episode_with_fresh_or_reused_env(engine: str) -> None:
 
 def test_protocol_supplies_targets_ranges_steps_and_start_time() -> None:
     protocol = load_protocol(example_protocol_path())
-    spec = make_spec("drawer_open/drawer_short_pull", target_quality=0.5)
+    spec = make_spec("drawer_open/sticky_short_pull", target_quality=0.5)
     ep = run_episode(spec, protocol).episode
-    # The protocol's q* (0.8) wins over the spec's; its four DR knobs are what was sampled.
+    # The protocol's q* (0.8) wins over the spec's; its DR knobs are what was sampled.
     assert ep.target_quality == 0.8
     sampled = {k: v for k, v in ep.randomization.items() if k != "not_applied"}
     assert sorted(sampled) == sorted(protocol.randomization)

@@ -140,3 +140,26 @@ def test_vision_reference_finds_hook_and_block_in_the_camera() -> None:
         env.close()
     assert info["is_success"], info["status_reason"]
     assert seen["hook_held"]
+
+
+@pytest.mark.parametrize("engine", ["mujoco", "pybullet"])
+def test_a_slippery_hook_alone_fails(engine: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the hook is slippery (μ = 0.016, the block keeps its 0.5): the 20 N grip holds
+    # 2 × 20 N × 0.016 = 0.64 N, less than the 0.08 kg hook's weight (0.78 N), so the hand
+    # cannot carry the hook behind the block and the block stays out of the goal region.
+    slippery = "tool_use/hook_slippery"
+    spec = dataclasses.replace(
+        TASK_SPECS[TASK], task_id=slippery, extra={**TASK_SPECS[TASK].extra, "hook_friction": 0.016}
+    )
+    monkeypatch.setitem(TASK_SPECS, slippery, spec)
+    env = PandaTaskEnv(slippery, engine, randomization={})
+    try:
+        assert env.backend.scene.body("hook").friction == 0.016
+        assert env.backend.scene.body("block").friction == 0.5
+        info, _ = _run(env, scripted(slippery))
+        block = env.object_point
+    finally:
+        env.close()
+    assert not info["is_success"]
+    # The block never reached the goal region (0.62, 0) ± 3 cm.
+    assert float(np.hypot(block[0] - 0.62, block[1])) > 0.03

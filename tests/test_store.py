@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from embodied_eval.errors import EvalError
+from embodied_eval.interchange.tables import episodes_to_frame
 from embodied_eval.records import Fault
 from embodied_eval.store.core import Store, apply_migrations, connect
 from tests.conftest import make_episode
@@ -63,7 +64,7 @@ def test_query_filters(db_path: Path):
         assert {e.episode_id for e in store.episodes(side="real")} == {"b", "c"}
         assert {e.episode_id for e in store.episodes(window="w1")} == {"a", "b"}
         assert {e.episode_id for e in store.episodes(family="push")} == {"c"}
-        frame = store.episodes_frame(window="w1")
+        frame = episodes_to_frame(store.episodes(window="w1"))
         assert sorted(frame["episode_id"]) == ["a", "b"]
         assert frame["success"].tolist() == [True, True]
 

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from embodied_eval.cli.main import app, main
-from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.manifest import plan_manifest, write_manifest_file
+from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.store.core import Store
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -111,6 +111,7 @@ def test_the_harness_adapter_drives_the_twin_physics_to_success_without_ros(plan
     real side does over DDS, minus the transport."""
     from real_bridge.bridge_config import RobotSpec
     from real_bridge.observation import PandaAdapter, scene_setup
+    from real_bridge.robot import TrackerPose
     from sim_suites.policies import load_policy
 
     task = spec(
@@ -134,7 +135,7 @@ def test_the_harness_adapter_drives_the_twin_physics_to_success_without_ros(plan
         q, qd, _ = plant.joint_state()
         q = q + rng.normal(0.0, 0.0005, q.shape)
         pos, quat = plant.object_pose()
-        obs = adapter.observe(q, qd, (0.0, pos, quat), 0.0, True)
+        obs = adapter.observe(q, qd, TrackerPose(0.0, pos, quat), 0.0, True)
         chunk, finger = adapter.targets(policy.act(obs), q, False)
         adapter.sent(chunk[0], finger)
         pending.append((chunk[0], finger))

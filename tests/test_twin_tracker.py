@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from embodied_eval.errors import EvalError
+from real_bridge.robot import TrackerPose
 from real_bridge.twin.settings import TwinGap
 from real_bridge.twin.tracker import TrackerSensor, hand_occludes
 
@@ -84,14 +85,14 @@ def test_the_adapter_keeps_a_covered_object_visible_and_carries_a_held_one():
     adapter.reset(q[:7], q[7:], None)
     tcp = adapter.tcp_of(q[:7])
     below = tcp - [0.0, 0.0, 0.08]  # the object 8 cm under the hand
-    obs = adapter.observe(q, np.zeros(9), (0.0, below, QUAT), 0.0, True)
+    obs = adapter.observe(q, np.zeros(9), TrackerPose(0.0, below, QUAT), 0.0, True)
     assert obs["object_visible"][0] == 1.0
     # The tracker went quiet with the hand over the object: still visible, where it was seen.
-    obs = adapter.observe(q, np.zeros(9), (0.0, below, QUAT), 1.0, True)
+    obs = adapter.observe(q, np.zeros(9), TrackerPose(0.0, below, QUAT), 1.0, True)
     assert obs["object_visible"][0] == 1.0 and obs["object_pos"] == pytest.approx(below)
     # A stale pose with the hand elsewhere is a perception dropout.
     adapter.last_pose = (below + np.array([0.3, 0.0, 0.0]), QUAT)
-    obs = adapter.observe(q, np.zeros(9), (0.0, below, QUAT), 2.0, True)
+    obs = adapter.observe(q, np.zeros(9), TrackerPose(0.0, below, QUAT), 2.0, True)
     assert obs["object_visible"][0] == 0.0
     # Held: the object is where the hand holds it (the TCP plus the grasp offset).
     adapter.grasped, adapter.grasp_offset = True, np.array([0.0, 0.0, -0.01])

@@ -87,6 +87,7 @@ from embodied_eval.records import (
     utc_now_iso,
 )
 from embodied_eval.scoring.frontier import quality_frontier
+from embodied_eval.store.artifacts import artifact_file
 
 CERTIFICATE_FORMAT = "embodied-eval-certificate/1"
 #: Quality thresholds τ at which the quality frontier F(τ) is reported.
@@ -98,9 +99,10 @@ TRAINING_KEYS = ("sim_steps", "demonstrations", "real_hours", "sim_hours", "epis
 # --------------------------------------------------------------------------- escrow
 
 
-def artifacts_section(episodes: Sequence[Episode]) -> dict[str, Any]:
-    """Checksums of the window's episode artifacts; files present on disk are re-hashed and a
-    changed one refuses certification (the escrow is broken)."""
+def artifacts_section(episodes: Sequence[Episode], store_path: Path | None) -> dict[str, Any]:
+    """Checksums of the window's episode artifacts; files present on disk (found from the store
+    the episodes were read from, see `artifact_files`) are re-hashed and a changed one refuses
+    certification (the escrow is broken)."""
     rows = []
     present = absent = 0
     for ep in sorted(episodes, key=lambda e: e.episode_id):
@@ -114,8 +116,8 @@ def artifacts_section(episodes: Sequence[Episode]) -> dict[str, Any]:
                     "size_bytes": art.size_bytes,
                 }
             )
-            path = Path(art.path)
-            if path.is_file():
+            path = artifact_file(art.path, store_path)
+            if path is not None:
                 actual = file_sha256(path)
                 if actual != art.sha256:
                     raise EvalError(
@@ -309,7 +311,7 @@ def build_certificate(
         "closures": results.closures,
         "incidents": incidents_section(inputs, results),
         "ledger": dict(inputs.ledger or {}),
-        "artifacts": artifacts_section(inputs.episodes),
+        "artifacts": artifacts_section(inputs.episodes, inputs.db_path),
         "evidence": (
             None if evidence is None else {"file": "evidence.json", "sha256": evidence_sha256}
         ),

@@ -16,7 +16,7 @@ Rules (one path into the gates):
 `closures_section` is the certificate's `closures` object: for each closure its source
 ("computed" or "external"), the verdict, and the evidence behind it (days, per-day index with
 its interval and bound, α·C₀, patches, and each drift day's measured calibration — payload,
-friction, delay with intervals, `embodied_eval.calibration_days`; the DiD and ablation
+friction, delay with intervals, `embodied_eval.embodiment.calibration_days`; the DiD and ablation
 intervals).
 """
 
@@ -28,13 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.calibration_days import calibration_by_day
 from embodied_eval.certificate.inputs import WindowInputs
+from embodied_eval.embodiment.calibration_days import calibration_by_day
 from embodied_eval.embodiment.expansion import ExpansionResult, expansion_audit
 from embodied_eval.embodiment.maintenance import MaintenanceResult, maintenance_audit
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.scoring.closures import ExpansionAudit, MaintenanceAudit
+from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.stats import Estimate
 
 KINDS = ("maintenance", "expansion")

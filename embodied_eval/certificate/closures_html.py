@@ -2,7 +2,7 @@
 
 Reads the certificate's `closures` object (see `certificate.closures`): a computed maintenance
 audit shows its drift-calendar days with the index, interval and bound per day next to the
-payload, friction and delay measured on that day (`embodied_eval.calibration_days`), α·C₀, the
+payload, friction and delay measured on that day (`embodied_eval.embodiment.calibration_days`), α·C₀, the
 human patches and the plot; a computed expansion audit shows the conditions' success rates and the DiD
 and ablation intervals; an external closure shows who audited it and is marked external.
 """

@@ -41,10 +41,10 @@ from embodied_eval.certificate.closures import (
 from embodied_eval.certificate.inputs import WindowInputs, gather_inputs
 from embodied_eval.embodiment import EmbodimentReport, compute_embodiment
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateResult, Verdict
-from embodied_eval.protocol.reader import Protocol
 from embodied_eval.manifest import derive_seed
+from embodied_eval.protocol.reader import Protocol
 from embodied_eval.scoring import ScoreReport, score_evidence
+from embodied_eval.scoring.gate_checks import GateResult, Verdict
 
 PROFILE = "robotics"
 #: The AAI level names used in the certificate.
@@ -254,7 +254,7 @@ def evaluate_window(
         seed: the RNG seed (default: `default_seed(base_seed, window id)`, the certificate's).
         policy: the evaluated policy. notes: notes from the caller, reported first.
         calibration_files: drift-day calibration files to show in the maintenance closure
-            after the store's records (`embodied_eval.calibration_days`; `metrics` only: a
+            after the store's records (`embodied_eval.embodiment.calibration_days`; `metrics` only: a
             certificate shows what the store holds, so `verify --db` recomputes it).
     Returns:
         (the window's inputs, the results).
@@ -263,7 +263,7 @@ def evaluate_window(
     if notes:
         inputs = dataclasses.replace(inputs, notes=(*notes, *inputs.notes))
     if calibration_files:
-        from embodied_eval.calibration_days import file_day_calibrations
+        from embodied_eval.embodiment.calibration_days import file_day_calibrations
 
         given = file_day_calibrations(calibration_files, protocol.robot_id)
         inputs = dataclasses.replace(inputs, calibrations=(*inputs.calibrations, *given))

@@ -19,6 +19,7 @@ import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import quote
 
 import numpy as np
@@ -26,6 +27,7 @@ import numpy as np
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import RECORDING_FRAMES, resolve
 from embodied_eval.records import Artifact
+from embodied_eval.store.artifacts import artifact_file
 
 THUMB_HEIGHT = 90
 FRAMES_PER_STRIP = 4
@@ -34,15 +36,23 @@ JPEG_QUALITY = 70
 RECORDING_KINDS = ("mcap", "trajectory")
 
 
-def artifact_href(artifact: Artifact, report_dir: Path | None) -> str | None:
+class MediaPlaces(NamedTuple):
+    """Where a report's media come from and go: the report's folder (links are relative to it;
+    None: recordings are named, not linked) and the store file (artifact paths are relative to
+    its folder; see `artifact_files`)."""
+
+    report_dir: Path | None
+    store_path: Path | None
+
+
+def artifact_href(artifact: Artifact, places: MediaPlaces) -> str | None:
     """The URL of an artifact relative to the report's folder, percent-encoded; None when the
     file is not on disk (or there is no report folder)."""
+    report_dir = places.report_dir
     if report_dir is None:
         return None
-    path = Path(artifact.path)
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    if not path.is_file():
+    path = artifact_file(artifact.path, places.store_path)
+    if path is None:
         return None
     rel = os.path.relpath(path.resolve(), report_dir.resolve())
     return quote(Path(rel).as_posix())
@@ -80,17 +90,21 @@ def _trajectory_frames(path: Path, count: int) -> list[tuple[float, np.ndarray]]
     ]
 
 
-def camera_strip(artifacts: Sequence[Artifact]) -> tuple[list[tuple[float, str]], str]:
+def camera_strip(
+    artifacts: Sequence[Artifact], store_path: Path | None
+) -> tuple[list[tuple[float, str]], str]:
     """Thumbnails of the first artifact with camera frames, as (seconds, data URI), and a note
-    saying where they came from or why there are none."""
+    saying where they came from or why there are none. `store_path`: the store the artifacts'
+    paths are relative to."""
     tried = []
     for artifact in artifacts:
-        path = Path(artifact.path)
         if artifact.kind not in RECORDING_KINDS:
             continue
-        if not path.is_file():
-            tried.append(f"{path.name} is not on disk")
+        found = artifact_file(artifact.path, store_path)
+        if found is None:
+            tried.append(f"{Path(artifact.path).name} is not on disk")
             continue
+        path = found
         try:
             if artifact.kind == "mcap":
                 reader = resolve(RECORDING_FRAMES["mcap"])

@@ -7,17 +7,18 @@ quality, judge and recording, folded, and capped at PAIRS_LIMIT rows.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from embodied_eval.certificate.episode_media import (
     RECORDING_KINDS,
+    MediaPlaces,
     artifact_href,
     camera_strip,
 )
 from embodied_eval.certificate.html_parts import esc, table
-from embodied_eval.records import SEVERITIES, Episode
+from embodied_eval.records import SEVERITIES, Artifact, Episode
 
 #: Pairs shown in the folded table (the store holds them all; `embodied-eval export` writes them).
 PAIRS_LIMIT = 300
@@ -35,10 +36,16 @@ def _outcome(e: Episode) -> str:
     return f'<span class="verdict-{cls}">{esc(word)}</span>'
 
 
-def _links(e: Episode, report_dir: Path | None) -> str:
+def _links(e: Episode, places: MediaPlaces) -> str:
+    return recording_links(e, lambda art: artifact_href(art, places))
+
+
+def recording_links(e: Episode, href_of: Callable[[Artifact], str | None]) -> str:
+    """An episode's recordings, each linked where `href_of` gives a URL (else named as not on
+    disk); the report links files beside it, the live console links its own file URLs."""
     links = []
     for art in e.artifacts:
-        href = artifact_href(art, report_dir)
+        href = href_of(art)
         name = Path(art.path).name
         kind = art.kind or "file"
         if href is None:
@@ -48,19 +55,31 @@ def _links(e: Episode, report_dir: Path | None) -> str:
     return "<br>".join(links) if links else '<span class="muted">no recording</span>'
 
 
-def _judge(e: Episode) -> str:
+def judge_cell(e: Episode) -> str:
+    """Who judged the episode (kind, name, version; "(signed)")."""
     text = " ".join(str(e.judge.get(k)) for k in ("kind", "name", "version") if e.judge.get(k))
     if e.judge.get("signature"):
         text += " (signed)"
     return esc(text or "—")
 
 
-def _cell(e: Episode) -> str:
+def episode_cell(e: Episode) -> str:
+    """Outcome, q against q*, engine and attempt of one episode (HTML)."""
     retry = f", attempt {e.attempt}" if e.attempt > 1 else ""
     return (
         f"{_outcome(e)} q = {e.quality:.2f} / q* {e.target_quality:.2f} "
         f'<span class="muted">({esc(e.engine)}{esc(retry)})</span>'
     )
+
+
+def camera_strip_html(artifacts: Sequence[Artifact], store_path: Path | None) -> str:
+    """The thumbnail strip of an episode's recorded camera (`camera_strip`) and its note;
+    `store_path`: the store the artifacts' paths are relative to."""
+    strip, note = camera_strip(artifacts, store_path)
+    images = "".join(
+        f'<img src="{uri}" alt="camera at {t:.1f} s" title="{t:.1f} s">' for t, uri in strip
+    )
+    return f'<div class="thumbs">{images}</div><span class="muted">{esc(note)}</span>'
 
 
 def _incidents_by_episode(
@@ -95,7 +114,7 @@ def _severity_rank(rows: Sequence[Mapping[str, Any]]) -> int:
 def _attention(
     episodes: Sequence[Episode],
     by_episode: Mapping[str, Sequence[Mapping[str, Any]]],
-    report_dir: Path | None,
+    places: MediaPlaces,
 ) -> str:
     chosen = [
         e
@@ -125,23 +144,19 @@ def _attention(
     rows = []
     strips = 0
     for e in chosen:
-        media = _links(e, report_dir)
+        media = _links(e, places)
         if any(a.kind in RECORDING_KINDS for a in e.artifacts):
             if strips < STRIPS_LIMIT:
                 strips += 1
-                strip, note = camera_strip(e.artifacts)
+                media += camera_strip_html(e.artifacts, places.store_path)
             else:
-                strip, note = [], f"only the first {STRIPS_LIMIT} recordings get a strip"
-            images = "".join(
-                f'<img src="{uri}" alt="camera at {t:.1f} s" title="{t:.1f} s">'
-                for t, uri in strip
-            )
-            media += f'<div class="thumbs">{images}</div><span class="muted">{esc(note)}</span>'
+                note = f"only the first {STRIPS_LIMIT} recordings get a strip"
+                media += f'<div class="thumbs"></div><span class="muted">{esc(note)}</span>'
         rows.append(
             [
                 f"<code>{esc(e.episode_id)}</code>",
-                _cell(e) + (f"<br>{esc(e.status_reason)}" if e.status_reason else ""),
-                _judge(e),
+                episode_cell(e) + (f"<br>{esc(e.status_reason)}" if e.status_reason else ""),
+                judge_cell(e),
                 _incident_text(by_episode.get(e.episode_id, ())),
                 media,
             ]
@@ -165,7 +180,7 @@ def _attention(
 def _pairs(
     episodes: Sequence[Episode],
     by_episode: Mapping[str, Sequence[Mapping[str, Any]]],
-    report_dir: Path | None,
+    places: MediaPlaces,
 ) -> str:
     pairs: dict[str, list[Episode]] = defaultdict(list)
     for e in episodes:
@@ -181,11 +196,12 @@ def _pairs(
             [
                 f"<code>{esc(pair_id)}</code>",
                 esc(eps[0].family),
-                "<br>".join(_cell(e) for e in sim) or '<span class="muted">—</span>',
-                "<br>".join(_cell(e) for e in real) or '<span class="muted">not paired</span>',
-                "<br>".join(_judge(e) for e in real) or "—",
+                "<br>".join(episode_cell(e) for e in sim) or '<span class="muted">—</span>',
+                "<br>".join(episode_cell(e) for e in real)
+                or '<span class="muted">not paired</span>',
+                "<br>".join(judge_cell(e) for e in real) or "—",
                 _incident_text(incidents),
-                "<br>".join(_links(e, report_dir) for e in real if e.artifacts)
+                "<br>".join(_links(e, places) for e in real if e.artifacts)
                 or '<span class="muted">no recording</span>',
             ]
         )
@@ -213,6 +229,7 @@ def episodes_html(
     episodes: Sequence[Episode],
     incidents: Sequence[Mapping[str, Any]],
     report_dir: Path | None,
+    store_path: Path | None = None,
 ) -> str:
     """The `#episodes` section.
 
@@ -221,7 +238,10 @@ def episodes_html(
         incidents: the certificate's `incidents.list`.
         report_dir: the folder the report is written to (links are relative to it); None to
             name recordings without linking them.
+        store_path: the store the episodes were read from (artifact paths are relative to its
+            folder).
     """
+    places = MediaPlaces(report_dir, store_path)
     if not episodes:
         return (
             '<section id="episodes"><h2>Episodes</h2>'
@@ -234,7 +254,7 @@ def episodes_html(
         f"<p>{len(episodes)} episode(s), {recorded} with a recording. Recording links are "
         "relative to this report's folder (they open where the report was written). Outcome: "
         "success when the episode ended ok with quality q ≥ q*.</p>"
-        + _attention(episodes, by_episode, report_dir)
-        + _pairs(episodes, by_episode, report_dir)
+        + _attention(episodes, by_episode, places)
+        + _pairs(episodes, by_episode, places)
         + "</section>"
     )

@@ -9,8 +9,8 @@ from typing import Any
 
 from embodied_eval.certificate.compute import Results
 from embodied_eval.certificate.inputs import WindowInputs
-from embodied_eval.records import Episode, ExposureEntry, Incident, parse_utc
 from embodied_eval.embodiment.safety_metrics import counted_incidents
+from embodied_eval.records import Episode, ExposureEntry, Incident, parse_utc
 
 
 def _hours_before(entries: Sequence[ExposureEntry], when: str) -> float:

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import ledger
-from embodied_eval.calibration_days import window_day_calibrations
 from embodied_eval.canonical import canonical_hash
+from embodied_eval.embodiment.calibration_days import window_day_calibrations
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
-from embodied_eval.store.patches import HumanPatch, window_patches
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
+from embodied_eval.store import ledger
 from embodied_eval.store.core import Store, default_db_path
+from embodied_eval.store.patches import HumanPatch, window_patches
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class WindowInputs:
             and incident heads, counts, exposure hours, signer; or None), amendments_used.
         notes: what the window selection had to say (e.g. episodes imported without a window).
         patches: technician-entered human patches of the window (maintenance closure).
-        calibrations: the window's drift-day calibrations (`embodied_eval.calibration_days`):
+        calibrations: the window's drift-day calibrations (`embodied_eval.embodiment.calibration_days`):
             recorded in the store, and any files passed in after them.
         window_id: the window read (the protocol's unless another was asked for).
     """

@@ -37,15 +37,15 @@ from embodied_eval.certificate.plots import certificate_plots
 from embodied_eval.certificate.report_html import render_report
 from embodied_eval.certificate.verify import VerifiedBundle
 from embodied_eval.errors import EvalError
+from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.protocol.reader import protocol_from_mapping
+from embodied_eval.scoring import load_evidence
+from embodied_eval.store.guard import check_is_store
 from embodied_eval.store.signing_keys import (
     load_private_key,
     public_key_fingerprint,
     public_key_pem,
 )
-from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.protocol.reader import protocol_from_mapping
-from embodied_eval.scoring import load_evidence
-from embodied_eval.store.guard import check_is_store
 
 #: Certificate entries that legitimately differ when recomputed later (when, by whom, with which
 #: build, what the log looks like now, which artifact files are on this disk).
@@ -148,7 +148,11 @@ def issue_certificate(
     plots = certificate_plots(cert)
     files: dict[str, bytes] = {
         REPORT_FILE: render_report(
-            cert, plots, episodes=inputs.episodes, report_dir=Path(out)
+            cert,
+            plots,
+            episodes=inputs.episodes,
+            report_dir=Path(out),
+            store_path=inputs.db_path,
         ).encode("utf-8"),
         PROTOCOL_FILE: protocol_bytes,
     }

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.errors import EvalError
 from embodied_eval.embodiment.policy_leaderboard import build_leaderboard
+from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode
 
 #: Which child of the certificate's seed the leaderboard's bootstrap uses.

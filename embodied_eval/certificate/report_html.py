@@ -345,6 +345,7 @@ def render_report(
     *,
     episodes: Sequence[Episode] = (),
     report_dir: Path | None = None,
+    store_path: Path | None = None,
 ) -> str:
     """Render the self-contained HTML report: the summary first (verdict, level and why not
     higher, headline numbers, what remains, what to do next), the incident timeline, the
@@ -355,6 +356,7 @@ def render_report(
         plots: plot name (see PLOT_CAPTIONS) → PNG bytes.
         episodes: the window's episodes (the episode table; empty: the section says so).
         report_dir: the folder the report is written to (recording links are relative to it).
+        store_path: the store the episodes were read from (artifact paths are relative to it).
 
     Returns:
         The HTML document as text.
@@ -371,7 +373,9 @@ def render_report(
         + summary_html(cert)
         + NAV
         + _timeline(cert)
-        + episodes_html(episodes, (cert.get("incidents") or {}).get("list") or [], report_dir)
+        + episodes_html(
+            episodes, (cert.get("incidents") or {}).get("list") or [], report_dir, store_path
+        )
         + _technicians(cert, plots)
         + safety_html(cert, plots)
         + _certification(cert, plots)

@@ -48,8 +48,8 @@ def certify(
         print_next_steps,
         print_verdict,
     )
-    from embodied_eval.store.signing_keys import create_private_key, passphrase_from_env
     from embodied_eval.scoring.verdict import RED, level_rows, window_verdict
+    from embodied_eval.store.signing_keys import create_private_key, passphrase_from_env
 
     secret = passphrase_from_env(passphrase_env)
     if create_key:

@@ -34,6 +34,24 @@ DbOption = typer.Option(
     None, "--db", help="SQLite store (default: $EMBODIED_EVAL_DB or ./embodied-eval.db)."
 )
 JsonOption = typer.Option(False, "--json", help="Print machine-readable JSON instead of a table.")
+#: Every command takes its protocol as `--protocol P`; `run`, `compare` and `protocol check` also
+#: accept it as their first argument (`run P`), the form scripts written earlier use.
+ProtocolOption = typer.Option(None, "--protocol", help="Protocol TOML file.")
+
+
+def protocol_path(positional: Path | None, option: Path | None, *, required: bool) -> Path | None:
+    """The protocol file given as `--protocol P` or as the first argument (not two different
+    ones); None when neither and not `required`."""
+    if positional is not None and option is not None and positional != option:
+        raise EvalError(
+            f"two protocols given ({str(positional)!r} and --protocol {str(option)!r}); "
+            "pass one, as --protocol P",
+            key="protocol",
+        )
+    chosen = option if option is not None else positional
+    if chosen is None and required:
+        raise EvalError("missing the protocol: pass --protocol PROTOCOL.toml", key="protocol")
+    return chosen
 
 
 def open_store(db: Path | None, *, create: bool = True) -> Store:

@@ -33,6 +33,7 @@ from embodied_eval.cli.common import (
     console,
     open_store,
     print_json,
+    protocol_path,
     window_id,
 )
 from embodied_eval.cli.run import default_out_dir
@@ -79,8 +80,14 @@ def _print(run: ComparisonRun) -> None:
 
 
 def compare(
-    protocol_file: Path | None = typer.Argument(
-        None, help="Protocol TOML: run interleaved trials in sim (omit to use stored episodes)."
+    protocol_arg: Path | None = typer.Argument(
+        None,
+        metavar="[PROTOCOL]",
+        help="Protocol TOML (or --protocol): run interleaved trials in sim (omit to use stored "
+        "episodes).",
+    ),
+    protocol_opt: Path | None = typer.Option(
+        None, "--protocol", help="Protocol TOML: run interleaved trials in sim."
     ),
     policy_a: str | None = typer.Option(None, "--policy-a", help="Policy A 'module:factory'."),
     policy_b: str | None = typer.Option(None, "--policy-b", help="Policy B 'module:factory'."),
@@ -117,6 +124,7 @@ def compare(
 ) -> None:
     """Sequential comparison of two policies, or adaptive of N (anytime-valid; stops when it
     decides)."""
+    protocol_file = protocol_path(protocol_arg, protocol_opt, required=False)
     window = window_id(window)
     if policies is not None:
         if policy_a or policy_b or a or b:

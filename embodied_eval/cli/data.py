@@ -10,12 +10,15 @@ import typer
 from embodied_eval.cli.common import (
     DbOption,
     JsonOption,
+    ProtocolOption,
     console,
     open_store,
     print_json,
+    protocol_path,
     window_id,
 )
 from embodied_eval.errors import EvalError
+from embodied_eval.interchange.pair_rules import check_pairs, stored_partners
 from embodied_eval.interchange.tables import (
     episodes_from_frame,
     episodes_to_frame,
@@ -25,7 +28,6 @@ from embodied_eval.interchange.tables import (
     read_table,
     write_table,
 )
-from embodied_eval.interchange.pair_rules import check_pairs, stored_partners
 from embodied_eval.plugins import INCIDENT_LOG, SIM_ENGINES, resolve
 from embodied_eval.protocol.reader import Protocol, load_protocol
 from embodied_eval.protocol.sensitivity import run_sweep, sweep_table
@@ -137,7 +139,10 @@ protocol_app = typer.Typer(help="Check and inspect protocol files.", no_args_is_
 
 @protocol_app.command("check")
 def protocol_check(
-    file: Path = typer.Argument(..., help="Protocol TOML file."),
+    file_arg: Path | None = typer.Argument(
+        None, metavar="[PROTOCOL]", help="Protocol TOML file (or --protocol)."
+    ),
+    file_opt: Path | None = ProtocolOption,
     as_json: bool = JsonOption,
     sensitivity: bool = typer.Option(
         False,
@@ -155,16 +160,26 @@ def protocol_check(
     max_steps: int | None = typer.Option(
         None, "--max-steps", min=1, help="Control steps per sweep episode (default: protocol's)."
     ),
+    camera_policy: str | None = typer.Option(
+        None,
+        "--camera-policy",
+        help="Policy the knobs that change only camera images are swept with (default: the "
+        "engine's camera reference policy).",
+    ),
 ) -> None:
     """Validate a protocol file and print its hash and battery (and, with --sensitivity, how
     much each declared knob changes the reference policy's success and quality).
 
     Every instance (but those mapped to a Gymnasium env) must be in the task catalog of each of
     the protocol's sim engines (`embodied-eval protocol tasks` lists it)."""
+    file = protocol_path(file_arg, file_opt, required=True)
+    assert file is not None
     proto = load_protocol(file)
     check_instances(proto)
     if sensitivity:
-        _print_sensitivity(proto, engine, instances_per_family, seeds, max_steps, as_json)
+        _print_sensitivity(
+            proto, engine, instances_per_family, seeds, max_steps, as_json, camera_policy
+        )
         return
     if as_json:
         print_json({"protocol_hash": proto.protocol_hash, "protocol": proto.canonical()})
@@ -214,6 +229,7 @@ def _print_sensitivity(
     seeds: int,
     max_steps: int | None,
     as_json: bool,
+    camera_policy: str | None = None,
 ) -> None:
     result = run_sweep(
         proto,
@@ -221,6 +237,7 @@ def _print_sensitivity(
         instances_per_family=instances_per_family,
         seeds=seeds,
         max_steps=max_steps,
+        camera_policy=camera_policy,
     )
     if as_json:
         print_json(
@@ -238,6 +255,8 @@ def _print_sensitivity(
                         "quality_change": e.quality_change.to_json(),
                         "changed_pairs": e.changed_pairs,
                         "inert": e.inert,
+                        "policy": e.policy,
+                        "camera_knob": e.camera,
                     }
                     for e in result.effects
                 ],

@@ -16,7 +16,8 @@ def export_lerobot_command(
     `lerobot_export`)."""
     with open_store(db, create=False) as store:
         episodes = store.episodes(window=window, side=side)
-    result = export_lerobot(episodes, out)
+        store_path = store.path
+    result = export_lerobot(episodes, out, store_path=store_path)
     cams = f", cameras {', '.join(result.cameras)}" if result.cameras else ""
     skipped = f"; {result.skipped} without per-step frames skipped" if result.skipped else ""
     console.print(

@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "score": ("embodied_eval.cli.score", "Score an evidence file: axes, AAI-Index, level."),
     "run": ("embodied_eval.cli.run", "Run (or resume) a protocol's paired sim/real trials."),
+    "console": (
+        "embodied_eval.cli.console_cmd",
+        "A live web console of a window: progress, the real episode, incidents; stop, pause.",
+    ),
     "certify": (
         "embodied_eval.cli.certify",
         "Certify a window: E, the AAI index and level, a signed bundle and report.",

@@ -113,8 +113,8 @@ from embodied_eval.errors import EvalError
 from embodied_eval.input_files import read_user_json
 from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import SEVERITIES
-from embodied_eval.stats import Estimate
 from embodied_eval.scoring.verdict import WindowVerdict, window_verdict
+from embodied_eval.stats import Estimate
 
 
 def _read_evidence(path: Path | None) -> dict[str, Any] | None:

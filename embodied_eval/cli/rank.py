@@ -32,8 +32,8 @@ from embodied_eval.cli.common import (
     print_json,
     window_id,
 )
-from embodied_eval.errors import EvalError
 from embodied_eval.embodiment.policy_leaderboard import Leaderboard, build_leaderboard
+from embodied_eval.errors import EvalError
 
 
 def _print(board: Leaderboard) -> None:

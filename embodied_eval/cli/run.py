@@ -6,18 +6,30 @@ episodes in flight when it stopped are run again from their seeds.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import re
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from embodied_eval.cli.common import DbOption, JsonOption, console, print_json
+from embodied_eval.cli.common import (
+    DbOption,
+    JsonOption,
+    ProtocolOption,
+    console,
+    err_console,
+    print_json,
+    protocol_path,
+)
+from embodied_eval.cli.console_cmd import UserOption
+from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
-from embodied_eval.protocol.reader import load_protocol
+from embodied_eval.protocol.reader import Protocol, load_protocol
 from embodied_eval.runner.gym_side import GymSource
 from embodied_eval.runner.progress import summary_table
 from embodied_eval.runner.summary import RunSummary, retries_spent_message
@@ -87,7 +99,10 @@ def print_summary(summary: RunSummary) -> None:
 
 
 def run_command(
-    protocol_file: Path = typer.Argument(..., help="Protocol TOML file."),
+    protocol_arg: Path | None = typer.Argument(
+        None, metavar="[PROTOCOL]", help="Protocol TOML file (or --protocol)."
+    ),
+    protocol_opt: Path | None = ProtocolOption,
     side: SideChoice = typer.Option(SideChoice.both, "--side", help="Which side to run now."),
     engine: list[str] | None = typer.Option(
         None, "--engine", help="Sim engine, repeatable: mujoco, pybullet (default: the protocol's)."
@@ -157,9 +172,26 @@ def run_command(
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Plan and escrow the manifest only."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No progress bars."),
+    console_port: int | None = typer.Option(
+        None,
+        "--console-port",
+        help="Serve the live console of this run on this port (0: a free one); its URL, with "
+        "the session token, is printed at the start.",
+    ),
+    console_host: str = typer.Option(
+        "127.0.0.1", "--console-host", help="Address the console listens on."
+    ),
+    foxglove_port: int | None = typer.Option(
+        None,
+        "--foxglove-port",
+        help="Publish the live channels to Foxglove on this port (foxglove-sdk WebSocket).",
+    ),
+    user: str = UserOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a protocol's paired sim/real trials; re-run the same command to resume."""
+    protocol_file = protocol_path(protocol_arg, protocol_opt, required=True)
+    assert protocol_file is not None
     protocol = load_protocol(protocol_file)
     if calibration is not None:
         protocol = dataclasses.replace(protocol, sim_calibration=str(calibration))
@@ -190,14 +222,19 @@ def run_command(
         ray_working_dir=ray_working_dir,
         dry_run=dry_run,
     )
-    summary = run_trials(
-        protocol,
-        options,
-        db_path=db if db is not None else default_db_path(),
-        out_dir=out if out is not None else default_out_dir(protocol.window_id),
-        console=console,
-        show_progress=not (no_progress or as_json),
-    )
+    db_path = db if db is not None else default_db_path()
+    with live_views(
+        protocol, db_path, console_port, console_host, foxglove_port, user, max_retries
+    ) as live:
+        summary = run_trials(
+            protocol,
+            options,
+            db_path=db_path,
+            out_dir=out if out is not None else default_out_dir(protocol.window_id),
+            console=console,
+            show_progress=not (no_progress or as_json),
+            live=live,
+        )
     if as_json:
         print_json(summary.to_json())
     else:
@@ -205,6 +242,13 @@ def run_command(
     if summary.real_error:
         raise EvalError(f"the real side could not run: {summary.real_error}", key="robot_backend")
     if summary.interrupted:
+        stops = [r for r in summary.operator if r["action"] == "stop"]
+        if stops:
+            err_console.print(
+                f"stopped from the console by {stops[0]['by']} at {stops[0]['at']} (ledger "
+                f"{stops[0]['record_id']}): re-run the same command to continue",
+                highlight=False,
+            )
         raise typer.Exit(130)
     if summary.real_halted:
         console.print(f"[red]halted[/]: {summary.real_stopped}")
@@ -212,6 +256,42 @@ def run_command(
     failure = "" if summary.dry_run else summary.failure()
     if failure:
         raise EvalError(failure, key="run")
+
+
+@contextlib.contextmanager
+def live_views(
+    protocol: Protocol,
+    db_path: Path,
+    console_port: int | None,
+    console_host: str,
+    foxglove_port: int | None,
+    user: str,
+    max_retries: int,
+) -> Iterator[LiveState | None]:
+    """The run's live state with its console and Foxglove server (None when neither is asked
+    for); both stop when the run ends."""
+    if console_port is None and foxglove_port is None:
+        yield None
+        return
+    live = LiveState(user)
+    with contextlib.ExitStack() as stack:
+        if console_port is not None:
+            from embodied_eval.console.app import ConsoleServer
+
+            server = ConsoleServer(
+                db_path, protocol, live=live, host=console_host, port=console_port,
+                max_retries=max_retries, user=user,
+            )  # fmt: skip
+            url = server.start()
+            stack.callback(server.stop)
+            err_console.print(f"console: {url}", highlight=False, soft_wrap=True)
+        if foxglove_port is not None:
+            from embodied_eval.console.foxglove_live import FoxgloveLive
+
+            fox = FoxgloveLive(live, host=console_host, port=foxglove_port)
+            err_console.print(f"foxglove: ws://{console_host}:{fox.start()}", highlight=False)
+            stack.callback(fox.stop)
+        yield live
 
 
 def register(app: typer.Typer) -> None:

@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 
 from embodied_eval.cli.common import JsonOption, console, print_json
-from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.scoring.calibration import AXES, AXIS_NAMES
 from embodied_eval.scoring.evidence_fields import load_evidence
+from embodied_eval.scoring.gate_checks import Verdict
 from embodied_eval.scoring.report import ScoreReport, score_evidence
 
 

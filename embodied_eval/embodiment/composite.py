@@ -48,12 +48,12 @@ from embodied_eval.embodiment.resampling import (
     success_rate_draws,
     two_sided_estimate,
 )
+from embodied_eval.embodiment.safety_metrics import PER_HOURS
 from embodied_eval.embodiment.safety_report import SafetySummary
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets, context_stratum
 from embodied_eval.embodiment.transfer import PAIRED, REWEIGHTED, TransferResult
 from embodied_eval.errors import EvalError
 from embodied_eval.records import SEVERITIES
-from embodied_eval.embodiment.safety_metrics import PER_HOURS
 from embodied_eval.stats import Estimate, cluster_weights
 
 
@@ -250,23 +250,3 @@ def embodiment_estimates(
     )
     bound = dataclasses.replace(bound, high=1.0)
     return EmbodimentEstimates(raw, score, bound, resamples)
-
-
-def pairs_to_settle(value: float, bound: float, threshold: float, n: int) -> int | None:
-    """Approximate further real episodes for a lower bound to reach `threshold`.
-
-    Assumes the point estimate stays put and the bound's distance to it shrinks as 1/√n:
-    n_needed = n·((value − bound)/(value − threshold))².
-
-    Args:
-        value: point estimate (> threshold). bound: current lower bound. threshold: the gate.
-        n: episodes the bound rests on.
-
-    Returns:
-        Extra episodes (≥ 1), or None when the point does not clear the threshold.
-    """
-    if n <= 0 or value <= threshold or bound >= threshold:
-        return None
-    needed = n * ((value - bound) / (value - threshold)) ** 2
-    # The tolerance keeps float noise (4.000000000000001) from adding an episode.
-    return max(1, math.ceil(needed - n - 1e-9))

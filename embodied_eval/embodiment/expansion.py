@@ -4,7 +4,7 @@ The protocol's `[expansion]` table declares a new capability (end-effector, tool
 pipeline), the families whose tasks require it, and the policies of the three conditions: S_pre
 (before), S_post (with it) and S_abl (S_post with it disabled). Each condition is run on the same
 manifest (`embodied-eval run --condition ...`): the same task instances, seeds and drifts, so the
-conditions are matched row by row (`runner.plan.manifest_row_key`).
+conditions are matched row by row (`manifest.manifest_row_key`).
 
 C(·) is the success rate on the declared side (first scored attempts) over the rows of the
 families requiring the capability; the frozen control C_ctrl is the same rate over the control
@@ -32,12 +32,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from embodied_eval.manifest import manifest_row_key
 from embodied_eval.protocol.closure_audits import ExpansionPlan
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, first_attempts
-from embodied_eval.manifest import manifest_row_key
 from embodied_eval.scoring.closures import ExpansionAudit, expansion_closure
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.stats import (
     Estimate,
     difference_of_independent,

@@ -35,11 +35,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from embodied_eval.embodiment.composite import EmbodimentEstimates, pairs_to_settle
+from embodied_eval.embodiment.composite import EmbodimentEstimates
 from embodied_eval.embodiment.reliability import RecoveryResult
 from embodied_eval.embodiment.safety_report import SafetySummary
 from embodied_eval.embodiment.transfer import TransferResult
 from embodied_eval.errors import EvalError
+from embodied_eval.scoring.evidence_fields import estimate
 from embodied_eval.scoring.gate_checks import (
     GateCheck,
     GateResult,
@@ -48,7 +49,6 @@ from embodied_eval.scoring.gate_checks import (
     check_at_most,
     combine_verdicts,
 )
-from embodied_eval.scoring.evidence_fields import estimate
 from embodied_eval.stats import (
     Estimate,
     plan_mtbf_gate,
@@ -56,6 +56,7 @@ from embodied_eval.stats import (
     plan_success_gate,
     poisson_rate_upper,
 )
+from embodied_eval.stats.planner import pairs_to_settle
 
 #: Evidence keys the scoring core may supply (anything else is rejected as a typo).
 EVIDENCE_KEYS = ("maintenance_closure", "expansion_closure", "P", "W", "delivery_attestation")

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.embodiment.beyond import rogan_gladen
+from embodied_eval.embodiment.detector_accuracy import JudgeAccuracy, counts_of
 from embodied_eval.embodiment.resampling import percentile_estimate
 from embodied_eval.errors import EvalError
-from embodied_eval.embodiment.detector_accuracy import JudgeAccuracy, counts_of
 from embodied_eval.records import Episode
 from embodied_eval.stats import Estimate
 

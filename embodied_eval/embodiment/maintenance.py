@@ -27,19 +27,19 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.protocol.closure_audits import MaintenancePlan
 from embodied_eval.embodiment.composite import embodiment_estimates
 from embodied_eval.embodiment.reliability import actuation_reliability
 from embodied_eval.embodiment.safety_report import summarize_safety
 from embodied_eval.embodiment.selection import choose_policy, select_episodes
 from embodied_eval.embodiment.transfer import transfer_overall
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
-from embodied_eval.store.patches import HumanPatch
+from embodied_eval.manifest import drift_name_of_pair
+from embodied_eval.protocol.closure_audits import MaintenancePlan
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, Incident, first_attempts
-from embodied_eval.manifest import drift_name_of_pair
 from embodied_eval.scoring.closures import MaintenanceAudit, maintenance_closure
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.stats import Estimate, clopper_pearson_interval
+from embodied_eval.store.patches import HumanPatch
 
 #: The §7 drift kinds of the robotics maintenance closure.
 ROBOTICS_DRIFTS = ("payload", "friction", "lighting", "firmware")

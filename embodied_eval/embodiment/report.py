@@ -69,13 +69,13 @@ from embodied_eval.embodiment.transfer import (
     transfer_by_family,
     transfer_overall,
 )
-from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.protocol.reader import (
     Protocol,
     example_protocol_path,
     load_protocol,
     protocol_from_mapping,
 )
+from embodied_eval.protocol.sensitivity import saturation_warnings
 from embodied_eval.records import (
     SEVERITIES,
     Episode,
@@ -84,7 +84,7 @@ from embodied_eval.records import (
     Incident,
     first_attempts,
 )
-from embodied_eval.protocol.sensitivity import saturation_warnings
+from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.stats import Estimate
 
 if TYPE_CHECKING:

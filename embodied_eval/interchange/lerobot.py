@@ -52,6 +52,7 @@ import numpy as np
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import STEP_READERS, resolve
 from embodied_eval.records import Episode
+from embodied_eval.store.artifacts import artifact_file
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE = 1000
@@ -84,25 +85,29 @@ class ExportResult:
     skipped: int
 
 
-def trajectory_path(episode: Episode) -> Path | None:
-    """The episode's per-step artifact on disk: its `.npz` trajectory, else a recording that
-    a frame reader understands (`plugins.STEP_READERS`)."""
+def trajectory_file(episode: Episode, store_path: Path | None) -> tuple[Path, str] | None:
+    """The episode's per-step artifact on disk and its kind: its `.npz` trajectory, else a
+    recording that a frame reader understands (`plugins.STEP_READERS`). `store_path`: the store
+    the episode was read from (artifact paths are relative to its folder)."""
     for art in episode.artifacts:
-        if art.kind == "trajectory" and art.path.endswith(".npz") and Path(art.path).is_file():
-            return Path(art.path)
+        if art.kind == "trajectory" and art.path.endswith(".npz"):
+            found = artifact_file(art.path, store_path)
+            if found is not None:
+                return found, art.kind
     for art in episode.artifacts:
-        if art.kind in STEP_READERS and Path(art.path).is_file():
-            return Path(art.path)
+        if art.kind in STEP_READERS:
+            found = artifact_file(art.path, store_path)
+            if found is not None:
+                return found, art.kind
     return None
 
 
-def load_trajectory(episode: Episode, path: Path) -> Trajectory | None:
-    """Read a per-step artifact; None when it predates per-step observations."""
+def load_trajectory(episode: Episode, path: Path, kind: str) -> Trajectory | None:
+    """Read a per-step artifact of `kind`; None when it predates per-step observations."""
     if path.suffix == ".npz":
         with np.load(path, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
     else:
-        kind = next(a.kind for a in episode.artifacts if Path(a.path) == path)
         try:
             reader = resolve(STEP_READERS[kind])
         except EvalError as exc:
@@ -210,9 +215,14 @@ def _stats(values: np.ndarray) -> dict[str, Any]:
 
 
 def export_lerobot(
-    episodes: Sequence[Episode], out_dir: str | Path, *, robot_type: str = ""
+    episodes: Sequence[Episode],
+    out_dir: str | Path,
+    *,
+    robot_type: str = "",
+    store_path: Path | None = None,
 ) -> ExportResult:
     """Write `episodes` as a LeRobotDataset v3.0 folder at `out_dir` (must not exist or be empty).
+    `store_path`: the store the episodes were read from (their artifact paths are relative to it).
 
     The folder is built beside `out_dir` and renamed into place, so a failed export leaves nothing.
     """
@@ -226,8 +236,8 @@ def export_lerobot(
     trajectories: list[Trajectory] = []
     skipped = 0
     for ep in episodes:
-        path = trajectory_path(ep)
-        traj = load_trajectory(ep, path) if path is not None else None
+        found = trajectory_file(ep, store_path)
+        traj = load_trajectory(ep, *found) if found is not None else None
         if traj is None or len(traj.time) == 0:
             skipped += 1
         else:

@@ -19,7 +19,9 @@ from embodied_eval.protocol.model import (
     DEFAULT_M_MIN,
     DRIFT_KEYS,
     GRASP_MODES,
+    MAX_DISTRACTORS,
     OUT_OF_RANGE_ACTIONS,
+    TEXTURE_CHOICES,
 )
 from embodied_eval.validation import MAX_INT64, Key
 
@@ -92,6 +94,8 @@ INSTANCE_KEYS: dict[str, Key] = {
     "env_id": Key(str, ""),
     "make_kwargs": Key(dict, {}),
 }
+
+
 def whole_problem(value: float) -> str | None:
     """Why `value` is not a whole number (e.g. a count of control steps), or None."""
     return None if float(value).is_integer() else f"{value!r} is not a whole number of steps"
@@ -109,7 +113,7 @@ DRIFT_TABLE_KEYS: dict[str, Key] = {
     "control_rate_hz": Key(float, None, low=1e-3, high=100_000.0),
 }
 #: DR knobs whose range ends are whole numbers (a delay of 0.5 control steps does not exist).
-WHOLE_DR_KNOBS = ("action_latency_steps",)
+WHOLE_DR_KNOBS = ("action_latency_steps", "distractor_count", "object_texture", "table_texture")
 
 
 SAMPLING_KEYS: dict[str, Key] = {
@@ -134,6 +138,14 @@ DR_KNOB_BOUNDS: dict[str, tuple[float, float]] = {
     "colour_jitter": (0.0, 1.0),
     # a part from a tenth to ten times its nominal size (beyond, no gripper or scene fits it)
     "object_size_scale": (0.1, 10.0),
+    # camera pose offsets: up to 20 cm and 0.5 rad (beyond, the camera no longer sees the table)
+    "scene_camera_offset_m": (0.0, 0.2),
+    "scene_camera_tilt_rad": (0.0, 0.5),
+    "wrist_camera_offset_m": (0.0, 0.2),
+    "wrist_camera_tilt_rad": (0.0, 0.5),
+    "distractor_count": (0.0, float(MAX_DISTRACTORS)),
+    "object_texture": (0.0, float(TEXTURE_CHOICES)),
+    "table_texture": (0.0, float(TEXTURE_CHOICES)),
 }
 EMBODIMENT_KEYS: dict[str, Key] = {
     "L": Key(float, 0.0, low=0.0, high=1.0),

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from embodied_eval.protocol.closure_audits import ExpansionPlan, MaintenancePlan
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol.closure_audits import ExpansionPlan, MaintenancePlan
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
 DEFAULT_M_MIN = 5
@@ -43,7 +43,34 @@ DR_KNOBS = (
     "object_yaw_rad",
     "colour_jitter",
     "object_size_scale",
+    "scene_camera_offset_m",
+    "scene_camera_tilt_rad",
+    "wrist_camera_offset_m",
+    "wrist_camera_tilt_rad",
+    "distractor_count",
+    "object_texture",
+    "table_texture",
 )
+
+#: DR knobs that change only what the cameras see (the physics a state policy acts on is
+#: untouched; distractors stand outside the task's working region). The sensitivity sweep runs
+#: them with a camera policy.
+CAMERA_KNOBS = (
+    "lighting_scale",
+    "colour_jitter",
+    "scene_camera_offset_m",
+    "scene_camera_tilt_rad",
+    "wrist_camera_offset_m",
+    "wrist_camera_tilt_rad",
+    "distractor_count",
+    "object_texture",
+    "table_texture",
+)
+#: Most distractor objects a scene can hold (`distractor_count` ≤ this).
+MAX_DISTRACTORS = 3
+#: Textures of the engines' texture bank: `object_texture` / `table_texture` k ∈ 1..this picks
+#: one (0 keeps the nominal look).
+TEXTURE_CHOICES = 6
 
 #: Parameters a drift setting δ may change on top of DR (maintenance closure, seed §7).
 DRIFT_KEYS = (

@@ -42,13 +42,13 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_hash
+from embodied_eval.errors import EvalError
+from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
+from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.closure_audits import (
     read_expansion,
     read_maintenance,
 )
-from embodied_eval.errors import EvalError
-from embodied_eval.input_files import MAX_CONFIG_BYTES, read_user_text
-from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.declared_keys import (
     DR_KNOB_BOUNDS,
     DRIFT_TABLE_KEYS,
@@ -72,12 +72,15 @@ from embodied_eval.protocol.declared_keys import (
 )
 from embodied_eval.protocol.model import (
     AR_ESTIMATORS,
+    CAMERA_KNOBS,
     DEFAULT_M_MIN,
     DR_KNOBS,
     DRIFT_KEYS,
     FAMILY_NAMES_HINT,
     GRASP_MODES,
+    MAX_DISTRACTORS,
     SEVERITY_WEIGHT_DEFAULTS,
+    TEXTURE_CHOICES,
     DriftSetting,
     PriceCard,
     Protocol,
@@ -94,12 +97,15 @@ from embodied_eval.validation import (
 
 __all__ = [
     "AR_ESTIMATORS",
+    "CAMERA_KNOBS",
     "DEFAULT_M_MIN",
     "DRIFT_KEYS",
     "DR_KNOBS",
     "FAMILY_NAMES_HINT",
     "GRASP_MODES",
+    "MAX_DISTRACTORS",
     "SEVERITY_WEIGHT_DEFAULTS",
+    "TEXTURE_CHOICES",
     "DriftSetting",
     "PriceCard",
     "Protocol",
@@ -462,4 +468,4 @@ def load_protocol(path: str | Path) -> Protocol:
 
 def example_protocol_path() -> Path:
     """The example protocol shipped with the package (used by the demo)."""
-    return Path(__file__).parent / "data" / "example_protocol.toml"
+    return Path(__file__).parents[1] / "data" / "example_protocol.toml"

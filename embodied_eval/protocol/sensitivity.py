@@ -13,8 +13,15 @@ and warns about knobs that change nothing (every pair has the same success and |
 INERT_QUALITY) and about families whose reference success under the protocol's randomization is
 saturated (≥ SATURATED_HIGH or ≤ SATURATED_LOW), where the battery cannot tell policies apart.
 
-The sweep is generic: it knows no knob by name and runs episodes through the sim engine registry
-(`embodied_eval.plugins.SIM_ENGINES`), so any knob an engine makes real is swept.
+Knobs that change only what the cameras see (`CAMERA_KNOBS`: lighting, colours, textures,
+camera pose offsets, distractors) cannot move a policy that observes state; their arms, and a
+nominal control arm of their own, run a camera policy instead (the engine's registered camera
+reference policy, `embodied_eval.plugins.CAMERA_POLICIES`, or the one given), and their lines
+say so.
+
+The sweep is generic: it knows knobs only by these declared kinds and runs episodes through the
+sim engine registry (`embodied_eval.plugins.SIM_ENGINES`), so any knob an engine makes real is
+swept.
 """
 
 from __future__ import annotations
@@ -27,8 +34,8 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.plugins import SIM_ENGINES, lookup
-from embodied_eval.protocol.reader import Protocol
+from embodied_eval.plugins import CAMERA_POLICIES, SIM_ENGINES, lookup
+from embodied_eval.protocol.reader import CAMERA_KNOBS, Protocol
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.stats.bootstrap import bootstrap_statistic
 from embodied_eval.stats.estimate import Estimate
@@ -52,6 +59,8 @@ class Arm:
     randomization: Mapping[str, tuple[float, float]]
     drift_name: str = "nominal"
     drift: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: The arm runs a camera policy (a knob of CAMERA_KNOBS), not the protocol's policy.
+    camera: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,9 @@ class KnobEffect:
     quality_change: Estimate
     changed_pairs: int
     inert: bool
+    #: The policy both arms ran (the protocol's, or the camera policy for CAMERA_KNOBS).
+    policy: str = ""
+    camera: bool = False
 
 
 @dataclass(frozen=True)
@@ -86,7 +98,9 @@ def sweep_arms(protocol: Protocol) -> list[Arm]:
     for knob, (low, high) in protocol.randomization.items():
         ends = [("low", low), ("high", high)] if high != low else [("value", low)]
         for label, value in ends:
-            arms.append(Arm(knob, f"{label} {value:g}", {knob: (value, value)}))
+            arms.append(
+                Arm(knob, f"{label} {value:g}", {knob: (value, value)}, camera=knob in CAMERA_KNOBS)
+            )
     for drift in protocol.drifts:
         if drift.params:
             arms.append(
@@ -147,6 +161,76 @@ def paired_quality_change(
     )
 
 
+@dataclass(frozen=True)
+class _EngineSweep:
+    """Plays arms on one engine: the same instances and seeds in every arm."""
+
+    protocol: Protocol
+    engine: str
+    run: Any
+    rows: Sequence[tuple[str, Any]]
+    seeds: int
+    max_steps: int | None
+
+    def play(self, arm: Arm | None, policy: str) -> list[Any]:
+        """The episodes of one arm (None: the nominal control arm) with `policy`."""
+        ranges = {} if arm is None else dict(arm.randomization)
+        proto = dataclasses.replace(self.protocol, randomization=ranges)
+        out = []
+        for k, (family, inst) in enumerate(self.rows):
+            for s in range(self.seeds):
+                spec = EpisodeSpec(
+                    episode_id=f"sweep-{self.engine}-{k}-{s}",
+                    pair_id=f"sweep-{k}-{s}",
+                    side="sim",
+                    family=family,
+                    task_id=inst.task_id,
+                    seed=self.protocol.base_seed + 1000 * k + s,
+                    drift_name="nominal" if arm is None else arm.drift_name,
+                    drift={} if arm is None else dict(arm.drift),
+                    engine=self.engine,
+                    policy=policy,
+                    target_quality=inst.target_quality,
+                )
+                out.append(self.run(spec, proto, max_steps=self.max_steps).episode)
+        return out
+
+
+def knob_effect(
+    engine: str,
+    arm: Arm,
+    episodes: Sequence[Any],
+    control: Sequence[Any],
+    policy: str,
+    rng: np.random.Generator,
+    level: float,
+) -> KnobEffect:
+    """The paired effect of one arm's episodes against the control arm's (same order)."""
+    nominal_q = np.array([e.quality for e in control])
+    nominal_z = np.array([e.success for e in control])
+    q = np.array([e.quality for e in episodes])
+    z = np.array([e.success for e in episodes])
+    a = int(np.sum(z & nominal_z))
+    b = int(np.sum(z & ~nominal_z))
+    c = int(np.sum(~z & nominal_z))
+    d = int(np.sum(~z & ~nominal_z))
+    changed = int(np.sum((z != nominal_z) | (np.abs(q - nominal_q) > INERT_QUALITY)))
+    return KnobEffect(
+        engine=engine,
+        knob=arm.knob,
+        setting=arm.setting,
+        n=len(q),
+        success_nominal=float(nominal_z.mean()),
+        success_perturbed=float(z.mean()),
+        success_change=paired_gap_interval(a, b, c, d, level),
+        quality_change=paired_quality_change(q, nominal_q, rng, level),
+        changed_pairs=changed,
+        inert=changed == 0,
+        policy=policy,
+        camera=arm.camera,
+    )
+
+
 def run_sweep(
     protocol: Protocol,
     *,
@@ -155,6 +239,7 @@ def run_sweep(
     seeds: int = 1,
     max_steps: int | None = None,
     progress: Callable[[str], None] | None = None,
+    camera_policy: str | None = None,
 ) -> SweepResult:
     """Run the paired sweep (see the module docstring).
 
@@ -165,6 +250,8 @@ def run_sweep(
         seeds: seeds per instance (seed k of an instance is the same in every arm).
         max_steps: control steps per episode (default: the protocol's).
         progress: called with a short line after each arm.
+        camera_policy: the policy the CAMERA_KNOBS arms run (default: the engine's registered
+            camera reference policy, else the protocol's policy).
     Returns:
         the effects, the reference success per family (protocol DR, nominal drift), warnings.
     """
@@ -190,59 +277,27 @@ def run_sweep(
     warnings: list[str] = []
     for engine in chosen:
         run = lookup(SIM_ENGINES, engine, "engine")
-
-        def play(arm: Arm | None, engine: str = engine, run: Any = run) -> list[Any]:
-            ranges = {} if arm is None else dict(arm.randomization)
-            proto = dataclasses.replace(protocol, randomization=ranges)
-            out = []
-            for k, (family, inst) in enumerate(rows):
-                for s in range(seeds):
-                    spec = EpisodeSpec(
-                        episode_id=f"sweep-{engine}-{k}-{s}",
-                        pair_id=f"sweep-{k}-{s}",
-                        side="sim",
-                        family=family,
-                        task_id=inst.task_id,
-                        seed=protocol.base_seed + 1000 * k + s,
-                        drift_name="nominal" if arm is None else arm.drift_name,
-                        drift={} if arm is None else dict(arm.drift),
-                        engine=engine,
-                        policy=protocol.sim_policy,
-                        target_quality=inst.target_quality,
-                    )
-                    out.append(run(spec, proto, max_steps=max_steps).episode)
-            return out
-
-        nominal = play(None)
-        nominal_q = np.array([e.quality for e in nominal])
-        nominal_z = np.array([e.success for e in nominal])
-        under_dr = nominal  # the reference condition: the protocol's DR, nominal drift
+        policies = {
+            False: protocol.sim_policy,
+            True: camera_policy or CAMERA_POLICIES.get(SIM_ENGINES[engine], protocol.sim_policy),
+        }
+        sweep = _EngineSweep(protocol, engine, run, rows, seeds, max_steps)
+        controls: dict[bool, list[Any]] = {False: sweep.play(None, policies[False])}
+        under_dr = controls[False]  # the reference condition: the protocol's DR, nominal drift
         for arm in arms:
-            episodes = play(arm)
+            policy = policies[arm.camera]
+            if arm.camera not in controls:  # the camera policy's own nominal arm
+                controls[arm.camera] = sweep.play(None, policy)
+            episodes = sweep.play(arm, policy)
             if arm.knob == "randomization":
                 under_dr = episodes
-            q = np.array([e.quality for e in episodes])
-            z = np.array([e.success for e in episodes])
-            a = int(np.sum(z & nominal_z))
-            b = int(np.sum(z & ~nominal_z))
-            c = int(np.sum(~z & nominal_z))
-            d = int(np.sum(~z & ~nominal_z))
-            changed = int(np.sum((z != nominal_z) | (np.abs(q - nominal_q) > INERT_QUALITY)))
-            effect = KnobEffect(
-                engine=engine,
-                knob=arm.knob,
-                setting=arm.setting,
-                n=len(q),
-                success_nominal=float(nominal_z.mean()),
-                success_perturbed=float(z.mean()),
-                success_change=paired_gap_interval(a, b, c, d, level),
-                quality_change=paired_quality_change(q, nominal_q, rng, level),
-                changed_pairs=changed,
-                inert=changed == 0,
-            )
+            effect = knob_effect(engine, arm, episodes, controls[arm.camera], policy, rng, level)
             effects.append(effect)
             if progress is not None:
-                progress(f"{engine} {arm.knob} {arm.setting}: {changed}/{len(q)} pairs changed")
+                progress(
+                    f"{engine} {arm.knob} {arm.setting}: {effect.changed_pairs}/{effect.n} "
+                    "pairs changed"
+                )
         for family in protocol.families:
             wins = [e.success for e in under_dr if e.family == family]
             reference[(engine, family)] = (int(sum(wins)), len(wins))
@@ -273,6 +328,7 @@ def sweep_table(result: SweepResult) -> list[str]:
             f"{ds.value:+.2f} [{_fmt(ds.low)}, {_fmt(ds.high)}]      "
             f"{dq.value:+.3f} [{_fmt(dq.low, 3)}, {_fmt(dq.high, 3)}]   "
             f"{e.changed_pairs}/{e.n}{'  INERT' if e.inert else ''}"
+            + (f"  (camera policy {e.policy})" if e.camera else "")
         )
     lines.append("reference success under the protocol's randomization (nominal drift):")
     for (engine, family), (wins, n) in sorted(result.reference_success.items()):

@@ -29,11 +29,10 @@ import numpy as np
 
 from embodied_eval.canonical import canonical_hash, canonical_json
 from embodied_eval.errors import EvalError
+from embodied_eval.manifest import RETRY_ON, next_attempt, plan_manifest
 from embodied_eval.plugins import SIM_ENGINES, resolve
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, EpisodeSpec, first_attempts
-from embodied_eval.manifest import next_attempt, plan_manifest
-from embodied_eval.runner.summary import RETRY_ON
 from embodied_eval.runner.work import SimContext, run_sim_episode
 from embodied_eval.stats.comparison import (
     CONTINUE,

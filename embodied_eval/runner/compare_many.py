@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.manifest import plan_manifest
 from embodied_eval.plugins import SIM_ENGINES
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, first_attempts
@@ -36,7 +37,6 @@ from embodied_eval.runner.compare import (
     outcome,
     stratified_order,
 )
-from embodied_eval.manifest import plan_manifest
 from embodied_eval.runner.work import SimContext
 from embodied_eval.stats.allocation import CONTINUE, RankingAllocation
 from embodied_eval.store.core import Store

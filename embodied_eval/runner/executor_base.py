@@ -14,9 +14,9 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
+from embodied_eval.manifest import next_attempt
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.outcomes import error_outcome
-from embodied_eval.manifest import next_attempt
 
 EpisodeFn = Callable[[EpisodeSpec], EpisodeOutcome]
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
-from embodied_eval.plugins import resolve
+from embodied_eval.plugins import SUITE_POLICIES, resolve
 from embodied_eval.protocol.policy_contract import CLIP, ActionCheck
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
@@ -130,19 +130,23 @@ def env_name(gym_id: str) -> str:
     return gym_id.rpartition(":")[2]
 
 
-def rollout_quality(rollout: GymRollout, quality_fn: Callable[[GymRollout], float] | None) -> float:
-    """q for one rollout: the quality function's value, or 1{info["is_success"]} without one.
+def rollout_quality(
+    rollout: GymRollout,
+    quality_fn: Callable[[GymRollout], float] | None,
+    success_key: str = "is_success",
+) -> float:
+    """q for one rollout: the quality function's value, or 1{info[success_key]} without one.
 
-    Raises ValueError when the environment reports no `is_success` and no function was given, or
-    when the function returns something outside [0, 1].
+    Raises ValueError when the environment reports no `success_key` and no function was given,
+    or when the function returns something outside [0, 1].
     """
     if quality_fn is None:
-        if "is_success" not in rollout.final_info:
+        if success_key not in rollout.final_info:
             raise ValueError(
-                "the environment's info has no 'is_success'; pass --quality module:function "
-                "to score its rollouts"
+                f"the environment's info has no {success_key!r}; pass --quality "
+                "module:function to score its rollouts"
             )
-        return 1.0 if bool(rollout.final_info["is_success"]) else 0.0
+        return 1.0 if bool(rollout.final_info[success_key]) else 0.0
     value = float(quality_fn(rollout))
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         raise ValueError(f"the quality function returned {value!r}; q must lie in [0, 1]")
@@ -182,9 +186,7 @@ def run_gym_episode(
         protocol: supplies the `[randomization]` ranges and the instance mapping.
         max_steps: step limit.
         started_at: ISO UTC time the attempt started.
-        record_dir: when given, the per-step trajectory is written there (`time`, `action`,
-            the observation as `obs.observation` or, for a dict, `obs.<key>`, and the rendered
-            frame as `obs.camera` when the env was made with `render_mode="rgb_array"`).
+        record_dir: when given, the per-step trajectory is written there (see `run_env_episode`).
 
     Returns:
         An `ok` episode with q from `rollout_quality`; `control` holds the total reward, the
@@ -193,48 +195,118 @@ def run_gym_episode(
     import gymnasium
 
     quality_fn = resolve(source.quality) if source.quality else None
-    remote = RemotePolicy(spec.policy, spec.task_id) if is_remote_policy(spec.policy) else None
-    factory: Any = resolve(spec.policy) if remote is None else None
     env_id, make_kwargs = gym_target(spec, source, protocol)
     t0 = time.monotonic()
     env = gymnasium.make(env_id, **make_kwargs)
     rng = np.random.default_rng(np.random.SeedSequence([int(spec.seed) % 2**63, 0x67796D]))
-    trace: dict[str, list[Any]] = {"time": [], "action": []}
     try:
         randomization = apply_randomization(env, protocol.randomization, rng)
-        observation, info = env.reset(seed=spec.seed)
-        dt = getattr(env.unwrapped, "dt", None)
-        step_dt = float(dt) if isinstance(dt, (int, float)) and dt > 0 else None
-        if remote is not None:
-            remote.reset(spec.seed)
-            act = remote_act(remote)
-        else:
-            act = gym_act(factory(env, spec.seed), spec.policy)
-        next_action = ActionSource(env, spec.policy, act, protocol.out_of_range_actions == CLIP)
-        camera = record_dir is not None and getattr(env, "render_mode", None) == "rgb_array"
-        total, steps, terminated, truncated, energy_j = 0.0, 0, False, False, 0.0
-        while steps < max_steps and not (terminated or truncated):
-            action = next_action(observation, steps)
-            if record_dir is not None:
-                trace["time"].append(steps * (step_dt or 0.0))
-                trace["action"].append(np.asarray(action, dtype=np.float64))
-                parts = (
-                    observation
-                    if isinstance(observation, Mapping)
-                    else {"observation": observation}
-                )
-                for key, value in parts.items():
-                    trace.setdefault(f"obs.{key}", []).append(np.asarray(value))
-                if camera:
-                    # The rendered frame of the state the policy acted on, as a camera stream.
-                    trace.setdefault("obs.camera", []).append(np.asarray(env.render(), np.uint8))
-            observation, reward, terminated, truncated, info = env.step(action)
-            total += float(reward)
-            steps += 1
-            if step_dt is not None:
-                energy_j += step_energy_j(env, step_dt)
+        how = EnvEpisode(
+            env_id=env_id,
+            reset_seed=spec.seed,
+            policy_seed=spec.seed,
+            quality=quality_fn,
+            randomization=randomization,
+        )
+        return run_env_episode(
+            spec,
+            env,
+            how,
+            protocol=protocol,
+            max_steps=max_steps,
+            started_at=started_at,
+            record_dir=record_dir,
+            t0=t0,
+        )
     finally:
         env.close()
+
+
+@dataclass(frozen=True)
+class EnvEpisode:
+    """How one episode runs on an environment that is already made (and randomized).
+
+    Attributes:
+        env_id: what the record's `control.env_id` names.
+        reset_seed: the seed `reset` gets (None: the environment was seeded when it was made).
+        policy_seed: the seed a policy factory gets, `factory(env, policy_seed)`.
+        quality: "module:function" resolved, or None for 1{info[success_key]} at the last step.
+        success_key: the info key of the environment's own success signal.
+        randomization: what was applied and what not; None: the environment reports it at
+            reset, in `info["randomization"]`.
+        control: further entries of the record's `control` (e.g. the suite and its version).
+    """
+
+    env_id: str
+    reset_seed: int | None
+    policy_seed: int
+    quality: Callable[[GymRollout], float] | None = None
+    success_key: str = "is_success"
+    randomization: Mapping[str, Any] | None = None
+    control: Mapping[str, Any] = field(default_factory=dict)
+
+
+def run_env_episode(
+    spec: EpisodeSpec,
+    env: Any,
+    how: EnvEpisode,
+    *,
+    protocol: Protocol,
+    max_steps: int,
+    started_at: str,
+    record_dir: Path | None = None,
+    t0: float | None = None,
+) -> EpisodeOutcome:
+    """Reset a made environment, let the spec's policy act until the episode ends, record it.
+
+    The rollout stops when the environment terminates or truncates or after `max_steps`.
+    `duration_s` is simulated time, `env.unwrapped.dt` × steps, when the environment exposes
+    `dt` (wall time since `t0` otherwise). With `record_dir` the per-step trajectory is written
+    there (`time`, `action`, the observation as `obs.observation` or, for a dict, `obs.<key>`,
+    and the rendered frame as `obs.camera` when the env renders "rgb_array"). A reset `info`
+    carrying `scene` gives the record's `scene`.
+
+    The environment is not closed here: whoever made it closes it.
+    """
+    t_start = time.monotonic() if t0 is None else t0
+    trace: dict[str, list[Any]] = {"time": [], "action": []}
+    observation, info = env.reset(seed=how.reset_seed)
+    randomization = (
+        dict(how.randomization)
+        if how.randomization is not None
+        else dict(info.get("randomization", {}))
+    )
+    scene = dict(info.get("scene", {}))
+    dt = getattr(env.unwrapped, "dt", None)
+    step_dt = float(dt) if isinstance(dt, (int, float)) and dt > 0 else None
+    remote = RemotePolicy(spec.policy, spec.task_id) if is_remote_policy(spec.policy) else None
+    if remote is not None:
+        remote.reset(how.policy_seed)
+        act = remote_act(remote)
+    else:
+        factory = resolve(SUITE_POLICIES.get(spec.policy, spec.policy))
+        act = gym_act(factory(env, how.policy_seed), spec.policy)
+    next_action = ActionSource(env, spec.policy, act, protocol.out_of_range_actions == CLIP)
+    camera = record_dir is not None and getattr(env, "render_mode", None) == "rgb_array"
+    total, steps, terminated, truncated, energy_j = 0.0, 0, False, False, 0.0
+    while steps < max_steps and not (terminated or truncated):
+        action = next_action(observation, steps)
+        if record_dir is not None:
+            trace["time"].append(steps * (step_dt or 0.0))
+            trace["action"].append(np.asarray(action, dtype=np.float64))
+            parts = (
+                observation if isinstance(observation, Mapping) else {"observation": observation}
+            )
+            for key, value in parts.items():
+                trace.setdefault(f"obs.{key}", []).append(np.asarray(value))
+            if camera:
+                # The rendered frame of the state the policy acted on, as a camera stream.
+                trace.setdefault("obs.camera", []).append(np.asarray(env.render(), np.uint8))
+        observation, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        steps += 1
+        if step_dt is not None:
+            energy_j += step_energy_j(env, step_dt)
     rollout = GymRollout(
         total_reward=total,
         steps=steps,
@@ -243,18 +315,19 @@ def run_gym_episode(
         truncated=bool(truncated),
         final_info=dict(info),
     )
-    quality = rollout_quality(rollout, quality_fn)
+    quality = rollout_quality(rollout, how.quality, how.success_key)
     artifacts: tuple[Artifact, ...] = ()
     if record_dir is not None and steps:
         artifacts = (write_trace(Path(record_dir), spec.episode_id, trace),)
-    duration = steps * step_dt if step_dt is not None else time.monotonic() - t0
+    duration = steps * step_dt if step_dt is not None else time.monotonic() - t_start
     episode = spec.to_episode(
         quality,
         status="ok",
         duration_s=round(duration, 9),
         actions=steps,
         control={
-            "env_id": env_id,
+            "env_id": how.env_id,
+            **dict(how.control),
             "total_reward": total,
             "steps": steps,
             "terminated": bool(terminated),
@@ -264,6 +337,7 @@ def run_gym_episode(
             **({"policy_latency_ms": remote.latency_summary()} if remote is not None else {}),
         },
         randomization=randomization,
+        scene=scene,
         drift={"name": spec.drift_name, **dict(spec.drift), "applied": False},
         energy_wh=round(energy_j / 3600.0, 12),
         started_at=started_at,

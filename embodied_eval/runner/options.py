@@ -14,15 +14,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embodied_eval.errors import EvalError
-from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES, resolve
+from embodied_eval.manifest import Manifest, plan_manifest
+from embodied_eval.plugins import (
+    ROBOT_BACKENDS,
+    ROBOT_ENGINES,
+    SIM_ENGINES,
+    SUITE_CHECKS,
+    SUITE_ENGINES,
+    SUITE_POLICIES,
+    resolve,
+)
 from embodied_eval.protocol.reader import Protocol
+from embodied_eval.protocol.task_catalog import check_instances
 from embodied_eval.records import SIDES
 from embodied_eval.remote import is_remote_policy
 from embodied_eval.remote.client import parse_policy_url
 from embodied_eval.runner.backend import backend_target
-from embodied_eval.manifest import Manifest, plan_manifest
 from embodied_eval.runner.work import GYM_ENGINE, GymSource
-from embodied_eval.protocol.task_catalog import check_instances
 
 #: Bounds of the run options (a larger value is a typing mistake).
 MAX_RETRIES = 1000
@@ -149,12 +157,13 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
                 key="engine",
             )
         targets = {e: SIM_ENGINES[e] for e in engines}
+        check_sim_only(protocol, engines, options.sides)
         if "sim" in options.sides:
             check_instances(protocol, engines)
         sim_policy = options.policy or protocol.sim_policy
         sim_source = ""
     backend = options.robot_backend or protocol.real_backend
-    real_engine = backend if backend in ROBOT_BACKENDS else "external"
+    real_engine = ROBOT_ENGINES.get(backend, backend) if backend in ROBOT_BACKENDS else "external"
     return RunSettings(
         engines=engines,
         engine_targets=targets,
@@ -167,6 +176,19 @@ def run_settings(protocol: Protocol, options: RunOptions) -> RunSettings:
     )
 
 
+def check_sim_only(protocol: Protocol, engines: tuple[str, ...], sides: tuple[str, ...]) -> None:
+    """A standard suite (`SUITE_ENGINES`) has no real counterpart: refuse a real side."""
+    suites = [e for e in engines if e in SUITE_ENGINES]
+    if not suites:
+        return
+    if sides == ("real",) or ("real" in sides and protocol.real_fraction > 0):
+        raise EvalError(
+            f"engine {suites[0]!r} is a standard suite with no real counterpart: set [sampling] "
+            "real_fraction = 0 or run --side sim",
+            key="side",
+        )
+
+
 def check_importable(settings: RunSettings, options: RunOptions) -> None:
     """Resolve what the selected sides will import, so a typo fails before anything runs."""
     if "real" in options.sides:
@@ -174,12 +196,14 @@ def check_importable(settings: RunSettings, options: RunOptions) -> None:
         if is_remote_policy(settings.real_policy):
             parse_policy_url(settings.real_policy)
     if "sim" in options.sides:
-        for target in settings.engine_targets.values():
+        for engine, target in settings.engine_targets.items():
             resolve(target)
+            if engine in SUITE_CHECKS and target == SIM_ENGINES.get(engine):
+                resolve(SUITE_CHECKS[engine])()  # the suite's package installed and importable
         if is_remote_policy(settings.sim_policy):
             parse_policy_url(settings.sim_policy)
         else:
-            resolve(settings.sim_policy)
+            resolve(SUITE_POLICIES.get(settings.sim_policy, settings.sim_policy))
         if options.gym is not None and options.gym.quality:
             resolve(options.gym.quality)
 

@@ -21,16 +21,17 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
+from embodied_eval.console.live_state import LiveState
+from embodied_eval.manifest import RETRY_ON, next_attempt, robot_side_abort
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from embodied_eval.runner.backend import RobotBackend, open_backend
 from embodied_eval.runner.executors import call_safely
+from embodied_eval.runner.live import publish_outcome
 from embodied_eval.runner.options import RunOptions, RunSettings
 from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
-from embodied_eval.manifest import next_attempt
 from embodied_eval.runner.progress import RunProgress
 from embodied_eval.runner.stopping import RealSideStopping, StopDecision
-from embodied_eval.runner.summary import RETRY_ON, robot_side_abort
 from embodied_eval.store.core import Store
 
 #: The real side stops after this many aborted episodes in a row: the robot needs a person.
@@ -40,9 +41,12 @@ MAX_CONSECUTIVE_ABORTS = 3
 class Recorder:
     """Writes outcomes as they arrive and keeps the counts; shared by the sim and real loops."""
 
-    def __init__(self, max_retries: int, progress: RunProgress) -> None:
+    def __init__(
+        self, max_retries: int, progress: RunProgress, live: LiveState | None = None
+    ) -> None:
         self.max_retries = max_retries
         self.progress = progress
+        self.live = live
         self.lock = threading.Lock()
         self.written = 0
         self.settled = 0
@@ -68,6 +72,8 @@ class Recorder:
                     self.first_error = f"{ep.episode_id}: {ep.status_reason}"
         if settles:
             self.progress.advance(ep)
+        if self.live is not None:
+            publish_outcome(self.live, outcome, settles)
         return settles
 
 
@@ -119,6 +125,8 @@ class RealSide:
         self.stopped_because = ""
         self.halted = False
         self.error: BaseException | None = None
+        #: The run's live state: the backend publishes into it and obeys its operator stop.
+        self.live: LiveState | None = None
 
     def run(self) -> None:
         try:
@@ -130,6 +138,9 @@ class RealSide:
         backend = open_backend(
             self.settings.real_backend, self.protocol, self.options.robot_options
         )
+        attach_live = getattr(backend, "attach_live", None)
+        if self.live is not None and attach_live is not None:
+            attach_live(self.live)
         backend.connect()
         try:
             fn = functools.partial(real_episode, backend, self.protocol, self.out_dir)
@@ -148,6 +159,10 @@ class RealSide:
                 policy_tries[slot] = policy_tries.get(slot, 0) + 1
         aborts = 0
         while queue and not self.stop.is_set():
+            if self.live is not None:
+                self.live.wait_while_paused(self.stop)
+                if self.stop.is_set():
+                    return
             spec = queue.popleft()
             outcome = call_safely(fn, spec)
             self.recorder.record(store, outcome)
@@ -195,6 +210,8 @@ class RealSide:
                 queue.appendleft(next_attempt(spec))
             if self.stopper is not None and ep.scored:
                 self.decision = self.stopper.observe(ep.success)
+                if self.live is not None:
+                    self.live.publish("stopping", self.decision.to_json())
                 if self.decision.decision != "continue":
                     self._halt(f"anytime stopping: {self.decision.reason}")
                     return

@@ -9,21 +9,15 @@ else: re-running the same command runs exactly the slots that are not settled.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import atomic_write_text, canonical_json
+from embodied_eval.manifest import Manifest, Slot, policy_attempts, settle, spec_slot
 from embodied_eval.records import Episode
-from embodied_eval.manifest import Manifest, spec_slot
 from embodied_eval.store.core import Store, apply_migrations, transaction
-
-#: Statuses after which a manifest row is run again as a new attempt (while retries are left).
-RETRY_ON = ("error", "aborted")
-#: `control["abort_cause"]` values of robot-side aborts (see `robot_side_abort`).
-ROBOT_SIDE_CAUSES = ("robot_lost", "unsupervised")
 
 #: The runner's own table: one row per invocation, with its summary.
 RUNNER_MIGRATIONS = (
@@ -41,74 +35,32 @@ RUNNER_MIGRATIONS = (
     """,
 )
 
-Slot = tuple[str, str, str]
-
-
-def settle(attempts: Sequence[Episode], max_retries: int) -> tuple[Episode | None, int | None]:
-    """The settled episode of one slot, or the attempt number to run next.
-
-    Args:
-        attempts: the stored attempts of one slot (any order).
-        max_retries: retries allowed after attempt 1.
-
-    Returns:
-        (final, None) when settled: the first attempt that is scored (or has a status that is not
-        retried), else the last attempt once its number exceeds max_retries. (None, n) when attempt
-        n is due (n = 1 when nothing is stored).
-    """
-    if not attempts:
-        return None, 1
-    ordered = sorted(attempts, key=lambda e: e.attempt)
-    for ep in ordered:
-        if ep.scored or ep.status not in RETRY_ON:
-            return ep, None
-    last = ordered[-1]
-    if policy_attempts(ordered) > max_retries:
-        return last, None
-    return None, last.attempt + 1
-
-
-def robot_side_abort(ep: Episode) -> bool:
-    """An attempt aborted by the robot side, not the policy: the robot was lost, or the episode
-    ran unsupervised because the harness died. Such attempts do not use the policy's retries."""
-    return ep.status == "aborted" and ep.control.get("abort_cause") in ROBOT_SIDE_CAUSES
-
-
-def policy_attempts(attempts: Sequence[Episode]) -> int:
-    """Attempts that count against the retries: all but the robot-side aborts."""
-    return sum(1 for ep in attempts if not robot_side_abort(ep))
-
-
-def stored_attempts(store: Store, manifest: Manifest) -> dict[Slot, list[Episode]]:
-    """Every stored attempt of every slot of `manifest`, by slot."""
-    pairs = {s.pair_id for s in manifest.specs}
-    out: dict[Slot, list[Episode]] = defaultdict(list)
-    header = manifest.header
-    for ep in store.episodes(
-        protocol_hash=str(header["protocol_hash"]), window=str(header["window"])
-    ):
-        if ep.pair_id in pairs:
-            out[(ep.pair_id, ep.side, ep.engine)].append(ep)
-    return dict(out)
-
-
 def progress_rows(
     manifest: Manifest,
     attempts: Mapping[Slot, Sequence[Episode]],
     max_retries: int,
     sides: Iterable[str],
+    drift_days: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """Per (side, engine, family): planned, done, scored, successes, unscored, attempts.
 
     `done` counts settled slots, `successes`/`scored` count settled scored episodes (z = 1 among
     those with z defined), `unscored` settled slots that ended error/aborted after their retries.
+    With `drift_days` (drift name → its day on the drift calendar) the rows are per (side, engine,
+    family, drift day) and also carry `drift_day`, `aborted` and `errors` (the unscored slots by
+    how they ended) — the live console's table.
     """
     wanted = set(sides)
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     for spec in manifest.specs:
         if spec.side not in wanted:
             continue
-        key = (spec.side, spec.engine, spec.family)
+        key: tuple[Any, ...] = (spec.side, spec.engine, spec.family)
+        extra: dict[str, Any] = {}
+        if drift_days is not None:
+            day = drift_days.get(spec.drift_name, 0)
+            key += (day,)
+            extra = {"drift_day": day, "aborted": 0, "errors": 0}
         row = rows.setdefault(
             key,
             {
@@ -121,6 +73,7 @@ def progress_rows(
                 "successes": 0,
                 "unscored": 0,
                 "attempts": 0,
+                **extra,
             },
         )
         tried = attempts.get(spec_slot(spec), [])
@@ -134,8 +87,10 @@ def progress_rows(
                 row["successes"] += int(final.success)
             else:
                 row["unscored"] += 1
+                if drift_days is not None:
+                    row["errors" if final.status == "error" else "aborted"] += 1
     side_order = {"sim": 0, "real": 1}
-    return [rows[k] for k in sorted(rows, key=lambda k: (side_order.get(k[0], 2), k[1], k[2]))]
+    return [rows[k] for k in sorted(rows, key=lambda k: (side_order.get(k[0], 2), *k[1:]))]
 
 
 @dataclass
@@ -158,6 +113,8 @@ class RunSummary:
             re-running does not run them again (`retries_spent`).
         actions_clipped: policy actions clipped to the action space in the stored episodes of
             the selected sides (only with `[sim] out_of_range_actions = "clip"`).
+        operator: the stops, pauses and resumes asked for from the run's console (each also a
+            chained `operator` ledger record).
     """
 
     run_id: str
@@ -187,6 +144,7 @@ class RunSummary:
     first_error: str = ""
     spent: dict[str, Any] | None = None
     actions_clipped: int = 0
+    operator: list[dict[str, Any]] = field(default_factory=list)
 
     def failure(self) -> str:
         """Why this invocation counts as failed ("" when it does not): episodes that ended

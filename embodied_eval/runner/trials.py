@@ -17,6 +17,11 @@
 
 Ctrl-C once: stop starting episodes, abandon sims in flight (they were not recorded), let the real
 episode in progress finish and be recorded, write the summary. Ctrl-C twice: leave at once.
+
+With a `LiveState` (`embodied-eval run --console-port N`), the run publishes what it records and
+obeys its console (`embodied_eval.runner.live`): a stop acts as Ctrl-C and, on a backend that
+attaches to the live state, also ends the real episode in progress at once with the safe-stop
+hold (`aborted`, cause `operator_stop`); a pause holds both sides before their next episode.
 """
 
 from __future__ import annotations
@@ -32,11 +37,24 @@ from typing import Any
 
 from rich.console import Console
 
+from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
+from embodied_eval.manifest import (
+    RETRY_ON,
+    Manifest,
+    Slot,
+    plan_manifest,
+    settle,
+    spec_for_attempt,
+    spec_slot,
+    stored_attempts,
+    write_manifest_file,
+)
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, EpisodeSpec, utc_now_iso
 from embodied_eval.runner.executors import make_executor
+from embodied_eval.runner.live import attach
 from embodied_eval.runner.options import (
     RunOptions,
     RunSettings,
@@ -44,25 +62,14 @@ from embodied_eval.runner.options import (
     plan_for,
     run_settings,
 )
-from embodied_eval.manifest import (
-    Manifest,
-    plan_manifest,
-    spec_for_attempt,
-    spec_slot,
-    write_manifest_file,
-)
 from embodied_eval.runner.progress import RunProgress
 from embodied_eval.runner.real_side import RealSide, Recorder
 from embodied_eval.runner.stopping import RealSideStopping, StopDecision
 from embodied_eval.runner.summary import (
-    RETRY_ON,
     RunSummary,
-    Slot,
     persist_summary,
     progress_rows,
     retries_spent,
-    settle,
-    stored_attempts,
 )
 from embodied_eval.runner.work import GYM_ENGINE, GymSource, SimContext, run_sim_episode
 from embodied_eval.store.core import Store
@@ -125,7 +132,7 @@ def ingest_safety_events(db_path: Path, protocol: Protocol, episode_ids: Sequenc
     )
 
 
-def _replay_stopping(
+def replay_stopping(
     protocol: Protocol,
     manifest: Manifest,
     attempts: Mapping[Slot, Sequence[Episode]],
@@ -166,6 +173,7 @@ def run_trials(
     console: Console | None = None,
     show_progress: bool = True,
     stop: threading.Event | None = None,
+    live: LiveState | None = None,
 ) -> RunSummary:
     """Run (or resume) the paired trials of `protocol`; returns the run summary.
 
@@ -177,6 +185,7 @@ def run_trials(
         console: where bars and messages go (default: stdout).
         show_progress: draw progress bars (only on a terminal).
         stop: set it to stop the run cleanly from another thread (Ctrl-C does the same).
+        live: the run's live state, for its console (progress, the real episode, stop/pause).
 
     Returns:
         The `RunSummary` (also written to `<out_dir>/summary-<manifest12>.json` and the store).
@@ -220,7 +229,7 @@ def run_trials(
 
     stopper, decision = (None, None)
     if "real" in options.sides:
-        stopper, decision = _replay_stopping(protocol, manifest, attempts, options.max_retries)
+        stopper, decision = replay_stopping(protocol, manifest, attempts, options.max_retries)
     sim_due = _due(manifest.side("sim"), attempts, options.max_retries)
     real_due = _due(manifest.side("real"), attempts, options.max_retries)
     if "sim" not in options.sides:
@@ -235,6 +244,12 @@ def run_trials(
         stop = stop or threading.Event()
         real_stop = threading.Event()
         real_side = None
+        if live is not None:
+            info = {k: getattr(summary, k) for k in ("run_id", "protocol", "protocol_hash")}
+            info.update(window=summary.window, manifest_hash=summary.manifest_hash)
+            info.update(sides=summary.sides, started_at=summary.started_at)
+            info.update(max_retries=options.max_retries, db_path=str(db))
+            attach(live, info, db, (stop, real_stop))
         with RunProgress(console, enabled=show_progress) as progress:
             for side in options.sides:
                 for engine in dict.fromkeys(s.engine for s in manifest.side(side)):
@@ -248,13 +263,14 @@ def run_trials(
                             if r["engine"] == engine
                         },
                     )
-            recorder = Recorder(options.max_retries, progress)
+            recorder = Recorder(options.max_retries, progress, live)
             with _ctrl_c(stop, real_stop, progress.log):
                 thread = None
                 if real_due:
                     real_side = RealSide(
                         protocol, settings, options, real_due, stopper, db, out, recorder, real_stop
                     )
+                    real_side.live = live
                     if sim_due:
                         thread = threading.Thread(
                             target=real_side.run, name="real-side", daemon=True
@@ -264,7 +280,7 @@ def run_trials(
                         real_side.run()
                 try:
                     if sim_due:
-                        _run_sim(protocol, settings, options, sim_due, db, out, recorder, stop)
+                        _run_sim(protocol, settings, options, sim_due, db, out, recorder, stop, live)
                 except BaseException as exc:
                     # The sim side failed: let the real episode in progress finish and be
                     # recorded (unless this is the second Ctrl-C), then report the failure.
@@ -307,7 +323,11 @@ def run_trials(
         if not options.dry_run:
             summary.incident_log = ingest_safety_events(db, protocol, with_events)
         summary.finished_at = utc_now_iso()
+        if live is not None:
+            summary.operator = [r.to_json() for r in live.requests]
         persist_summary(store, summary, out)
+    if live is not None:
+        live.finish_run({"finished_at": summary.finished_at, "interrupted": summary.interrupted})
     return summary
 
 
@@ -320,8 +340,10 @@ def _run_sim(
     out_dir: Path,
     recorder: Recorder,
     stop: threading.Event,
+    live: LiveState | None = None,
 ) -> None:
-    """Fan the sim episodes out over the executor and record each as it finishes."""
+    """Fan the sim episodes out over the executor and record each as it finishes (held there
+    while the console has the run paused: the executor starts nothing new meanwhile)."""
     executor = make_executor(
         options.executor,
         options.workers,
@@ -342,3 +364,5 @@ def _run_sim(
             fn, specs, options.max_retries, options.timeout_s, retry_on=RETRY_ON, stop=stop
         ):
             recorder.record(store, outcome)
+            if live is not None:
+                live.wait_while_paused(stop)

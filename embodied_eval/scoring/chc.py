@@ -12,7 +12,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict, check_at_least, check_at_most
+from embodied_eval.scoring.gate_checks import (
+    GateCheck,
+    GateResult,
+    Verdict,
+    check_at_least,
+    check_at_most,
+)
 from embodied_eval.scoring.resampling import DEFAULT_RESAMPLES, check_level, percentile_estimate
 from embodied_eval.stats.estimate import Estimate
 

@@ -10,13 +10,19 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from embodied_eval.embodiment.composite import pairs_to_settle
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict, check_at_least, check_at_most
 from embodied_eval.scoring.checks import check_above, check_flag
+from embodied_eval.scoring.gate_checks import (
+    GateCheck,
+    GateResult,
+    Verdict,
+    check_at_least,
+    check_at_most,
+)
 from embodied_eval.scoring.resampling import standard_error_from_interval, two_sided_z
 from embodied_eval.scoring.revision import difference_in_differences
 from embodied_eval.stats.estimate import Estimate
+from embodied_eval.stats.planner import pairs_to_settle
 
 #: Defaults of the AAI-2 maintenance closure (§3.5): α = 0.8, Y = 7 days.
 DEFAULT_ALPHA = 0.8

@@ -13,9 +13,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateCheck, Verdict, check_at_least
 from embodied_eval.scoring.axes import as_array
 from embodied_eval.scoring.dynamics import time_normalized_curvature, time_normalized_slope
+from embodied_eval.scoring.gate_checks import GateCheck, Verdict, check_at_least
 from embodied_eval.scoring.links import check_link, link
 from embodied_eval.scoring.resampling import (
     DEFAULT_RESAMPLES,

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring.calibration import (
     AXES,
     IDENTITY,
@@ -44,6 +43,7 @@ from embodied_eval.scoring.evidence_series import read_closures as read_closures
 from embodied_eval.scoring.evidence_series import read_expansion as read_expansion
 from embodied_eval.scoring.evidence_series import read_kappa as read_kappa
 from embodied_eval.scoring.evidence_series import read_maintenance as read_maintenance
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict
 from embodied_eval.scoring.superintelligence import SuperintelligenceEvidence, innovation_rate
 from embodied_eval.stats.estimate import Estimate
 

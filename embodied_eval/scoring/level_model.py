@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from embodied_eval.scoring.gate_checks import GateResult, Verdict
 from embodied_eval.scoring.calibration import AxisScore
 from embodied_eval.scoring.chc import ChcThresholds
 from embodied_eval.scoring.closures import ExpansionAudit, MaintenanceAudit
+from embodied_eval.scoring.gate_checks import GateResult, Verdict
 from embodied_eval.scoring.superintelligence import SuperintelligenceEvidence
 from embodied_eval.stats.estimate import Estimate
 

@@ -19,10 +19,16 @@ import math
 import re
 from collections.abc import Sequence
 
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict, check_at_least, combine_verdicts
 from embodied_eval.scoring.chc import chc_core_gates
 from embodied_eval.scoring.checks import check_above, check_count, check_flag
 from embodied_eval.scoring.closures import expansion_closure, maintenance_closure
+from embodied_eval.scoring.gate_checks import (
+    GateCheck,
+    GateResult,
+    Verdict,
+    check_at_least,
+    combine_verdicts,
+)
 from embodied_eval.scoring.level_model import (
     LEVEL_NAMES,
     TABLE1,

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.scoring.calibration import AXES, AxisScore
 from embodied_eval.scoring.chc import cognitive_core_score
 from embodied_eval.scoring.closures import expansion_closure, maintenance_closure
@@ -46,6 +45,7 @@ from embodied_eval.scoring.evidence import (
     read_tools,
 )
 from embodied_eval.scoring.evidence_fields import boolean, mapping, number
+from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.scoring.levels import (
     KappaFamily,
     LevelAssignment,

@@ -12,9 +12,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from embodied_eval.errors import EvalError
-from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict, check_at_least
 from embodied_eval.scoring.axes import as_array
 from embodied_eval.scoring.checks import check_count, check_flag
+from embodied_eval.scoring.gate_checks import GateCheck, GateResult, Verdict, check_at_least
 from embodied_eval.scoring.links import step_target
 from embodied_eval.stats.estimate import Estimate
 

@@ -9,6 +9,7 @@ no claim of IEC 61124 compliance is made.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -253,3 +254,23 @@ def remaining_hours_for_mtbf(
 ) -> float:
     """Further failure-free hours to clear "MTBF/MTBSI ≥ min_mtbf_h" (0 when demonstrated)."""
     return plan_mtbf_gate(min_mtbf_h, observed, hours, level).remaining_hours
+
+
+def pairs_to_settle(value: float, bound: float, threshold: float, n: int) -> int | None:
+    """Approximate further real episodes for a lower bound to reach `threshold`.
+
+    Assumes the point estimate stays put and the bound's distance to it shrinks as 1/√n:
+    n_needed = n·((value − bound)/(value − threshold))².
+
+    Args:
+        value: point estimate (> threshold). bound: current lower bound. threshold: the gate.
+        n: episodes the bound rests on.
+
+    Returns:
+        Extra episodes (≥ 1), or None when the point does not clear the threshold.
+    """
+    if n <= 0 or value <= threshold or bound >= threshold:
+        return None
+    needed = n * ((value - bound) / (value - threshold)) ** 2
+    # The tolerance keeps float noise (4.000000000000001) from adding an episode.
+    return max(1, math.ceil(needed - n - 1e-9))

@@ -11,24 +11,25 @@ tables in the same file with their own migrations (`apply_migrations`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from embodied_eval.store import ledger
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, Fault, check_autonomous_recovery, utc_now_iso
-from embodied_eval.store.sqlite import apply_migrations as apply_migrations
-from embodied_eval.store.sqlite import connect as connect
-from embodied_eval.store.sqlite import transaction as transaction
+from embodied_eval.store import ledger
+from embodied_eval.store.artifacts import stored_artifact_path
 from embodied_eval.store.guard import DB_ENV_VAR as DB_ENV_VAR
 from embodied_eval.store.guard import DEFAULT_DB as DEFAULT_DB
 from embodied_eval.store.guard import default_db_path as default_db_path
+from embodied_eval.store.sqlite import apply_migrations as apply_migrations
+from embodied_eval.store.sqlite import connect as connect
+from embodied_eval.store.sqlite import connect_read_only as connect_read_only
+from embodied_eval.store.sqlite import transaction as transaction
 
 #: Window id of records stored without one (e.g. imported from a file without a `window` column).
 UNASSIGNED_WINDOW = ""
@@ -100,11 +101,23 @@ def _episode_body(ep: Episode) -> str:
 class Store:
     """Episodes, faults, safety events and manifests in one SQLite file.
 
-    Usable as a context manager. Safe to open from several processes at once (WAL).
+    Usable as a context manager. Safe to open from several processes at once (WAL). With
+    `read_only` the file is opened through a read-only connection (`connect_read_only`) and
+    nothing is migrated or written: for readers beside a running harness (the live console).
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+    ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
+        if read_only:
+            self.conn = connect_read_only(self.path)
+            self.schema_version = len(CORE_MIGRATIONS)
+            return
         self.conn = connect(self.path, create=create)
         self.schema_version = apply_migrations(self.conn, "core", CORE_MIGRATIONS)
         apply_migrations(self.conn, ledger.COMPONENT, ledger.MIGRATIONS)
@@ -125,6 +138,17 @@ class Store:
         self.conn.close()
 
     # ------------------------------------------------------------------ episodes
+
+    def _travelling(self, episode: Episode) -> Episode:
+        """`episode` with its artifact paths recorded relative to the store's folder (see
+        `artifact_files`), so the store and its folder can be moved together."""
+        if not episode.artifacts:
+            return episode
+        artifacts = tuple(
+            dataclasses.replace(a, path=stored_artifact_path(a.path, self.path))
+            for a in episode.artifacts
+        )
+        return dataclasses.replace(episode, artifacts=artifacts)
 
     def write_episode(
         self, episode: Episode, safety_events: Sequence[Mapping[str, Any]] = ()
@@ -183,6 +207,7 @@ class Store:
     ) -> bool:
         for fault in episode.faults:
             check_autonomous_recovery(fault, episode.duration_s)
+        episode = self._travelling(episode)
         body = _episode_body(episode)
         events_json = [canonical_json(dict(ev)) for ev in safety_events]
         now = utc_now_iso()
@@ -376,12 +401,6 @@ class Store:
         """Episodes matching the filters (as `episodes`) with every chained audit and correction
         applied, and the list of those used; the stored rows never change."""
         return ledger.scored_view(self.conn, self.episodes(**filters))
-
-    def episodes_frame(self, **filters: str | None) -> pd.DataFrame:
-        """Episodes as a flat DataFrame (interchange columns, plus `success`)."""
-        from embodied_eval.interchange.tables import episodes_to_frame
-
-        return episodes_to_frame(self.episodes(**filters))
 
     def faults(self, *, window: str | None = None) -> list[Fault]:
         sql = "SELECT f.fault_json FROM faults f JOIN episodes e USING (episode_id)"

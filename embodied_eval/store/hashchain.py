@@ -21,10 +21,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from embodied_eval.store import signing_keys as keylib
 from embodied_eval.canonical import CANONICAL_ENCODER
 from embodied_eval.errors import EvalError
 from embodied_eval.record_base import utc_now_iso
+from embodied_eval.store import signing_keys as keylib
 
 GENESIS_HASH = "0" * 64
 

@@ -19,9 +19,11 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
 * `patch`    — a technician-entered human patch of the robot (re-teaching, recalibration,
   parameter change) during a maintenance audit (`embodied_eval.store.patches`);
 * `calibration` — one drift day's calibration measured by `embodied-eval calibrate --by-drift`
-  (`embodied_eval.calibration_days`);
+  (`embodied_eval.embodiment.calibration_days`);
 * `revocation` — a key revoked in the key registry (written together with the incident log's
-  `revocation`), so the ledger's own order says which signatures came after it.
+  `revocation`), so the ledger's own order says which signatures came after it;
+* `operator` — a stop, pause or resume of a running run asked for from its console (or the
+  console's API): who asked, how, when, and the real episode in progress then.
 
 The original rows never change; the scored view (`scored_view`) applies audits and amendments in
 chain order and lists the ones it used.
@@ -38,15 +40,16 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from embodied_eval.records import Episode
 from embodied_eval.store import hashchain
 from embodied_eval.store.hashchain import ChainRow
-from embodied_eval.records import Episode
 
 COMPONENT = "ledger"
 TABLE = "episode_chain"
 KINDS = (
     "episode", "faults", "manifest", "import", "audit", "amendment", "seal", "revocation", "patch",
     "calibration",
+    "operator",
 )  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})

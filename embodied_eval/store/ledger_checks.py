@@ -10,8 +10,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import hashchain, ledger
 from embodied_eval.canonical import file_sha256
+from embodied_eval.store import hashchain, ledger
+from embodied_eval.store.artifacts import artifact_file
 from embodied_eval.store.hashchain import Problem
 from embodied_eval.store.signing_keys import verify_signature
 from embodied_eval.store.verify_report import StoreReport
@@ -177,13 +178,6 @@ class LedgerWalk:
         return None
 
 
-def _artifact_path(path: str, db_path: Path) -> Path | None:
-    for candidate in (Path(path), db_path.parent / path):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
 def _check_events(
     conn: sqlite3.Connection, episodes: dict[str, tuple[int, dict[str, Any]]]
 ) -> tuple[int, list[tuple[int, str]], list[str]]:
@@ -339,7 +333,7 @@ def check_tables(conn: sqlite3.Connection, walk: LedgerWalk, report: StoreReport
     artifacts = 0
     for eid, (seq, data) in walk.episodes.items():  # in chain order (the walk's)
         for art in data.get("artifacts", ()):
-            found = _artifact_path(art["path"], db)
+            found = artifact_file(art["path"], db)
             if found is None:
                 if data.get("import"):
                     report.notes.append(

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.record_base import parse_utc
 from embodied_eval.records import utc_now_iso
+from embodied_eval.store import ledger
 from embodied_eval.store.core import Store, transaction
 
 #: Kinds of human patch (anything else is `other`, with the text saying what).

@@ -71,6 +71,28 @@ def connect(path: str | os.PathLike[str], *, create: bool = True) -> sqlite3.Con
     return conn
 
 
+def connect_read_only(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """Open an existing store for reading only: an SQLite `mode=ro` URI connection with
+    `query_only` on, so nothing this connection runs can write (a live console beside a run).
+
+    Raises:
+        EvalError: the file does not exist or is not one of our stores.
+    """
+    p = Path(path)
+    if check_is_store(p):
+        raise EvalError(f"store {str(p)!r} does not exist (pass the run's --db)", key="db")
+    try:
+        conn = sqlite3.connect(
+            f"{p.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0, isolation_level=None
+        )
+        conn.execute("PRAGMA query_only=ON")
+        conn.execute("PRAGMA busy_timeout=60000")
+        conn.execute("SELECT name FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise EvalError(f"store {str(p)!r} cannot be read: {exc}", key="db") from None
+    return conn
+
+
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (all or nothing)."""

@@ -23,10 +23,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from embodied_eval.store import ledger
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.records import Episode
+from embodied_eval.store import ledger
 from embodied_eval.store.core import Store, default_db_path, transaction
 
 #: Roles whose signed audits the success-detector correction accepts.

@@ -34,12 +34,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import hashchain, ledger
 from embodied_eval.errors import EvalError
+from embodied_eval.plugins import INCIDENT_LOG, resolve
+from embodied_eval.store import hashchain, ledger
+from embodied_eval.store.core import Store, default_db_path
 from embodied_eval.store.hashchain import Problem
 from embodied_eval.store.ledger_checks import LedgerWalk, check_tables
-from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.store.core import Store, default_db_path
 from embodied_eval.store.verify_report import StoreReport
 
 __all__ = ["StoreReport", "require_store_verified", "verify_store"]

@@ -12,10 +12,22 @@ from typing import Any
 
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.model import Protocol
+from embodied_eval.records import Episode
+from embodied_eval.store.artifacts import artifact_file
 from embodied_eval.store.core import Store
 from real_bridge.calibration.fit import FitResult, calibrate_episodes
 from real_bridge.calibration.params import parse_params
 from real_bridge.calibration.recorded import RecordedEpisode, read_recorded_episode
+
+
+def _recording_file(episode: Episode, store_path: Path) -> Path | None:
+    """The episode's MCAP recording on this disk (paths are relative to the store's folder)."""
+    for art in episode.artifacts:
+        if art.kind == "mcap":
+            found = artifact_file(art.path, store_path)
+            if found is not None:
+                return found
+    return None
 
 
 def window_recordings(
@@ -29,16 +41,18 @@ def window_recordings(
     episodes = []
     for scope in store.window_scope(window):
         episodes += store.episodes(window=scope, side="real", family=family)
-    recorded = [
-        e for e in episodes if any(a.kind == "mcap" and Path(a.path).is_file() for a in e.artifacts)
-    ]
+    recordings = {e.episode_id: _recording_file(e, store.path) for e in episodes}
+    recorded = [e for e in episodes if recordings[e.episode_id] is not None]
     if not recorded:
         what = f"window {window!r}" + (f", family {family!r}" if family else "")
         raise EvalError(
             f"calibrate: {what} has no real episodes with an MCAP recording on disk; run real "
             "episodes with recording on (the robot profile's `record = true`) first"
         )
-    return [read_recorded_episode(e, protocol.randomization) for e in recorded]
+    return [
+        read_recorded_episode(e, protocol.randomization, recordings[e.episode_id])
+        for e in recorded
+    ]
 
 
 def calibrate_window(
@@ -59,7 +73,7 @@ def calibrate_window(
     With `by_drift`, each drift setting's episodes are calibrated separately (the drift calendar
     as measured numbers): one file per drift, `<out stem>-<drift>.toml`, each also recorded in
     the store's trial ledger for the maintenance closure's report
-    (`embodied_eval.calibration_days`), and the summary lists them by drift day. Nothing is written when any input is wrong (the errors come before the
+    (`embodied_eval.embodiment.calibration_days`), and the summary lists them by drift day. Nothing is written when any input is wrong (the errors come before the
     first write).
     """
     from embodied_eval.protocol.calibration_file import write_calibration
@@ -130,7 +144,7 @@ def _by_drift(
     workers: int,
     store: Store | None,
 ) -> dict[str, Any]:
-    from embodied_eval.calibration_days import record_day_calibration
+    from embodied_eval.embodiment.calibration_days import record_day_calibration
     from embodied_eval.protocol.calibration_file import write_calibration
     from embodied_eval.store.core import transaction
     from real_bridge.calibration.report import calibration_content

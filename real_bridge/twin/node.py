@@ -21,7 +21,8 @@ The tracker is a sensor (`real_bridge.twin.tracker`): noisy, late by the gap's
 Deadman: once a harness has sent a heartbeat, the twin follows commands only while heartbeats
 keep arriving; when none came for `deadlines.deadman_s` it holds its posture at once (checked every
 tick) and reports `mode = hold` with the wall time it did so. A latched protective stop also holds
-until the scene is reset. The twin runs no policy.
+until the scene is reset. `robot/state` also names the last arm command received and when it
+arrived (`last_arm_command`, `last_arm_command_ns`, wall clock). The twin runs no policy.
 
 Clock: states are stamped with the simulation clock anchored to wall time when the node starts:
 tick k is stamped start + k / rate. Ticks are never skipped, so a gap in the stamps the harness
@@ -144,6 +145,7 @@ class TwinNode:
         self.last_heartbeat_s: float | None = None
         self.last_heartbeat_ns = 0  # wall time of the last heartbeat received (the robot's log)
         self.held_at_ns = 0
+        self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
         self.pending: deque[tuple[float, str, str, np.ndarray, float, float]] = deque()
@@ -231,6 +233,7 @@ class TwinNode:
         return max(self.sim_s, wall)
 
     def _on_command(self, msg: Any) -> None:
+        self.arm_received = (str(msg.header.frame_id), time.time_ns())
         self._accept(msg, self.plant.arm_joints, "arm")
 
     def _on_gripper(self, msg: Any) -> None:
@@ -337,6 +340,8 @@ class TwinNode:
             ("supervised", "true" if self._supervised() else "false"),
             ("held_at_ns", str(self.held_at_ns)),
             ("last_heartbeat_ns", str(self.last_heartbeat_ns)),
+            ("last_arm_command", self.arm_received[0]),
+            ("last_arm_command_ns", str(self.arm_received[1])),
             ("episode_id", self.episode_id),
             ("last_rejection", self.last_rejection),
             *((k, str(v)) for k, v in sorted(self.stats.items())),

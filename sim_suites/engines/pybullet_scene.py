@@ -10,6 +10,8 @@ import numpy as np
 
 from sim_suites.arena import PART_ROLES, Body, Geom
 from sim_suites.engines.quiet import native_output_silenced
+from sim_suites.rendering.appearance import TEXTURED_ROLES
+from sim_suites.rendering.textures import box_mesh_file
 
 with native_output_silenced():  # PyBullet prints its build banner on import
     import pybullet
@@ -47,11 +49,20 @@ def shape_arrays(body: Body) -> dict[str, list[Any]]:
 
 
 def visual_shapes(client: Any, body: Body) -> int:
-    """A visual shape array matching the body's collision geoms (−1 when it has none)."""
+    """A visual shape array matching the body's collision geoms (−1 when it has none).
+
+    Boxes of the bodies `object_texture` retextures are meshes with texture coordinates
+    (`sim_suites.rendering.textures.box_mesh_file`): TinyRenderer's own boxes have none.
+    """
     if not body.geoms:
         return -1
     args = shape_arrays(body)
     positions = args.pop("positions")
+    if body.role in TEXTURED_ROLES and all(g.shape == "box" for g in body.geoms):
+        args = {
+            "shapeTypes": [pybullet.GEOM_MESH] * len(body.geoms),
+            "fileNames": [str(box_mesh_file(tuple(g.size))) for g in body.geoms],
+        }
     return int(client.createVisualShapeArray(**args, visualFramePositions=positions))
 
 

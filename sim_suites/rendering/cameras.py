@@ -73,6 +73,35 @@ def wrist_camera_pose(hand_rot: np.ndarray, hand_pos: np.ndarray) -> tuple[np.nd
     return hand_pos + hand_rot @ WRIST_POS_IN_HAND, hand_rot @ WRIST_ROT_IN_HAND
 
 
+def rotation_from_vector(rotvec: np.ndarray | tuple[float, ...]) -> np.ndarray:
+    """Rotation matrix (3, 3) of a rotation vector (axis × angle, rad), by Rodrigues' formula:
+    R = I + sin θ·K + (1 − cos θ)·K², K the cross-product matrix of the unit axis."""
+    r = np.asarray(rotvec, dtype=float)
+    angle = float(np.linalg.norm(r))
+    if angle < 1e-12:
+        return np.eye(3)
+    kx, ky, kz = r / angle
+    k = np.array([[0.0, -kz, ky], [kz, 0.0, -kx], [-ky, kx, 0.0]])
+    return np.eye(3) + math.sin(angle) * k + (1.0 - math.cos(angle)) * (k @ k)
+
+
+def offset_pose(
+    pos: np.ndarray,
+    rot: np.ndarray,
+    offset: tuple[float, ...] | np.ndarray,
+    tilt: tuple[float, ...] | np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A camera pose moved by a pose offset given in the camera's own frame.
+
+    The camera moves by `offset` (m, along its own x right, y up, z back) and turns by the
+    rotation vector `tilt` (rad, about its own axes): pos' = pos + R·offset, R' = R·R(tilt). The
+    same rule holds whatever frame (world, hand) `pos` and `rot` are given in, so both engines
+    apply one offset identically to the fixed scene camera and the wrist camera. A vision policy
+    still uses the nominal pose (its calibration), so an offset is a calibration error it sees.
+    """
+    return pos + rot @ np.asarray(offset, dtype=float), rot @ rotation_from_vector(tilt)
+
+
 def focal_px(camera: CameraSpec, height: int) -> float:
     """Focal length in pixels for an image `height` pixels tall (square pixels)."""
     return 0.5 * height / math.tan(math.radians(camera.fovy_deg) / 2.0)

@@ -4,7 +4,8 @@
 state-only environments pay nothing): it adds the Panda's visual meshes from the URDF (MuJoCo's
 URDF import drops them; simplified to MESH_DETAIL_M by `simplified_mesh`) as non-colliding
 geoms, hides the collision meshes from the cameras,
-and adds two lights and the scene and wrist cameras of `sim_suites.rendering.cameras`.
+adds two lights, the scene and wrist cameras of `sim_suites.rendering.cameras` and the texture
+bank of `sim_suites.rendering.textures` (as materials).
 `MujocoRenderer` then draws RGB (and metric depth) images of the current state.
 """
 
@@ -27,9 +28,11 @@ from sim_suites.rendering.cameras import (
     NEAR_M,
     WRIST_POS_IN_HAND,
     WRIST_ROT_IN_HAND,
+    offset_pose,
     scene_camera_pose,
 )
 from sim_suites.rendering.gl import offscreen_context
+from sim_suites.rendering.textures import TEXTURE_PX, TEXTURES, texture_image
 from sim_suites.robot import PandaKinematics
 
 #: Geom group of the visual meshes (drawn) and of the robot's collision meshes (hidden).
@@ -195,6 +198,31 @@ def add_visuals(spec: mujoco.MjSpec, kin: PandaKinematics, width: int, height: i
         cam.pos = [float(v) for v in pos]
         cam.quat = _quat_from_matrix(rot)
         cam.fovy = camera.fovy_deg
+    add_texture_bank(spec)
+
+
+#: How often a texture repeats per metre of the table (per axis) and across a part's face.
+TABLE_TEXREPEAT = (8.0, 8.0)
+PART_TEXREPEAT = (1.0, 1.0)
+
+
+def add_texture_bank(spec: mujoco.MjSpec) -> None:
+    """One 2-D texture and two materials (table, part) per texture of the bank; `apply` points
+    geoms at them per episode (`geom_matid`)."""
+    for k, recipe in enumerate(TEXTURES, start=1):
+        texture = spec.add_texture()
+        texture.name = f"texture_{k}"
+        texture.type = mujoco.mjtTexture.mjTEXTURE_2D
+        texture.width = texture.height = TEXTURE_PX
+        texture.nchannel = 3
+        texture.data = texture_image(recipe).tobytes()
+        for use, repeat in (("table", TABLE_TEXREPEAT), ("part", PART_TEXREPEAT)):
+            material = spec.add_material()
+            material.name = f"{use}_texture_{k}"
+            material.textures = ["", f"texture_{k}"] + [""] * 8
+            material.texrepeat = list(repeat)
+            material.texuniform = use == "table"
+            material.rgba = [1.0, 1.0, 1.0, 1.0]
 
 
 class MujocoRenderer:
@@ -225,6 +253,17 @@ class MujocoRenderer:
             model.light_specular.copy(),
         )
         self._nominal_rgba = model.geom_rgba.copy()
+        self._nominal_cameras = {
+            spec.name: (
+                model.cam_pos[model.camera(spec.name).id].copy(),
+                model.cam_quat[model.camera(spec.name).id].copy(),
+            )
+            for spec in CAMERAS
+        }
+        self._materials = {
+            use: [model.material(f"{use}_texture_{k}").id for k in range(1, len(TEXTURES) + 1)]
+            for use in ("table", "part")
+        }
         table = model.geom("table").id
         self._nominal_rgba[table] = TABLE_RGBA
         model.geom_rgba[table] = TABLE_RGBA
@@ -236,15 +275,31 @@ class MujocoRenderer:
                 self._body_geoms.setdefault(body, []).append(g)
 
     def apply(self, appearance: Appearance) -> None:
-        """Set light intensities and body colours for this episode."""
+        """Set light intensities, body colours and textures, and camera poses for this episode."""
         m, s = self.model, appearance.lighting_scale
         diffuse, ambient, specular = self._nominal_light
         m.light_diffuse[:] = diffuse * s
         m.light_ambient[:] = ambient * s
         m.light_specular[:] = specular * s
         for body, geoms in self._body_geoms.items():
+            k = appearance.texture(body)
+            materials = self._materials["table" if body == "table" else "part"]
             for g in geoms:
-                m.geom_rgba[g] = appearance.colour(body, self._nominal_rgba[g])
+                m.geom_matid[g] = materials[k - 1] if k else -1
+                # A textured geom shows the texture's own colours (white × texture).
+                rgba = (1.0, 1.0, 1.0, 1.0) if k else self._nominal_rgba[g]
+                m.geom_rgba[g] = appearance.colour(body, rgba)
+        for camera, (pos, quat) in self._nominal_cameras.items():
+            rot = np.zeros(9)
+            mujoco.mju_quat2Mat(rot, quat)
+            offset, tilt = appearance.camera_offset(camera)
+            new_pos, new_rot = offset_pose(pos, rot.reshape(3, 3), offset, tilt)
+            cid = m.camera(camera).id
+            m.cam_pos[cid] = new_pos
+            m.cam_quat[cid] = _quat_from_matrix(new_rot)
+        # The cameras' world poses (`cam_xpos`, `cam_xmat`) follow the model's at once, not
+        # only at the next physics step.
+        mujoco.mj_camlight(m, self.data)
 
     def render(self, camera: str, depth: bool) -> tuple[np.ndarray, np.ndarray | None]:
         """RGB (h, w, 3) uint8 and, if asked, metric depth (h, w, 1) float32; fresh arrays."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sim_suites.arena import Body, Scene, obstacle
+from sim_suites.arena import Body, Scene, distractor_bodies, obstacle
 from sim_suites.human import HumanProxy, Reach
 
 #: q at e = tol: the graded rule is anchored so the default target q* = 0.8 sits at the tolerance.
@@ -88,6 +88,16 @@ class TaskSpec:
         return self.task_id.split("/", 1)[0]
 
 
+def footprint_xy(body: Body) -> np.ndarray:
+    """Corners (n, 2) of the planar bounding boxes of a body's geoms where it starts, m."""
+    out = []
+    for geom in body.geoms:
+        hx, hy = (geom.size[0], geom.size[1]) if geom.shape == "box" else (geom.size[0],) * 2
+        cx, cy = body.pos[0] + geom.pos[0], body.pos[1] + geom.pos[1]
+        out.extend([(cx - hx, cy - hy), (cx + hx, cy - hy), (cx + hx, cy + hy), (cx - hx, cy + hy)])
+    return np.array(out)
+
+
 class Task(ABC):
     """A task family bound to one instance (`TaskSpec`)."""
 
@@ -145,12 +155,27 @@ class Task(ABC):
         return (self.object_name,)
 
     def scene(self) -> Scene:
-        """The whole scene: task bodies, the human proxy if any, the hidden obstacle."""
+        """The whole scene: task bodies, the human proxy if any, the hidden obstacle, the
+        (parked) distractors."""
         extra: list[Body] = [obstacle()]
         human = self.human()
         if human is not None:
             extra.extend(human.bodies())
-        return Scene(bodies=(*self.bodies(), *extra))
+        return Scene(bodies=(*self.bodies(), *extra, *distractor_bodies()))
+
+    def work_region_xy(self) -> np.ndarray:
+        """Planar points (n, 2), m, whose convex hull holds everything the task moves: each
+        task body's footprint where it starts, and the scored object's where the goal puts it
+        (distractors stand clear of it, `sim_suites.distractors`)."""
+        start = np.array(self.spec.start_xy)
+        shift = self.goal_pos(np.zeros(2))[:2] - self.tracked_point(np.array([*start, 0.0]))[:2]
+        points = []
+        for body in self.bodies():
+            corners = footprint_xy(body)
+            points.append(corners)
+            if body.name == self.object_name:
+                points.append(corners + shift)
+        return np.concatenate(points)
 
     def human(self) -> HumanProxy | None:
         """The human proxy of the instance (None when nobody is in the cell)."""

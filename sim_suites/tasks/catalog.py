@@ -29,9 +29,19 @@ _FAMILY_DEFAULTS: dict[str, dict[str, object]] = {
 }
 
 
-def _hook(x: float, y: float) -> dict[str, float]:
-    """Instance extras of a tool_use task: where the hook's grasp point lies (m)."""
-    return {"hook_x": x, "hook_y": y}
+def _hook(x: float, y: float, **extra: float) -> dict[str, float]:
+    """Instance extras of a tool_use task: where the hook's grasp point lies (m), and more."""
+    return {"hook_x": x, "hook_y": y, **extra}
+
+
+#: Harder instances (the example protocol's battery): a 4 cm steel cube (0.5 kg) with polished
+#: faces (friction 0.3 against the pads) that a weak grip drops; a rubber block (friction 0.9)
+#: that tips when pushed on a grippy table; a drawer on sticky runners (22 N) that pulls out of a
+#: weak grip; a rubber-footed block (friction 1.5) that a hook drags badly.
+STEEL = {"mass_kg": 0.5, "friction": 0.3}
+RUBBER_BLOCK = {"friction": 0.9}
+STICKY_N = 22.0
+RUBBER_FOOT = 1.5
 
 
 TASK_SPECS: dict[str, TaskSpec] = {
@@ -80,6 +90,90 @@ TASK_SPECS: dict[str, TaskSpec] = {
         _spec("tool_use/hook_right", (0.82, -0.14), (0.62, -0.14), extra=_hook(0.42, 0.15)),
         _spec("tool_use/hook_long_pull", (0.84, 0.03), (0.52, 0.03), extra=_hook(0.40, -0.22)),
         _spec("tool_use/hook_short_pull", (0.83, -0.05), (0.70, -0.05), extra=_hook(0.48, 0.22)),
+        _spec("pick_place/steel_center", (0.50, -0.02), (0.50, 0.24), extra=STEEL),
+        _spec(
+            "pick_place/steel_left",
+            (0.45, 0.20),
+            (0.60, 0.00),
+            human_xy=(0.30, 0.78),
+            human_reach=(2.0, 0.2, 1.5),
+            extra=STEEL,
+        ),
+        _spec("pick_place/steel_right", (0.45, -0.20), (0.60, 0.05), extra=STEEL),
+        _spec("pick_place/steel_far", (0.65, 0.05), (0.45, -0.15), extra=STEEL),
+        _spec("pick_place/steel_near", (0.35, -0.05), (0.55, -0.20), extra=STEEL),
+        _spec("push/rubber_forward", (0.40, 0.00), (0.56, 0.00), extra=RUBBER_BLOCK),
+        _spec("push/rubber_left", (0.50, -0.08), (0.50, 0.10), extra=RUBBER_BLOCK),
+        _spec(
+            "push/rubber_right",
+            (0.50, 0.08),
+            (0.50, -0.10),
+            human_xy=(0.35, -0.72),
+            extra=RUBBER_BLOCK,
+        ),
+        _spec("push/rubber_long", (0.38, 0.00), (0.64, 0.00), extra=RUBBER_BLOCK),
+        _spec("push/rubber_diagonal", (0.42, -0.10), (0.56, 0.04), extra=RUBBER_BLOCK),
+        _spec(
+            "drawer_open/sticky_center",
+            (0.60, 0.00),
+            (0.60, 0.00),
+            extra={"pull_m": 0.15, "slide_friction_n": STICKY_N},
+        ),
+        _spec(
+            "drawer_open/sticky_left",
+            (0.60, 0.18),
+            (0.60, 0.18),
+            extra={"pull_m": 0.15, "slide_friction_n": STICKY_N},
+            human_xy=(0.45, 0.75),
+        ),
+        _spec(
+            "drawer_open/sticky_right",
+            (0.60, -0.18),
+            (0.60, -0.18),
+            extra={"pull_m": 0.15, "slide_friction_n": STICKY_N},
+        ),
+        _spec(
+            "drawer_open/sticky_short_pull",
+            (0.60, 0.05),
+            (0.60, 0.05),
+            extra={"pull_m": 0.08, "slide_friction_n": STICKY_N},
+        ),
+        _spec(
+            "drawer_open/sticky_long_pull",
+            (0.65, -0.05),
+            (0.65, -0.05),
+            extra={"pull_m": 0.22, "slide_friction_n": STICKY_N},
+        ),
+        _spec(
+            "tool_use/rubber_center",
+            (0.83, 0.00),
+            (0.62, 0.00),
+            extra=_hook(0.45, 0.20, block_friction=RUBBER_FOOT),
+        ),
+        _spec(
+            "tool_use/rubber_left",
+            (0.82, 0.12),
+            (0.62, 0.12),
+            extra=_hook(0.45, -0.10, block_friction=RUBBER_FOOT),
+        ),
+        _spec(
+            "tool_use/rubber_right",
+            (0.82, -0.14),
+            (0.62, -0.14),
+            extra=_hook(0.42, 0.15, block_friction=RUBBER_FOOT),
+        ),
+        _spec(
+            "tool_use/rubber_long_pull",
+            (0.84, 0.03),
+            (0.52, 0.03),
+            extra=_hook(0.40, -0.22, block_friction=RUBBER_FOOT),
+        ),
+        _spec(
+            "tool_use/rubber_short_pull",
+            (0.83, -0.05),
+            (0.70, -0.05),
+            extra=_hook(0.48, 0.22, block_friction=RUBBER_FOOT),
+        ),
     )
 }
 

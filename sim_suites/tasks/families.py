@@ -38,7 +38,11 @@ _WOOD = (0.6, 0.45, 0.3, 1.0)
 
 
 class PickPlace(Task):
-    """Pick a 4 cm cube and place it on a goal spot of the table."""
+    """Pick a 4 cm cube and place it on a goal spot of the table.
+
+    Instance extras: `mass_kg` (default 0.1, a plastic cube; a steel one weighs 0.5) and
+    `friction` (its sliding friction against the pads, default 0.8; polished steel ~0.35).
+    """
 
     family = "pick_place"
     object_name = "cube"
@@ -53,8 +57,8 @@ class PickPlace(Task):
                 geoms=(Geom("box", (CUBE_HALF,) * 3, rgba=_RED),),
                 joint="free",
                 pos=(x, y, CUBE_HALF),
-                mass=0.1,
-                friction=0.8,
+                mass=float(self.spec.extra.get("mass_kg", 0.1)),
+                friction=float(self.spec.extra.get("friction", 0.8)),
                 grasp_width=2 * CUBE_HALF,
             ),
         )
@@ -70,7 +74,11 @@ class PickPlace(Task):
 
 
 class Push(Task):
-    """Push a 5 cm block across the table to a goal spot (no grasping)."""
+    """Push a 5 cm block across the table to a goal spot (no grasping).
+
+    Instance extras: `mass_kg` (default 0.3) and `friction` (the block's sliding friction,
+    default 0.5).
+    """
 
     family = "push"
     object_name = "block"
@@ -86,8 +94,8 @@ class Push(Task):
                 geoms=(Geom("box", BLOCK_HALF, rgba=_BLUE),),
                 joint="free",
                 pos=(x, y, BLOCK_HALF[2]),
-                mass=0.3,
-                friction=0.5,
+                mass=float(self.spec.extra.get("mass_kg", 0.3)),
+                friction=float(self.spec.extra.get("friction", 0.5)),
                 grasp_width=2 * BLOCK_HALF[1],
             ),
         )
@@ -103,7 +111,11 @@ class Push(Task):
 
 
 class DrawerOpen(Task):
-    """Open a drawer (a prismatic joint toward the robot) by pulling its handle a set length."""
+    """Open a drawer (a prismatic joint toward the robot) by pulling its handle a set length.
+
+    Instance extras: `pull_m` (how far to pull, m; default 0.15) and `slide_friction_n` (the
+    runners' Coulomb friction, N; default 2).
+    """
 
     family = "drawer_open"
     object_name = "drawer"
@@ -112,6 +124,11 @@ class DrawerOpen(Task):
     @property
     def pull_m(self) -> float:
         return float(self.spec.extra.get("pull_m", 0.15))
+
+    @property
+    def slide_friction_n(self) -> float:
+        """Coulomb friction of the drawer's runners (N): 2 N runs freely, 20 N sticks."""
+        return float(self.spec.extra.get("slide_friction_n", 2.0))
 
     def bodies(self) -> tuple[Body, ...]:
         x, y = self.spec.start_xy
@@ -129,7 +146,7 @@ class DrawerOpen(Task):
                 slide_axis=SLIDE_AXIS,
                 slide_range=(0.0, 0.30),
                 slide_damping=5.0,
-                slide_friction_n=2.0,
+                slide_friction_n=self.slide_friction_n,
                 grasp_width=2 * HANDLE_HALF[1],
             ),
         )

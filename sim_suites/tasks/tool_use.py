@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim_suites.arena import Body, Geom
-from sim_suites.tasks.base import Task, TaskState
+from sim_suites.tasks.base import Task, TaskState, footprint_xy
 
 #: The scored block (half extents, m), its mass (kg) and friction.
 TARGET_HALF = (0.025, 0.025, 0.02)
@@ -43,8 +43,9 @@ _GREEN = (0.2, 0.65, 0.25, 1.0)
 _ORANGE = (0.95, 0.45, 0.05, 1.0)
 
 
-def hook_body(x: float, y: float) -> Body:
-    """The hook lying flat on the table with its grasp point at (x, y)."""
+def hook_body(x: float, y: float, friction: float = HOOK_FRICTION) -> Body:
+    """The hook lying flat on the table with its grasp point at (x, y), sliding friction
+    `friction`."""
     return Body(
         name="hook",
         role="tool",
@@ -55,7 +56,7 @@ def hook_body(x: float, y: float) -> Body:
         joint="free",
         pos=(x, y, HOOK_SHAFT_HALF[2]),
         mass=HOOK_MASS_KG,
-        friction=HOOK_FRICTION,
+        friction=friction,
         grasp_width=2 * HOOK_SHAFT_HALF[1],
     )
 
@@ -63,7 +64,9 @@ def hook_body(x: float, y: float) -> Body:
 class ToolUse(Task):
     """Pull a block out of reach into a goal region with a hook (see the module docstring).
 
-    Instance extras: `hook_x`, `hook_y`, where the hook's grasp point lies (m).
+    Instance extras: `hook_x`, `hook_y`, where the hook's grasp point lies (m);
+    `block_mass_kg` and `block_friction`, the block's mass and sliding friction (defaults
+    TARGET_MASS_KG, TARGET_FRICTION); `hook_friction` (default HOOK_FRICTION).
     """
 
     family = "tool_use"
@@ -85,11 +88,11 @@ class ToolUse(Task):
                 geoms=(Geom("box", TARGET_HALF, rgba=_GREEN),),
                 joint="free",
                 pos=(x, y, TARGET_HALF[2]),
-                mass=TARGET_MASS_KG,
-                friction=TARGET_FRICTION,
+                mass=float(self.spec.extra.get("block_mass_kg", TARGET_MASS_KG)),
+                friction=float(self.spec.extra.get("block_friction", TARGET_FRICTION)),
                 grasp_width=2 * TARGET_HALF[1],
             ),
-            hook_body(*self.hook_xy),
+            hook_body(*self.hook_xy, float(self.spec.extra.get("hook_friction", HOOK_FRICTION))),
         )
 
     def goal_pos(self, start_offset: np.ndarray) -> np.ndarray:
@@ -100,3 +103,11 @@ class ToolUse(Task):
 
     def grasp_width(self) -> float:
         return 2 * HOOK_SHAFT_HALF[1]
+
+    def work_region_xy(self) -> np.ndarray:
+        """The base region, plus the hook where it pulls: its foot just beyond the block's far
+        face and its shaft PULL_SIDE_M to the block's left, at the block's start and goal."""
+        behind = np.array([TARGET_HALF[0] + HOOK_FOOT_HALF[0] - HOOK_FOOT_POS[0], PULL_SIDE_M])
+        hook = footprint_xy(hook_body(0.0, 0.0))
+        pulls = [hook + np.array(xy) + behind for xy in (self.spec.start_xy, self.spec.goal_xy)]
+        return np.concatenate([super().work_region_xy(), *pulls])

@@ -13,12 +13,18 @@ evaluated under one protocol see the same draws.
 
 The run order is a seeded permutation of the pairs. For the real side this matters: anytime
 stopping looks at results in run order, and an order sorted by family would bias it.
+
+Settling (resume): a manifest row (a *slot*: pair, side, engine) is settled when one of its
+attempts is scored, or its last attempt is unscored and no retries are left (or its status is not
+one that is retried); otherwise its next attempt is due. The runner, the technician's manual entry
+and the window's readers all apply these rules from here.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +35,8 @@ import numpy as np
 from embodied_eval.canonical import atomic_write_text, canonical_hash, canonical_json, sha256_hex
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol
-from embodied_eval.records import EpisodeSpec
+from embodied_eval.records import Episode, EpisodeSpec
+from embodied_eval.store.core import Store
 
 MANIFEST_FORMAT = "embodied-eval/manifest-v1"
 
@@ -310,3 +317,63 @@ def verify_manifest_file(path: str | Path) -> Manifest:
             key="manifest",
         )
     return manifest
+
+
+# --------------------------------------------------------------------------- settling
+
+#: Statuses after which a manifest row is run again as a new attempt (while retries are left).
+RETRY_ON = ("error", "aborted")
+#: `control["abort_cause"]` values of aborts that are not the policy's (see `robot_side_abort`):
+#: the robot was lost, the harness died mid-episode, or an operator stopped the run.
+ROBOT_SIDE_CAUSES = ("robot_lost", "unsupervised", "operator_stop")
+
+Slot = tuple[str, str, str]
+
+
+def settle(attempts: Sequence[Episode], max_retries: int) -> tuple[Episode | None, int | None]:
+    """The settled episode of one slot, or the attempt number to run next.
+
+    Args:
+        attempts: the stored attempts of one slot (any order).
+        max_retries: retries allowed after attempt 1.
+
+    Returns:
+        (final, None) when settled: the first attempt that is scored (or has a status that is not
+        retried), else the last attempt once its number exceeds max_retries. (None, n) when attempt
+        n is due (n = 1 when nothing is stored).
+    """
+    if not attempts:
+        return None, 1
+    ordered = sorted(attempts, key=lambda e: e.attempt)
+    for ep in ordered:
+        if ep.scored or ep.status not in RETRY_ON:
+            return ep, None
+    last = ordered[-1]
+    if policy_attempts(ordered) > max_retries:
+        return last, None
+    return None, last.attempt + 1
+
+
+def robot_side_abort(ep: Episode) -> bool:
+    """An attempt aborted by the robot side, not the policy: the robot was lost, the episode ran
+    unsupervised because the harness died, or an operator stopped it from the run's console.
+    Such attempts do not use the policy's retries."""
+    return ep.status == "aborted" and ep.control.get("abort_cause") in ROBOT_SIDE_CAUSES
+
+
+def policy_attempts(attempts: Sequence[Episode]) -> int:
+    """Attempts that count against the retries: all but the robot-side aborts."""
+    return sum(1 for ep in attempts if not robot_side_abort(ep))
+
+
+def stored_attempts(store: Store, manifest: Manifest) -> dict[Slot, list[Episode]]:
+    """Every stored attempt of every slot of `manifest`, by slot."""
+    pairs = {s.pair_id for s in manifest.specs}
+    out: dict[Slot, list[Episode]] = defaultdict(list)
+    header = manifest.header
+    for ep in store.episodes(
+        protocol_hash=str(header["protocol_hash"]), window=str(header["window"])
+    ):
+        if ep.pair_id in pairs:
+            out[(ep.pair_id, ep.side, ep.engine)].append(ep)
+    return dict(out)

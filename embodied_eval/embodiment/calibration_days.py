@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.store import ledger
 from embodied_eval.errors import EvalError
+from embodied_eval.store import ledger
 
 #: The parameters shown per drift day, in this order.
 DRIFT_PARAMETERS = ("payload", "friction", "actuator_delay")

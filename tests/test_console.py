@@ -1,0 +1,295 @@
+"""The live console without a browser: its numbers from a stored window, the token, the
+read-only store, and stop/pause of a live sim run through the API (chained ledger records, a
+non-zero exit, resumable).
+
+Numbers are the hand-checked vectors of notes/statistics.md (see tests/console_support.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from embodied_eval.console.app import ConsoleServer
+from embodied_eval.console.live_state import LiveState
+from embodied_eval.console.window import window_view
+from embodied_eval.errors import EvalError
+from embodied_eval.protocol.reader import protocol_from_mapping
+from embodied_eval.runner.live import operator_requests
+from embodied_eval.runner.trials import RunOptions, run_trials
+from embodied_eval.store.core import Store
+from embodied_eval.store.verify_store import verify_store
+from tests.console_support import stored_window
+
+pytestmark = [pytest.mark.timeout(300)]
+
+
+def get(url: str, token: str | None = None, header: bool = False) -> tuple[int, bytes]:
+    headers = {"Authorization": f"Bearer {token}"} if header and token else {}
+    if token and not header:
+        url += ("&" if "?" in url else "?") + f"token={token}"
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def post(url: str, token: str, body: dict | None = None) -> tuple[int, dict]:
+    data = json.dumps(body or {}).encode()
+    req = urllib.request.Request(
+        url,
+        data=data,
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_the_window_view_has_the_stores_numbers(tmp_path: Path):
+    protocol, db, manifest_hash = stored_window(tmp_path)
+    view = window_view(db, protocol, max_retries=0)
+    assert view["manifest_hash"] == manifest_hash
+    rows = {(r["side"], r["drift_day"]): r for r in view["rows"]}
+    real0 = rows[("real", 0)]
+    assert (real0["planned"], real0["done"], real0["scored"], real0["successes"]) == (18, 13, 12, 9)
+    assert (real0["aborted"], real0["errors"]) == (1, 0)
+    # Wilson 95 % of 9/12: [0.4677, 0.9111] (notes/statistics.md).
+    assert real0["interval"] == pytest.approx([0.4677, 0.9111], abs=5e-5)
+    real7 = rows[("real", 7)]
+    assert (real7["done"], real7["scored"], real7["successes"]) == (18, 18, 18)
+    sim0, sim7 = rows[("sim", 0)], rows[("sim", 7)]
+    assert (sim0["done"], sim0["successes"], sim0["scored"]) == (4, 3, 4)
+    assert (sim7["done"], sim7["interval"]) == (0, None)
+    assert view["sides"]["real"]["done"] == 31 and view["sides"]["real"]["planned"] == 36
+    assert view["sides"]["sim"]["done"] == 4
+    # Nothing ran in the last minutes and no run is attached: no ETA.
+    assert view["sides"]["sim"]["eta_s"] is None
+    # The mixture confidence sequence at 27/30: [0.6513, 0.9921]; AR ≥ 0.75 undecided.
+    stopping = view["stopping"]
+    assert (stopping["trials"], stopping["successes"], stopping["decision"]) == (30, 27, "continue")
+    assert stopping["interval"] == pytest.approx([0.6513, 0.9921], abs=5e-5)
+    # With one retry allowed, the aborted row is due again, not done.
+    again = window_view(db, protocol, max_retries=1)
+    real0 = next(r for r in again["rows"] if r["side"] == "real" and r["drift_day"] == 0)
+    assert (real0["done"], real0["aborted"]) == (12, 0)
+
+
+def test_every_request_needs_the_token_and_the_store_is_only_read(tmp_path: Path):
+    protocol, db, _ = stored_window(tmp_path)
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    with ConsoleServer(db, protocol, port=0, max_retries=0) as server:
+        base = server.url.split("/?")[0]
+        assert server.url.startswith("http://127.0.0.1:") and server.token in server.url
+        for path in ("/", "/api/state", "/api/events", "/api/frame.jpg", "/files/x/0"):
+            assert get(base + path)[0] == 401
+            assert get(base + path, "not-the-token")[0] == 401
+        assert post(base + "/api/stop", "wrong")[0] == 401
+        status, body = get(base + "/api/state", server.token)
+        assert status == 200
+        state = json.loads(body)
+        assert state["window"]["real_successes"] == 27 and state["window"]["real_scored"] == 30
+        assert get(base + "/api/state", server.token, header=True)[0] == 200
+        page = get(base + "/", server.token)[1].decode()
+        assert "console-window" in page and "<script>" in page
+        # No run attached: stop and pause are refused, nothing written.
+        status, body = post(base + "/api/stop", server.token)
+        assert status == 409 and "--console-port" in body["error"]
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+    with Store(db, read_only=True) as store, pytest.raises(sqlite3.OperationalError):
+        store.conn.execute("DELETE FROM schema_migrations")
+
+
+def test_a_missing_store_is_a_one_line_error(tmp_path: Path):
+    with pytest.raises(EvalError, match="does not exist"):
+        Store(tmp_path / "nope.db", read_only=True)
+    assert not (tmp_path / "nope.db").exists()
+
+
+# --------------------------------------------------------------------------- a live sim run
+
+PUSH = ["push/block_forward", "push/block_left", "push/block_right", "push/block_long",
+        "push/block_diagonal"]  # fmt: skip
+SIM_PROTOCOL = {
+    "protocol": {"name": "console-live", "version": "1", "base_seed": 5},
+    "window": {"id": "w-live", "start": "2026-11-01", "end": "2026-11-30"},
+    "battery": {"push": {"target_quality": 0.8, "instances": PUSH}},
+    "drift": {"nominal": {"day": 0}},
+    "sampling": {"seeds_per_instance": 4, "real_fraction": 0.0},
+    "sim": {"engines": ["mujoco"], "max_steps": 60},
+}
+
+
+SIM_TOML = """
+[protocol]
+name = "console-live"
+version = "1"
+base_seed = 5
+[window]
+id = "w-live"
+start = 2026-11-01
+end = 2026-11-30
+[battery.push]
+target_quality = 0.8
+instances = ["push/block_forward", "push/block_left", "push/block_right", "push/block_long",
+  "push/block_diagonal"]
+[drift.nominal]
+day = 0
+[sampling]
+seeds_per_instance = 4
+real_fraction = 0.0
+[sim]
+engines = ["mujoco"]
+max_steps = 60
+"""
+
+
+def wait_for(predicate, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_pause_and_stop_through_the_api_are_chained_and_the_run_resumes(tmp_path: Path):
+    pytest.importorskip("sim_suites.episode")
+    protocol = protocol_from_mapping(SIM_PROTOCOL)
+    db, out = tmp_path / "store.db", tmp_path / "out"
+    live = LiveState("ana")
+    stored: list[int] = []
+    result: dict = {}
+
+    def run() -> None:
+        result["summary"] = run_trials(
+            protocol,
+            RunOptions(sides=("sim",), executor="sequential"),
+            db_path=db,
+            out_dir=out,
+            show_progress=False,
+            live=live,
+        )
+
+    with ConsoleServer(db, protocol, live=live, port=0) as server:
+        base = server.url.split("/?")[0]
+        thread = threading.Thread(target=run)
+        thread.start()
+        wait_for(lambda: sum(e["kind"] == "episode" for e in live.events_since(0)) >= 2)
+        status, paused = post(base + "/api/pause", server.token, {"user": "bo"})
+        assert status == 200 and paused["by"] == "bo" and paused["via"] == "api"
+        # Paused: at most the episode in progress is stored, then nothing for a while.
+        time.sleep(1.5)
+        count = sum(e["kind"] == "episode" for e in live.events_since(0))
+        time.sleep(1.5)
+        assert sum(e["kind"] == "episode" for e in live.events_since(0)) == count
+        assert json.loads(get(base + "/api/state", server.token)[1])["run"]["status"] == "paused"
+        status, stopped = post(base + "/api/stop", server.token)
+        assert status == 200 and stopped["by"] == "ana"
+        thread.join(60)
+        stored.append(count)
+    summary = result["summary"]
+    assert summary.interrupted and not summary.complete
+    assert [r["action"] for r in summary.operator] == ["pause", "stop"]
+    records = operator_requests(db, "w-live")
+    assert [(r["action"], r["by"], r["via"]) for r in records] == [
+        ("pause", "bo", "api"),
+        ("stop", "ana", "api"),
+    ]
+    assert all(r["run_id"] == summary.run_id for r in records)
+    with Store(db) as store:
+        assert len(store.episodes()) == stored[0] < 20
+    assert verify_store(db).ok  # the operator records are part of a valid chain
+    # Re-running the same command finishes the window.
+    again = run_trials(
+        protocol, RunOptions(sides=("sim",), executor="sequential"), db_path=db, out_dir=out,
+        show_progress=False,
+    )  # fmt: skip
+    assert again.complete and again.written == 20 - stored[0]
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-m", "embodied_eval"]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.getcwd()}
+
+
+def test_the_cli_run_prints_the_console_url_and_a_stop_exits_non_zero(tmp_path: Path):
+    pytest.importorskip("sim_suites.episode")
+    protocol_file = tmp_path / "p.toml"
+    protocol_file.write_text(SIM_TOML, encoding="utf-8")
+    db, out = tmp_path / "store.db", tmp_path / "out"
+    args = [*_cli(), "run", str(protocol_file), "--side", "sim", "--executor", "sequential",
+            "--db", str(db), "--out", str(out), "--no-progress"]  # fmt: skip
+    run = subprocess.Popen(
+        [*args, "--console-port", "0", "--user", "cli-user", "--foxglove-port", "0"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert run.stderr is not None
+        line = run.stderr.readline()
+        found = re.search(r"console: (http://127\.0\.0\.1:\d+)/\?token=(\S+)", line)
+        assert found, line
+        base, token = found.group(1), found.group(2)
+        assert get(base + "/api/state")[0] == 401
+        assert re.match(r"foxglove: ws://127\.0\.0\.1:\d+$", run.stderr.readline().strip())
+
+        def stored() -> int:
+            state = json.loads(get(base + "/api/state", token)[1])
+            return int(state["window"].get("sides", {}).get("sim", {}).get("done", 0))
+
+        wait_for(lambda: stored() >= 1)
+        status, stop = post(base + "/api/stop", token)
+        assert status == 200 and stop["by"] == "cli-user"
+        rest = run.stderr.read()
+        assert run.wait(60) == 130
+    finally:
+        run.kill()
+    assert "stopped from the console by cli-user" in rest and "Traceback" not in rest
+    assert [r["action"] for r in operator_requests(db)] == ["stop"]
+    again = subprocess.run(args, capture_output=True, text=True, timeout=240, env=_env())
+    assert again.returncode == 0, again.stderr
+    with Store(db) as store:
+        assert len(store.episodes()) == 20
+
+
+def test_cli_console_refuses_a_store_without_the_protocols_manifest(tmp_path: Path):
+    _, db, _ = stored_window(tmp_path)
+    other = tmp_path / "other.toml"
+    other.write_text(
+        (tmp_path / "protocol.toml").read_text().replace('name = "console-window"', 'name = "x"'),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [*_cli(), "console", "--db", str(db), "--protocol", str(other), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    assert done.returncode == 2
+    assert "holds no manifest of protocol 'x'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert re.search(r"run it first", done.stderr)
