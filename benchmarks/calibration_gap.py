@@ -148,22 +148,35 @@ def main() -> int:
         (record_dir / "real.jsonl").write_text("".join(e.to_json() + "\n" for e in real))
         print(f"real side: {len(real)} episodes in {time.monotonic() - started:.0f} s "
               f"(kept in {record_dir})")  # fmt: skip
-    recs = [read_recorded_episode(ep, {}) for ep in real if ep.artifacts]
+    aborted = [ep.episode_id for ep in real if ep.status == "aborted"]
+    if aborted:  # the harness aborted them before they started: nothing to replay
+        print(f"not calibrated from (aborted before they started): {', '.join(aborted)}")
+    recs = [
+        read_recorded_episode(ep, {}) for ep in real if ep.artifacts and ep.status != "aborted"
+    ]
+    print(f"recordings: {sum(r.not_applied for r in recs)} commands the robot never applied "
+          f"(left out), {sum(len(r.holds_s) for r in recs)} holds of its own (replayed), over "
+          f"{sum(1 for r in recs if r.not_applied or r.holds_s)} of {len(recs)} episodes")  # fmt: skip
     started = time.monotonic()
     result = calibrate_episodes(recs, PARAMS, workers=args.workers)
     print(f"calibration: {len(recs)} recordings, {time.monotonic() - started:.0f} s, "
           f"{result.evaluations} replays of the fitting set; set aside (the replay could not "
           f"follow them): {', '.join(result.set_aside) or 'none'}")  # fmt: skip
-    print("\n| parameter | truth | estimate | 95 % interval | identified | partner |")
-    print("|---|---|---|---|---|---|")
+    print("\n| parameter | truth | estimate | 95 % interval | truth inside | design effect | "
+          "identified | partner |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for name, e in result.estimates.items():
         value, low, high, truth = e.value, e.low, e.high, TRUTH[name]
         if name == "actuator_bandwidth":  # shown as a bandwidth, Hz (∞ = unfiltered)
             value, low, high, truth = (bandwidth_hz(e.value), bandwidth_hz(e.high),
                                        bandwidth_hz(e.low), math.inf)  # fmt: skip
         partner = f"{e.partner} ({e.correlation:+.2f})" if e.partner else "—"
-        print(f"| {name} | {truth:g} | {value:.4g} | [{low:.4g}, {high:.4g}] | "
-              f"{'yes' if e.identified else 'no: ' + e.reason} | {partner} |")  # fmt: skip
+        inside = "yes" if low <= truth <= high else "no"
+        print(f"| {name} | {truth:g} | {value:.4g} | [{low:.4g}, {high:.4g}] | {inside} | "
+              f"{e.design_effect:.2f} | {'yes' if e.identified else 'no: ' + e.reason} | "
+              f"{partner} |")  # fmt: skip
+    methods = sorted({e.method for e in result.estimates.values() if e.method})
+    print(f"intervals: {'; '.join(methods)}")
     print(f"\nvalidation ({len(result.validation)} episodes): joints "
           f"{result.before['joint_rms_mrad']:.2f} → {result.after['joint_rms_mrad']:.2f} mrad RMS, "
           f"object {result.before['object_rms_mm']:.2f} → {result.after['object_rms_mm']:.2f} mm"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ import numpy as np
 from embodied_eval.canonical import canonical_json
 from embodied_eval.records import Episode
 from real_bridge.bridge_config import BridgeConfig
-from real_bridge.calibration.recorded import RecordedEpisode
+from real_bridge.calibration.recorded import Command, RecordedEpisode
 from real_bridge.interface import LEVEL_ERROR, safety_status_name
 from real_bridge.recording import McapRecorder
 
@@ -20,11 +21,19 @@ EPOCH_NS = 1_700_000_000_000_000_000
 LATENCY_NS = 1_000_000
 
 
-def write_recording(rec: RecordedEpisode, path: Path, delay_s: float, robot_id: str) -> Episode:
+def write_recording(
+    rec: RecordedEpisode,
+    path: Path,
+    delay_s: float,
+    robot_id: str,
+    unapplied: Sequence[Command] = (),
+) -> Episode:
     """Write `rec` as a bridge recording at `path`; returns the episode record pointing at it.
 
     The robot's echo of each command is stamped at the state tick after it was applied (the first
-    2 ms physics step at or after arrival + `delay_s`) and says how long it waited.
+    2 ms physics step at or after arrival + `delay_s`) and says how long it waited. `unapplied`
+    commands were sent but never applied: recorded, not echoed. Each of `rec.holds_s` is a
+    `robot/state` status turning to mode "hold" (and back to "follow" 50 ms later).
     """
     from rosbags.typesys import Stores, get_typestore
 
@@ -95,13 +104,16 @@ def write_recording(rec: RecordedEpisode, path: Path, delay_s: float, robot_id: 
             effort=tau,
         )  # fmt: skip
         write(topics.joint_state, msg, ns_of(ts) + LATENCY_NS)
-    for i, c in enumerate(rec.commands):
+    echoed = {id(c) for c in rec.commands}
+    for i, c in enumerate(sorted([*rec.commands, *unapplied], key=lambda c: c.arrival_s)):
         joints = arm if c.kind == "arm" else gripper
         positions = c.positions if c.kind == "arm" else np.full(len(gripper), c.positions[0])
         topic = topics.command if c.kind == "arm" else topics.gripper_command
         cid = f"{rec.episode_id}:{i}"
         write(topic, trajectory(0, cid, joints, positions, c.duration_s),
               ns_of(c.arrival_s) - LATENCY_NS)  # fmt: skip
+        if id(c) not in echoed:
+            continue
         applied = float(np.ceil(round((c.arrival_s + delay_s) / 0.002, 6)) * 0.002)
         echo = trajectory(ns_of(applied + 0.002), cid, joints, positions, applied - c.arrival_s)
         write(topics.applied, echo, ns_of(applied + 0.002) + LATENCY_NS)
@@ -112,6 +124,16 @@ def write_recording(rec: RecordedEpisode, path: Path, delay_s: float, robot_id: 
         )
         write(topics.object_pose, t["geometry_msgs/msg/PoseStamped"](header=header(ns_of(ts)),
               pose=pose), ns_of(ts) + LATENCY_NS)  # fmt: skip
+    for hold in rec.holds_s:
+        for at, mode in ((hold, "hold"), (hold + 0.05, "follow")):
+            status = t["diagnostic_msgs/msg/DiagnosticStatus"](
+                level=1, name="robot/state", message=mode, hardware_id="twin",
+                values=[t["diagnostic_msgs/msg/KeyValue"](key="mode", value=mode)],
+            )  # fmt: skip
+            array = t["diagnostic_msgs/msg/DiagnosticArray"](
+                header=header(ns_of(at)), status=[status]
+            )
+            write(topics.diagnostics, array, ns_of(at) + LATENCY_NS)
     if np.isfinite(rec.stopped_s):  # the robot's safety controller stopped it: a latched status
         status = t["diagnostic_msgs/msg/DiagnosticStatus"](
             level=LEVEL_ERROR, name=safety_status_name("protective_stop"), message="stop",

@@ -15,17 +15,13 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.calibration_file import read_calibration, write_calibration
-from real_bridge.calibration.fit import (
-    Z_95,
-    calibrate_episodes,
-    identifiability,
-    jacobian_intervals,
-    split_episodes,
-)
+from real_bridge.calibration.fit import calibrate_episodes, split_episodes
+from real_bridge.calibration.intervals import design_effects, identifiability, jacobian_intervals
 from real_bridge.calibration.offline_twin import excitation_commands, record_offline
 from real_bridge.calibration.params import bandwidth_hz, nominal_values, parse_params
 from real_bridge.calibration.replay import EpisodeReplay, controller_phase_s
 from real_bridge.calibration.residuals import episode_residual
+from real_bridge.calibration.starts import Z_95
 from real_bridge.twin.settings import TwinGap
 
 TASK = "pick_place/cube_center"
@@ -58,6 +54,47 @@ def test_replay_is_the_twins_physics():
     assert np.abs(same.joint).max() < 1e-4
     assert np.abs(same.object).max() < 1e-4
     assert np.abs(nominal.joint).max() > 0.01  # the nominal sim is off by > 10 mrad somewhere
+
+
+def test_a_robot_that_held_on_its_own_is_replayed_holding(tmp_path):
+    # The twin holds at 1.006 s (its deadman: the heartbeat was late) until 1.2 s: its set-point
+    # freezes, the commands waiting for their delay are dropped and those arriving meanwhile
+    # ignored. The replay leaves those out and holds too: the twin's positions come back to
+    # < 0.1 mrad; replayed without the hold it is off by more than 1 mrad somewhere.
+    rng = np.random.default_rng(8)
+    quiet = dataclasses.replace(TRUTH, sensor_noise_std=0.0, object_pose_noise_m=0.0)
+    sent = excitation_commands(100, rng)
+    rec = record_offline(quiet, TASK, 14, {}, sent, rng, holds=[(1.006, 1.2)])
+    dropped = [c for c in sent if all(c is not k for k in rec.commands)]
+    # Dropped: arm commands that arrived after 1.006 − 0.04 s and before 1.2 s (one per 20 ms).
+    arm = [c for c in dropped if c.kind == "arm"]
+    assert all(0.966 <= c.arrival_s < 1.2 for c in dropped)
+    assert len(arm) == sum(1 for c in sent if c.kind == "arm" and 0.966 <= c.arrival_s < 1.2)
+    assert len(arm) >= 9 and rec.not_applied == len(dropped) and rec.holds_s == (1.006,)
+    values = nominal_values(
+        {"payload": 0.4, "actuator_gain": 0.9, "actuator_delay": 0.04,
+         "actuator_bandwidth": 1 / (2 * math.pi * 8.0)}
+    )  # fmt: skip
+    replay = EpisodeReplay(TASK)
+    try:
+        held = episode_residual(rec, replay.run(rec, values))
+        unheld = dataclasses.replace(rec, holds_s=())
+        missed = episode_residual(unheld, replay.run(unheld, values))
+    finally:
+        replay.close()
+    assert np.abs(held.joint).max() < 1e-4
+    assert np.abs(missed.joint).max() > 1e-3
+    # The bridge recording says the same: the dropped commands were sent but never echoed, and
+    # the robot's state turned to "hold" at 1.006 s — 1.004 s on the reader's clock, whose zero
+    # is the first joint state (the twin's first physics step, 2 ms).
+    from real_bridge.calibration.recorded import read_recorded_episode
+    from tests.calibration_support import write_recording
+
+    episode = write_recording(rec, tmp_path / "held.mcap", 0.04, "twin", unapplied=dropped)
+    read = read_recorded_episode(episode, {})
+    assert read.not_applied == len(dropped)
+    assert len(read.commands) == len(rec.commands)
+    assert read.holds_s == pytest.approx((1.004,), abs=1e-9)
 
 
 def test_controller_update_phase_is_found_from_the_efforts():
@@ -106,6 +143,27 @@ def test_intervals_from_the_jacobian_by_hand():
                                rtol=1e-6)  # fmt: skip
     assert corr[0, 1] == pytest.approx(-1 / math.sqrt(10))
     assert pytest.approx(1.959964, abs=1e-6) == Z_95
+
+
+def test_design_effect_of_residuals_correlated_within_blocks_by_hand():
+    # J = [[1, 0], [1, 0], [0, 1], [0, 1]], r = [1, 1, 1, 1], blocks [0, 0, 1, 1]:
+    # JᵀJ = 2·I, A = I/2; block scores J_bᵀr_b = (2, 0) and (0, 2), M = 4·I;
+    # Σ_B = G/(G − 1)·A M A = 2 · I = 2·I; i.i.d. s² = ‖r‖²/(n − p) = 4/2 = 2, Σ = s²A = I.
+    # Design effect 2 each (two equal residuals per block count as one): the 95 % half-width
+    # z·√(Σᵢᵢ·2) = 1.959964·√2 = 2.771808.
+    jac = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 1.0]])
+    blocks = np.array([0, 0, 1, 1])
+    np.testing.assert_allclose(design_effects(jac, np.ones(4), blocks), [2.0, 2.0])
+    est = identifiability(["payload", "actuator_gain"], np.array([1.0, 1.0]), jac, np.ones(4),
+                          blocks)  # fmt: skip
+    assert est["payload"].design_effect == pytest.approx(2.0)
+    assert est["payload"].high - 1.0 == pytest.approx(2.771808, abs=1e-6)
+    # Alternating residuals cancel within each block: Σ_B = 0, and the interval is never
+    # narrowed below the i.i.d. one (effect 1).
+    np.testing.assert_allclose(design_effects(jac, np.array([1.0, -1.0, 1.0, -1.0]), blocks),
+                               [1.0, 1.0])  # fmt: skip
+    # One block only: no correction.
+    np.testing.assert_allclose(design_effects(jac, np.ones(4), np.zeros(4)), [1.0, 1.0])
 
 
 def test_a_parameter_the_data_do_not_pin_down_is_reported_with_its_partner():
@@ -326,3 +384,11 @@ def test_calibrate_by_drift_day_measures_each_days_tool_and_firmware(tmp_path, c
     assert read_calibration(tmp_path / "cal-day14_worn.toml", robot_id="twin").values[
         "payload"] == pytest.approx(worn["payload"]["value"])  # fmt: skip
     assert not out.exists()
+    # Each day is also recorded in the store's trial ledger, for the maintenance closure.
+    from embodied_eval.embodiment.calibration_days import stored_day_calibrations
+
+    with Store(db) as store:
+        stored = stored_day_calibrations(store.conn, protocol.window_id)
+    assert [(r["drift"], r["day"], r["content_sha256"]) for r in stored] == [
+        (r["drift"], r["day"], r["content_sha256"]) for r in rows]  # fmt: skip
+    assert stored[1]["parameters"]["payload"]["value"] == worn["payload"]["value"]

@@ -181,6 +181,36 @@ def test_a_patch_recorded_later_changes_the_recomputed_closure(
         recompute_check(verify_bundle(issued["result"].path), db)
 
 
+def test_a_drift_days_calibration_recorded_in_the_store_shows_and_recomputes(
+    issued: dict[str, Any], tmp_path: Path
+) -> None:
+    import shutil
+
+    from embodied_eval.embodiment.calibration_days import record_day_calibration
+    from embodied_eval.store.core import transaction
+
+    db = tmp_path / "store.db"
+    shutil.copy(issued["db"], db)
+    protocol = load_protocol(issued["protocol"])
+    entry = {"value": 0.5, "low": 0.45, "high": 0.55, "unit": "kg", "identified": True}
+    content = {"robot_id": protocol.robot_id, "parameters": {"payload": entry},
+               "drift": {"name": "day14_worn", "day": 14}}  # fmt: skip
+    with Store(db) as store, transaction(store.conn):
+        record_day_calibration(store.conn, protocol.window_id, content, "f" * 64)
+    assert issued["result"].certificate["closures"]["maintenance"]["calibration_by_day"] == []
+    again = issue_certificate(
+        protocol_path=issued["protocol"], db=db, key_path=issued["key"], out=tmp_path / "cert"
+    )
+    [row] = again.certificate["closures"]["maintenance"]["calibration_by_day"]
+    assert (row["day"], row["drift"], row["source"]) == (14, "day14_worn", "store")
+    assert row["parameters"] == {"payload": entry}
+    page = (again.path / "report.html").read_text()
+    assert "0.500 [0.450, 0.550]" in page
+    recompute_check(verify_bundle(again.path), db)  # verify --db recomputes it from the store
+    with pytest.raises(EvalError, match=r"closures\.maintenance"):
+        recompute_check(verify_bundle(issued["result"].path), db)
+
+
 def external(auditor: str | None) -> dict[str, Any]:
     audit: dict[str, Any] = {
         "baseline": 0.9,

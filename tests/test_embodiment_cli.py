@@ -91,6 +91,7 @@ def test_json_equals_the_report_object(store_db, fake_log, capsys):
         rng=np.random.default_rng(seed).spawn(3)[0],
     ).to_json()
     assert out.pop("amendments_used") == []  # no chained audit or correction in this store
+    assert out.pop("calibration_by_day") is None  # the protocol declares no maintenance audit
     verdict = window_verdict(
         expected["gates"], valid=expected["valid"], invalid_reason=expected["invalid_reason"]
     )

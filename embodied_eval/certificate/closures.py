@@ -15,7 +15,9 @@ Rules (one path into the gates):
 
 `closures_section` is the certificate's `closures` object: for each closure its source
 ("computed" or "external"), the verdict, and the evidence behind it (days, per-day index with
-its interval and bound, α·C₀, patches; the DiD and ablation intervals).
+its interval and bound, α·C₀, patches, and each drift day's measured calibration — payload,
+friction, delay with intervals, `embodied_eval.embodiment.calibration_days`; the DiD and ablation
+intervals).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.certificate.inputs import WindowInputs
+from embodied_eval.embodiment.calibration_days import calibration_by_day
 from embodied_eval.embodiment.expansion import ExpansionResult, expansion_audit
 from embodied_eval.embodiment.maintenance import MaintenanceResult, maintenance_audit
 from embodied_eval.errors import EvalError
@@ -43,6 +46,7 @@ class StoreClosures:
 
     maintenance: MaintenanceResult | None
     expansion: ExpansionResult | None
+    calibrations: tuple[dict[str, Any], ...] = ()
 
     def result(self, kind: str) -> MaintenanceResult | ExpansionResult | None:
         return self.maintenance if kind == "maintenance" else self.expansion
@@ -56,6 +60,7 @@ def compute_store_closures(inputs: WindowInputs, rng: np.random.Generator) -> St
             episodes, list(inputs.incidents), list(inputs.patches), inputs.protocol, rng=rng
         ),
         expansion=expansion_audit(episodes, inputs.protocol),
+        calibrations=tuple(inputs.calibrations),
     )
 
 
@@ -190,6 +195,9 @@ def closures_section(
         if computed is not None:
             entry = {**computed.to_json(), "source": "computed"}
             entry["verdict"] = computed.closure.verdict.value
+            if isinstance(computed, MaintenanceResult):
+                calendar = [(c.drift, c.day) for c in computed.plan.calendar]
+                entry["calibration_by_day"] = calibration_by_day(calendar, store.calibrations)
             if external:
                 entry["external_not_used"] = [
                     {"auditor": e.get("auditor"), "date": e.get("date")}

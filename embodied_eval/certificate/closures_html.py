@@ -1,8 +1,9 @@
 """The report's closures section: how the maintenance and expansion closures were decided.
 
 Reads the certificate's `closures` object (see `certificate.closures`): a computed maintenance
-audit shows its drift-calendar days with the index, interval and bound per day, α·C₀, the human
-patches and the plot; a computed expansion audit shows the conditions' success rates and the DiD
+audit shows its drift-calendar days with the index, interval and bound per day next to the
+payload, friction and delay measured on that day (`embodied_eval.embodiment.calibration_days`), α·C₀, the
+human patches and the plot; a computed expansion audit shows the conditions' success rates and the DiD
 and ablation intervals; an external closure shows who audited it and is marked external.
 """
 
@@ -40,11 +41,31 @@ def _checks(closure: Mapping[str, Any] | None) -> str:
     return table(["check", "value", "bound", "verdict", "detail"], rows)
 
 
+#: The measured drift parameters shown per day: (name, column heading, factor to the unit shown).
+MEASURED = (("payload", "payload (kg)", 1.0), ("friction", "friction ×", 1.0),
+            ("actuator_delay", "delay (ms)", 1000.0))  # fmt: skip
+
+
+def measured_cell(entry: Mapping[str, Any] | None, factor: float) -> str:
+    """One measured parameter: "value [low, high]" in the column's unit; "not identified" marks
+    a value the calibration kept nominal; "—" when the day's calibration has none."""
+    if not entry or entry.get("value") is None:
+        return "—"
+
+    def num(key: str) -> str:
+        v = entry.get(key)
+        return "?" if v is None else fmt_number(float(v) * factor)
+
+    text = f"{num('value')} [{num('low')}, {num('high')}]"
+    return esc(text if entry.get("identified", True) else text + " not identified")
+
+
 def _maintenance(m: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
     if m.get("source") == "external":
         return _external("Maintenance closure", m)
     if m.get("source") != "computed":
         return "<h4>Maintenance closure: no audit (declare [maintenance] in the protocol)</h4>"
+    measured = {c.get("day"): c for c in m.get("calibration_by_day") or []}
     rows = [
         [
             esc(d.get("day")),
@@ -54,9 +75,24 @@ def _maintenance(m: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
             fmt_number((d.get("bound") or {}).get("low")),
             esc(d.get("episodes")),
             esc(d.get("patches")),
+            *(
+                measured_cell(
+                    ((measured.get(d.get("day")) or {}).get("parameters") or {}).get(n), f
+                )
+                for n, _, f in MEASURED
+            ),
         ]
         for d in m.get("days", [])
     ]
+    sources = sorted({str(c.get("source")) for c in measured.values()})
+    measured_note = (
+        "<p>Payload, friction and delay per day: measured by calibrating that day's real "
+        f"episodes (<code>calibrate --by-drift</code>; from {esc(' and '.join(sources))}), 95 % "
+        "intervals.</p>"
+        if measured
+        else "<p>No drift day was calibrated (<code>calibrate --by-drift</code> records each "
+        "day's payload, friction and delay).</p>"
+    )
     patches = [
         [esc(p.get("recorded_at")), esc(p.get("kind")), esc(p.get("technician")),
          esc(p.get("episode_id") or p.get("drift")), esc(p.get("text"))]
@@ -70,9 +106,19 @@ def _maintenance(m: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         f", α·C₀ = {fmt_number(m.get('threshold'))}; Y = {esc(m.get('Y_days'))} days; the "
         f"calendar ends at day {esc(m.get('planned_span_days'))}.</p>"
         + table(
-            ["day", "drift", "drift kinds", "index (interval)", "one-sided bound", "n", "patches"],
+            [
+                "day",
+                "drift",
+                "drift kinds",
+                "index (interval)",
+                "one-sided bound",
+                "n",
+                "patches",
+                *(h for _, h, _ in MEASURED),
+            ],
             rows,
         )
+        + measured_note
         + figure("maintenance", plots.get("maintenance"))
         + "<p>Human patches recorded in the window:</p>"
         + table(["when", "kind", "technician", "episode / drift", "what"], patches)

@@ -241,6 +241,7 @@ def evaluate_window(
     seed: int | None = None,
     policy: str | None = None,
     notes: Sequence[str] = (),
+    calibration_files: Sequence[str | os.PathLike[str]] = (),
 ) -> tuple[WindowInputs, Results]:
     """The one evaluation of a window: `embodied-eval metrics`, `ee.metrics`, `certify` and
     `verify --db` all compute their numbers here, so they agree exactly.
@@ -252,12 +253,20 @@ def evaluate_window(
         gate_overrides: §7 gate evidence given directly (as `metrics --evidence`), or None.
         seed: the RNG seed (default: `default_seed(base_seed, window id)`, the certificate's).
         policy: the evaluated policy. notes: notes from the caller, reported first.
+        calibration_files: drift-day calibration files to show in the maintenance closure
+            after the store's records (`embodied_eval.embodiment.calibration_days`; `metrics` only: a
+            certificate shows what the store holds, so `verify --db` recomputes it).
     Returns:
         (the window's inputs, the results).
     """
     inputs = gather_inputs(protocol, db, window=window)
     if notes:
         inputs = dataclasses.replace(inputs, notes=(*notes, *inputs.notes))
+    if calibration_files:
+        from embodied_eval.embodiment.calibration_days import file_day_calibrations
+
+        given = file_day_calibrations(calibration_files, protocol.robot_id)
+        inputs = dataclasses.replace(inputs, calibrations=(*inputs.calibrations, *given))
     chosen = seed if seed is not None else default_seed(protocol.base_seed, inputs.window_id)
     results = compute_results(
         inputs, evidence, chosen, policy=policy, gate_overrides=gate_overrides

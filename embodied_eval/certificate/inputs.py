@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_hash
+from embodied_eval.embodiment.calibration_days import window_day_calibrations
 from embodied_eval.embodiment.loading import load_window
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
@@ -49,6 +50,8 @@ class WindowInputs:
             and incident heads, counts, exposure hours, signer; or None), amendments_used.
         notes: what the window selection had to say (e.g. episodes imported without a window).
         patches: technician-entered human patches of the window (maintenance closure).
+        calibrations: the window's drift-day calibrations (`embodied_eval.embodiment.calibration_days`):
+            recorded in the store, and any files passed in after them.
         window_id: the window read (the protocol's unless another was asked for).
     """
 
@@ -65,6 +68,7 @@ class WindowInputs:
     threshold_tables: tuple[tuple[str, str], ...]
     notes: tuple[str, ...] = ()
     patches: tuple[HumanPatch, ...] = ()
+    calibrations: tuple[dict[str, Any], ...] = ()
     ledger: dict[str, Any] | None = None
     window_id: str = ""
 
@@ -199,6 +203,7 @@ def gather_inputs(
         threshold_tables=tuple(tables),
         notes=tuple(window_data.notes),
         patches=tuple(window_patches(db_path, window_id)),
+        calibrations=tuple(window_day_calibrations(db_path, window_id)),
         window_id=window_id,
         ledger={
             "head_hash": ledger_head,

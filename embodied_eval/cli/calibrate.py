@@ -60,6 +60,8 @@ def _print(out: dict[str, Any]) -> None:
             f"  {name:<19} {_fmt(e.get('value')):>9} {e['unit']:<3} 95 % "
             f"[{_fmt(e.get('low'))}, {_fmt(e.get('high'))}]"
         )
+        if e.get("design_effect", 1.0) > 1.0:
+            line += f" (widened ×√{_fmt(e['design_effect'])}: residuals correlated in time)"
         if not e["identified"]:
             if e.get("fitted_value") is not None:
                 line += f" around the fit's {_fmt(e['fitted_value'])}"
@@ -68,6 +70,9 @@ def _print(out: dict[str, Any]) -> None:
                 "partner") else ")"  # fmt: skip
             line += " — kept nominal"
         console.print(line, markup=False)
+    methods = sorted({e["interval"] for e in out["parameters"].values() if e.get("interval")})
+    if methods:
+        console.print(f"intervals: {'; '.join(methods)}", markup=False)
     v = out["validation"]
     console.print(
         f"validation residual: joints {_fmt(v.get('joint_rms_mrad_before'))} → "
@@ -99,6 +104,12 @@ def _print_by_drift(out: dict[str, Any]) -> None:
                 f"[{_fmt(e.get('low'))}, {_fmt(e.get('high'))}]{verdict}",
                 markup=False,
             )
+    if out.get("recorded_in_store"):
+        console.print(
+            "each day recorded in the store's trial ledger: the maintenance closure's report "
+            "shows them next to its index",
+            markup=False,
+        )
 
 
 def calibrate(

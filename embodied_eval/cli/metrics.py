@@ -81,6 +81,12 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
     verdict             {"colour" ("red" | "amber" | "green"), "headline", "failing",
                         "inconclusive", "evidence_missing": [{"ids", "name", "verdict",
                         "gates", "remaining", "detail"}]} (`embodied_eval.scoring.verdict`; CLI only)
+    calibration_by_day  the maintenance closure's drift days with their measured calibration
+                        (`calibrate --by-drift`, recorded in the store; `--calibration FILE`
+                        adds files): [{"day", "drift", "source" ("store" | "file"),
+                        "content_sha256", "parameters": {"payload" | "friction" |
+                        "actuator_delay": {"value", "low", "high", "unit", "identified"}}}];
+                        null without a [maintenance] audit
     amendments_used     the trial ledger's audits and corrections applied to the episodes:
                         [{"kind", "record_id", "seq", "episode_id", "changes", "by", "role",
                         "signer", "at"}]
@@ -248,6 +254,12 @@ def metrics(
         min=0,
         help="Bootstrap seed (default: derived from the protocol's base seed).",
     ),
+    calibration: list[Path] = typer.Option(
+        [],
+        "--calibration",
+        help="A drift day's calibration file (from `calibrate --by-drift`) to show in the "
+        "maintenance closure after the store's; repeatable.",
+    ),
     as_json: bool = JsonOption,
 ) -> None:
     """Embodiment metrics (AR, S2R, SS, RA, QC, $_phys, MTBF/MTTR/MTBSI, E) and the robotics
@@ -267,6 +279,7 @@ def metrics(
         seed=seed,
         policy=policy,
         notes=notes,
+        calibration_files=calibration,
     )
     report = results.report
     amendments_used = (inputs.ledger or {}).get("amendments_used", [])
@@ -276,6 +289,9 @@ def metrics(
                 **report.to_json(),
                 "verdict": report_verdict(report).to_json(),
                 "amendments_used": amendments_used,
+                "calibration_by_day": (results.closures.get("maintenance") or {}).get(
+                    "calibration_by_day"
+                ),
             }
         )
     else:

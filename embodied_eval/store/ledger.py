@@ -18,6 +18,8 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
   exposure hours (written together with the incident log's `window_close`);
 * `patch`    — a technician-entered human patch of the robot (re-teaching, recalibration,
   parameter change) during a maintenance audit (`embodied_eval.store.patches`);
+* `calibration` — one drift day's calibration measured by `embodied-eval calibrate --by-drift`
+  (`embodied_eval.embodiment.calibration_days`);
 * `revocation` — a key revoked in the key registry (written together with the incident log's
   `revocation`), so the ledger's own order says which signatures came after it;
 * `operator` — a stop, pause or resume of a running run asked for from its console (or the
@@ -46,6 +48,7 @@ COMPONENT = "ledger"
 TABLE = "episode_chain"
 KINDS = (
     "episode", "faults", "manifest", "import", "audit", "amendment", "seal", "revocation", "patch",
+    "calibration",
     "operator",
 )  # fmt: skip
 #: Kinds that must carry a signature.

@@ -14,7 +14,7 @@ small steps on top, a gripper that closes and opens), sent at the loop rate with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,6 +96,7 @@ def record_offline(
     tail_s: float = 0.5,
     episode_id: str | None = None,
     robot_id: str = "twin",
+    holds: Sequence[tuple[float, float]] = (),
 ) -> RecordedEpisode:
     """Run the twin's plant with `gap` (a `real_bridge.twin.settings.TwinGap`) through
     `commands` and return what the recording would hold (see the module docstring).
@@ -104,6 +105,10 @@ def record_offline(
         rng: the sensor and tracker noise.
         drift: the episode's drift (its payload, friction, gains and latency act on the twin).
         tail_s: how long the recording goes on after the last command, s.
+        holds: (from, until) stretches where the robot holds on its own, as the twin's node does
+            when the heartbeat is late: at `from` the set-point freezes and the commands not yet
+            applied are dropped; commands arriving before `until` are ignored. The recording
+            leaves out the commands never applied (the reader does: no echo) and lists the holds.
     """
     from real_bridge.interface import STOP_KINDS
     from real_bridge.twin.settings import TwinSettings
@@ -129,13 +134,21 @@ def record_offline(
         obj_t: list[float] = []
         obj_p: list[np.ndarray] = []
         nxt, next_track, sim_s, stopped = 0, 0.0, 0.0, float("inf")
+        applied: list[Command] = []
+        held = sorted(holds)
         for k in range(n):
+            for start, until in held:
+                if abs(sim_s - start) < 0.5 * dt:  # the node's deadman: hold at once
+                    plant.hold_here()
+                    while nxt < len(pending) and pending[nxt].arrival_s < until:
+                        nxt += 1  # dropped (pending) or ignored (arriving while held)
             while nxt < len(pending) and pending[nxt].arrival_s + delay <= sim_s + 1e-9:
                 c = pending[nxt]
                 if c.kind == "arm":
                     plant.set_arm_target(c.positions, c.duration_s)
                 else:
                     plant.set_finger_target(float(c.positions[0]))
+                applied.append(c)
                 nxt += 1
             plant.step_physics()
             sim_s = (k + 1) * dt
@@ -158,7 +171,7 @@ def record_offline(
         seed=seed,
         randomization=dict(randomization),
         robot_id=robot_id,
-        commands=pending,
+        commands=applied + pending[nxt:],
         state_t=dt * np.arange(1, n + 1),
         state_q=q_out,
         state_effort=tau_out,
@@ -166,4 +179,6 @@ def record_offline(
         object_pos=np.array(obj_p).reshape(-1, 3),
         started_s=pending[0].arrival_s - 0.05,
         stopped_s=stopped,
+        holds_s=tuple(start for start, _ in held),
+        not_applied=len(pending) - len(applied) - len(pending[nxt:]),
     )

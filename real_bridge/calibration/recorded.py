@@ -5,7 +5,11 @@ From the episode's MCAP recording (see `real_bridge.recording`):
 - the arm and gripper commands sent after the episode's "started" event, each with its arrival
   time on the robot's clock — from the robot's echo of each applied command (its stamp minus how
   long it waited) when the robot echoes, else from the send time mapped onto the robot's clock by
-  the joint states' stamps (median of receive time − stamp);
+  the joint states' stamps (median of receive time − stamp). A robot that echoes applied commands
+  did not apply a command it did not echo (it ignored it while holding, or dropped it when it
+  held): such commands are left out and counted;
+- the times the robot held its set-point on its own (its `robot/state` status turning to mode
+  "hold", e.g. when the harness's heartbeat was late): a hold freezes the set-point where it is;
 - the joint states (positions and efforts) with their stamps;
 - the object tracker's positions with their stamps, and the wrench, when recorded;
 - the randomization ranges of the manifest the robot's reset station was given (the scene knobs
@@ -57,6 +61,8 @@ class RecordedEpisode:
         object_t / object_pos: tracker stamps (s) and positions (m, (k, 3)); empty when absent.
         wrench_t / wrench: force/torque stamps and readings ((k, 6)); empty when absent.
         started_s: the "started" event mapped onto the robot clock.
+        holds_s: when the robot held its set-point on its own (robot clock, s).
+        not_applied: commands sent that the robot never applied (not echoed), left out.
         stopped_s: when the robot's safety controller stopped it (it holds from then on, which
             the replay does not model), s; inf when it never stopped.
     """
@@ -78,6 +84,8 @@ class RecordedEpisode:
     stopped_s: float = float("inf")
     drift: Mapping[str, Any] = field(default_factory=dict)
     reset_s: float | None = None
+    holds_s: tuple[float, ...] = ()
+    not_applied: int = 0
 
     @property
     def has_object_track(self) -> bool:
@@ -215,9 +223,13 @@ def read_recorded_episode(
     echoes = {str(m.header.frame_id): m for _, m in streams.get("applied", [])}
     period_ns = int(np.median(np.diff(stamps)))
     commands = []
+    not_applied = 0
     for log, kind, msg in sent:
         names = arm if kind == "arm" else gripper
         echo = echoes.get(str(msg.header.frame_id)) if msg.header.frame_id else None
+        if echo is None and echoes:
+            not_applied += 1  # the robot echoes what it applies: this one it never did
+            continue
         if echo is not None:
             # Applied at the physics step before the echo's state tick, after waiting this long.
             arrival_ns = _stamp_s(echo.header) - period_ns - _duration_ns(echo.points[0])
@@ -249,6 +261,8 @@ def read_recorded_episode(
         state_effort=effort,
         started_s=(started[0] - offset - t0) * 1e-9,
         drift=dict(episode.drift),
+        holds_s=tuple((h - t0) * 1e-9 for h in _holds(streams.get("diagnostics", []), started[0])),
+        not_applied=not_applied,
     )
     from real_bridge.interface import LEVEL_ERROR
 
@@ -312,6 +326,23 @@ def _told_at(manifests: list[tuple[int, Any]], episode: Episode, zero_ns: int) -
         ):
             return (log - zero_ns) * 1e-9
     return None
+
+
+def _holds(diagnostics: list[tuple[int, Any]], started_log: int) -> list[int]:
+    """Stamps (ns, robot clock) where the robot's `robot/state` mode turned to "hold" after the
+    episode started."""
+    from real_bridge.safety_state import ROBOT_STATE_STATUS
+
+    out, mode = [], ""
+    for log, msg in diagnostics:
+        for st in msg.status:
+            if st.name != ROBOT_STATE_STATUS:
+                continue
+            now = next((str(kv.value) for kv in st.values if kv.key == "mode"), mode)
+            if now == "hold" and mode != "hold" and log >= started_log:
+                out.append(_stamp_s(msg.header))
+            mode = now
+    return out
 
 
 def _level(level: Any) -> int:

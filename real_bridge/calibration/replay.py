@@ -7,7 +7,8 @@ way a ros2_control robot follows them — the twin's `TrajectoryFollower`: a com
 `actuator_delay` after it arrived, at the controller's next update; its target is reached by
 linear interpolation over the command's duration, then passes the actuator's first-order
 low-pass; the servos get a gravity feed-forward from the nominal model. The controller updates
-once per control period, at the times found in the recording (`controller_phase_s`).
+once per control period, at the times found in the recording (`controller_phase_s`). Where the
+robot held on its own (`RecordedEpisode.holds_s`), its set-point freezes as the robot's did.
 
 The replay starts from the scene reset (the arm at home, the object where the scene puts it): at
 the controller update after the recorded manifest went to the robot's reset station, else
@@ -134,7 +135,11 @@ class EpisodeReplay:
         )
         ticks = int(np.ceil((end - t0) / dt))
         delay = float(values["actuator_delay"])
-        due = np.array([c.arrival_s + delay for c in commands])
+        # Commands take effect `delay` after they arrived; a hold of the robot's, at once.
+        events = sorted(
+            [(c.arrival_s + delay, i) for i, c in enumerate(commands)]
+            + [(h, -1) for h in recorded.holds_s]
+        )
         lower, upper = kin.lower[:7], kin.upper[:7]
         out_q = np.empty((ticks, q.shape[0]))
         out_obj = np.empty((ticks, 3))
@@ -142,9 +147,11 @@ class EpisodeReplay:
         zero = np.zeros(3)
         for k in range(ticks):
             now = t0 + k * dt
-            while nxt < len(commands) and due[nxt] <= now + 1e-9:
-                c = commands[nxt]
-                if c.kind == "arm":
+            while nxt < len(events) and events[nxt][0] <= now + 1e-9:
+                index = events[nxt][1]
+                if index < 0:  # the robot held: its set-point stays where it is
+                    follower.set_target(follower.q_des, 0.0)
+                elif (c := commands[index]).kind == "arm":
                     follower.set_target(np.clip(c.positions[:7], lower, upper), c.duration_s)
                 else:
                     follower.finger = float(np.clip(c.positions[0], 0.0, FINGER_MAX_M))

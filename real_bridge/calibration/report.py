@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from real_bridge.calibration.fit import FitResult, ParameterEstimate
+from real_bridge.calibration.fit import FitResult
+from real_bridge.calibration.intervals import ParameterEstimate
 from real_bridge.calibration.params import PARAMETERS, bandwidth_hz
 from real_bridge.calibration.recorded import RecordedEpisode
 from real_bridge.calibration.residuals import EpisodeResidual
@@ -52,6 +53,9 @@ def estimate_entry(est: ParameterEstimate) -> dict[str, Any]:
             "reason": est.reason,
             # not identified: what the fit reached (the interval is around it); kept nominal
             "fitted_value": None if est.identified else _finite(fitted),
+            # how the interval was made; its widening for residuals correlated in time
+            "interval": est.method or None,
+            "design_effect": round(float(est.design_effect), 3) if est.method else None,
         }
     )
     return {k: v for k, v in entry.items() if v is not None}

@@ -9,7 +9,13 @@ The residual of one episode stacks, in this order:
   when the recording has a tracker.
 
 The scales only weigh the two kinds against each other: the intervals use the residuals' own
-spread.
+spread. The arm's parameters are fitted to the joint tracking alone (`stacked(JOINT)`): the
+object's track changes by steps with the contacts (a part that slides or sticks), which would
+make the least-squares steps fail; the object's parameters are fitted to both.
+
+`blocks` numbers the residual's entries by stretch of `BLOCK_S` of one episode, for the
+intervals' correction for residuals that are correlated in time
+(`real_bridge.calibration.intervals`).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -29,6 +35,10 @@ from real_bridge.calibration.replay import EpisodeReplay, ReplayTrace
 JOINT_SCALE_RAD = 1e-3
 #: Object-position error that weighs as much as JOINT_SCALE_RAD of joint error, m.
 OBJECT_SCALE_M = 2e-3
+#: The residual's parts: everything, or the joint tracking alone.
+ALL, JOINT = "all", "joint"
+#: Length of the stretches residuals are grouped in for the intervals, s.
+BLOCK_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -38,12 +48,27 @@ class EpisodeResidual:
     joint: np.ndarray  # (K, 7), rad
     object: np.ndarray  # (M, 3), m
     trace: ReplayTrace
+    joint_t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (K,), s
+    object_t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (M,), s
 
-    def stacked(self) -> np.ndarray:
-        """The weighted residual vector (see the module docstring)."""
-        return np.concatenate(
-            [self.joint.ravel() / JOINT_SCALE_RAD, self.object.ravel() / OBJECT_SCALE_M]
-        )
+    def stacked(self, part: str = ALL) -> np.ndarray:
+        """The weighted residual vector (see the module docstring): `ALL` or `JOINT`."""
+        joint = self.joint.ravel() / JOINT_SCALE_RAD
+        if part == JOINT:
+            return joint
+        return np.concatenate([joint, self.object.ravel() / OBJECT_SCALE_M])
+
+    def blocks(self, part: str = ALL, block_s: float = BLOCK_S) -> np.ndarray:
+        """For each entry of `stacked(part)`, the number of its `block_s` stretch counted from
+        the episode's first compared moment."""
+        if not len(self.joint_t):
+            return np.zeros(self.stacked(part).size, dtype=np.int64)
+        t0 = float(self.joint_t[0])
+        joint = np.repeat(np.floor((self.joint_t - t0) / block_s).astype(np.int64), 7)
+        if part == JOINT:
+            return joint
+        obj = np.repeat(np.floor((self.object_t - t0) / block_s).astype(np.int64), 3)
+        return np.concatenate([joint, obj])
 
 
 def episode_residual(recorded: RecordedEpisode, trace: ReplayTrace) -> EpisodeResidual:
@@ -57,6 +82,7 @@ def episode_residual(recorded: RecordedEpisode, trace: ReplayTrace) -> EpisodeRe
     idx = np.where(nearer, before, idx)
     joint = trace.q[keep, :7] - recorded.state_q[idx, :7]
     obj = np.zeros((0, 3))
+    seen_t = np.zeros(0)
     if recorded.has_object_track:
         inside = (
             (recorded.object_t >= start)
@@ -68,14 +94,38 @@ def episode_residual(recorded: RecordedEpisode, trace: ReplayTrace) -> EpisodeRe
             [np.interp(seen_t, trace.t, trace.object_pos[:, i]) for i in range(3)]
         )
         obj = replayed - recorded.object_pos[inside]
-    return EpisodeResidual(joint=joint, object=obj, trace=trace)
+    return EpisodeResidual(joint=joint, object=obj, trace=trace, joint_t=times, object_t=seen_t)
 
 
 def stacked_residual(
-    replayer: Replayer, subset: Sequence[int], values: Mapping[str, float]
+    replayer: Replayer, subset: Sequence[int], values: Mapping[str, float], part: str = ALL
 ) -> np.ndarray:
     """The weighted residual vector of the episodes at `subset`, in their order."""
-    return np.concatenate([r.stacked() for r in replayer.run(values, subset)])
+    return np.concatenate([r.stacked(part) for r in replayer.run(values, subset)])
+
+
+def stacked_residuals(
+    replayer: Replayer,
+    subset: Sequence[int],
+    candidates: Sequence[Mapping[str, float]],
+    part: str = ALL,
+) -> list[np.ndarray]:
+    """`stacked_residual` of each candidate set of values, replayed in one batch."""
+    return [
+        np.concatenate([r.stacked(part) for r in found])
+        for found in replayer.run_many(candidates, subset)
+    ]
+
+
+def stacked_blocks(residuals: Sequence[EpisodeResidual], part: str = ALL) -> np.ndarray:
+    """Block numbers of the stacked residual of several episodes (`EpisodeResidual.blocks`),
+    distinct across episodes."""
+    out, offset = [], 0
+    for r in residuals:
+        b = r.blocks(part)
+        out.append(b + offset)
+        offset += int(b.max()) + 1 if b.size else 0
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------- replays in workers
@@ -98,9 +148,21 @@ def _replay(recorded: RecordedEpisode, values: Mapping[str, float]) -> EpisodeRe
 
 
 def _worker_run(
-    indices: Sequence[int], values: Mapping[str, float]
-) -> list[tuple[int, EpisodeResidual]]:
-    return [(i, _replay(_EPISODES[i], values)) for i in indices]
+    jobs: Sequence[tuple[int, int]], candidates: Sequence[Mapping[str, float]]
+) -> list[tuple[tuple[int, int], EpisodeResidual]]:
+    return [((k, i), _replay(_EPISODES[i], candidates[k])) for k, i in jobs]
+
+
+def deal(jobs: Sequence[tuple[int, int]], cost: Sequence[float], workers: int) -> list[list[int]]:
+    """Positions in `jobs` for each worker: the longest job first to the least loaded worker
+    (`cost[i]`: how long episode i takes to replay, in any unit)."""
+    load = [0.0] * workers
+    out: list[list[int]] = [[] for _ in range(workers)]
+    for pos in sorted(range(len(jobs)), key=lambda p: -cost[jobs[p][1]]):
+        w = min(range(workers), key=lambda k: load[k])
+        out[w].append(pos)
+        load[w] += cost[jobs[pos][1]]
+    return out
 
 
 class Replayer:
@@ -108,13 +170,20 @@ class Replayer:
 
     Args:
         episodes: the recordings.
-        workers: processes to replay in (1: in this process). Episodes are dealt round-robin.
+        workers: processes to replay in (1: in this process).
     """
 
     def __init__(self, episodes: Sequence[RecordedEpisode], workers: int = 1) -> None:
         self.episodes = list(episodes)
         self.workers = max(1, min(int(workers), len(self.episodes)))
         self.evaluations = 0
+        self.episode_replays = 0
+        # What an episode's replay costs: the stretch it covers (until a stop, if any).
+        self._lengths = [
+            max(0.0, min(float(e.state_t[-1]), e.stopped_s) - float(e.state_t[0]))
+            if len(e.state_t) else 0.0
+            for e in self.episodes
+        ]  # fmt: skip
         self._pool: Any = None
         if self.workers > 1:
             import multiprocessing
@@ -132,16 +201,33 @@ class Replayer:
         self, values: Mapping[str, float], subset: Sequence[int] | None = None
     ) -> list[EpisodeResidual]:
         """The residuals of the episodes (all, or those at `subset`), in their order."""
+        return self.run_many([values], subset)[0]
+
+    def run_many(
+        self, candidates: Sequence[Mapping[str, float]], subset: Sequence[int] | None = None
+    ) -> list[list[EpisodeResidual]]:
+        """The residuals of the episodes under each candidate set of values, replayed in one
+        batch: every (candidate, episode) replay is one job, and the jobs are dealt to the
+        workers by the episodes' lengths, so the processes finish together (the columns of a
+        finite-difference Jacobian, a scan's grid)."""
         order = list(range(len(self.episodes))) if subset is None else list(subset)
-        self.evaluations += 1
+        self.evaluations += len(candidates)
+        self.episode_replays += len(candidates) * len(order)
+        jobs = [(k, i) for k in range(len(candidates)) for i in order]
         if self._pool is None:
             if _EPISODES is not self.episodes:
                 _init_worker(self.episodes)
-            return [_replay(self.episodes[i], values) for i in order]
-        chunks = [order[w :: self.workers] for w in range(self.workers)]
-        futures = [self._pool.submit(_worker_run, c, dict(values)) for c in chunks if c]
-        found = dict(pair for f in futures for pair in f.result())
-        return [found[i] for i in order]
+            found = dict(_worker_run(jobs, candidates))
+        else:
+            plain = [dict(c) for c in candidates]
+            shares = deal(jobs, self._lengths, self.workers)
+            futures = [
+                self._pool.submit(_worker_run, [jobs[p] for p in share], plain)
+                for share in shares
+                if share
+            ]
+            found = dict(pair for f in futures for pair in f.result())
+        return [[found[(k, i)] for i in order] for k in range(len(candidates))]
 
     def close(self) -> None:
         if self._pool is not None:

@@ -71,8 +71,9 @@ def calibrate_window(
     """Fit, write the calibration file (and the report); returns the summary the CLI prints.
 
     With `by_drift`, each drift setting's episodes are calibrated separately (the drift calendar
-    as measured numbers): one file per drift, `<out stem>-<drift>.toml`, and the summary lists
-    them by drift day. Nothing is written when any input is wrong (the errors come before the
+    as measured numbers): one file per drift, `<out stem>-<drift>.toml`, each also recorded in
+    the store's trial ledger for the maintenance closure's report
+    (`embodied_eval.embodiment.calibration_days`), and the summary lists them by drift day. Nothing is written when any input is wrong (the errors come before the
     first write).
     """
     from embodied_eval.protocol.calibration_file import write_calibration
@@ -93,8 +94,9 @@ def calibrate_window(
         raise EvalError(f"--out: directory {out.parent} does not exist", key="out")
     if by_drift:
         return _by_drift(
-            recorded, protocol, names, window=window, out=out, robot_id=robot_id, workers=workers
-        )
+            recorded, protocol, names, window=window, out=out, robot_id=robot_id, workers=workers,
+            store=store if episodes is None else None,
+        )  # fmt: skip
     result = calibrate_episodes(recorded, names, workers=workers)
     created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     content = calibration_content(
@@ -140,8 +142,11 @@ def _by_drift(
     out: Path,
     robot_id: str,
     workers: int,
+    store: Store | None,
 ) -> dict[str, Any]:
+    from embodied_eval.embodiment.calibration_days import record_day_calibration
     from embodied_eval.protocol.calibration_file import write_calibration
+    from embodied_eval.store.core import transaction
     from real_bridge.calibration.report import calibration_content
 
     groups: dict[tuple[str, int | None], list[RecordedEpisode]] = {}
@@ -166,6 +171,9 @@ def _by_drift(
         content["drift"] = {"name": drift, **({"day": day} if day is not None else {})}
         path = out.with_name(f"{out.stem}-{drift or 'unnamed'}.toml")
         digest = write_calibration(path, content)
+        if store is not None and drift:
+            with transaction(store.conn):
+                record_day_calibration(store.conn, window, content, digest)
         rows.append(
             {
                 "drift": drift,
@@ -177,7 +185,10 @@ def _by_drift(
                 "validation": content["validation"],
             }
         )
-    return {"robot_id": robot_id, "window": window, "by_drift": rows}
+    return {
+        "robot_id": robot_id, "window": window, "by_drift": rows,
+        "recorded_in_store": store is not None,
+    }  # fmt: skip
 
 
 def summary(
