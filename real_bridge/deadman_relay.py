@@ -58,6 +58,16 @@ class DeadmanRelay:
         self._thread = threading.Thread(target=self._watch, name="deadman", daemon=True)
         self._thread.start()
 
+    @property
+    def armed(self) -> bool:
+        """Whether a heartbeat loss would be held now: the relay has seen the harness's heartbeat
+        and knows the posture of every controller joint (without one it cannot build the hold;
+        after a start, the first joint states can take a discovery round to arrive)."""
+        with self._lock:
+            if self.last_heartbeat_s is None:
+                return False
+            return all(j in self.positions for j in self.config.robot.arm_joints)
+
     def _beat(self, msg: Any) -> None:
         with self._lock:
             self.last_heartbeat_s = time.monotonic()

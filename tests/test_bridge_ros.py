@@ -229,7 +229,8 @@ def test_the_trackers_latency_and_dropouts_show_in_the_recording(tmp_path):
         m.log_time for m, d in rec["/embodied_eval/episode"] if json.loads(d.data)["phase"] == "started"
     )
     times = np.array([m.log_time for m, _ in rec["/object_pose"] if m.log_time > started]) / 1e9
-    assert np.max(np.diff(times)) > 0.3  # the hand over (or holding) the cube: no pose for a while
+    # The hand over (or holding) the cube: no pose for a while.
+    assert np.max(np.diff(times)) > 0.3, (ep.status, ep.status_reason)
     states = [
         dict((kv.key, kv.value) for kv in s.values)
         for _, d in rec["/diagnostics"]
@@ -335,7 +336,8 @@ def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
         with backend(twin.domain_id) as robot:  # its heartbeat runs while connected
             link = robot.ros2_robot()
             for trial in range(1, 21):
-                assert link.session.wait_for(lambda: relay.last_heartbeat_s is not None, 10.0)
+                # Armed: the heartbeat seen and the posture known (the hold needs it).
+                assert link.session.wait_for(lambda: relay.armed, 10.0)
                 link.stop_heartbeat()
                 assert relay.session.wait_for(lambda t=trial: len(relay.holds) >= t, 5.0)
                 link.start_heartbeat()
