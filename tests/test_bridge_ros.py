@@ -356,30 +356,8 @@ def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
 #: The protocol's two-week drift (an unmodelled 0.5 kg tool, firmware 5.0.0: servo gains × 0.7) on an
 #: arm whose randomized gains came out at half.
 WORN = {"payload_kg": 0.5, "firmware": "5.0.0", "controller_gain_scale": 0.5}
-#: A posture with the hand low over the table: TCP at z = 0.131 m (home's is at 0.401 m).
-LOW_Q = np.array([0.0, 0.5, 0.0, -1.9, 0.0, 2.4, 0.785398])
 
 
-class ReachDown:
-    """A joint-space policy that lowers the hand to LOW_Q over 50 steps (cosine profile: peak
-    1.4 rad/s and 4.4 rad/s² on joint 2, within its 2.175 rad/s and 7.5 rad/s²) and stays."""
-
-    name = "tests.test_bridge_ros:reach_down"
-    command_space = "joint_position"
-
-    def reset(self, seed=None):
-        self.calls = 0
-
-    def act(self, obs):
-        if self.calls == 0:
-            self.q0 = np.asarray(obs["joint_pos"][:7], dtype=float)
-        self.calls += 1
-        s = 0.5 * (1.0 - np.cos(np.pi * min(self.calls, 50) / 50))
-        return self.q0 + s * (LOW_Q - self.q0)
-
-
-def reach_down(task_id=None, **_):
-    return ReachDown()
 
 
 def test_homing_after_an_episode_on_a_worn_arm_that_ended_low(twin, tmp_path):
@@ -388,7 +366,7 @@ def test_homing_after_an_episode_on_a_worn_arm_that_ended_low(twin, tmp_path):
     # hand is lifted first, and the arm settles short of home by the sag — farther than the
     # 0.02 rad a straight "exactly there" criterion waited for in vain — and counts as homed.
     with backend(twin.domain_id) as robot:
-        low = spec("low", policy="tests.test_bridge_ros:reach_down", drift=WORN)
+        low = spec("low", policy="tests.joint_policies:reach_down", drift=WORN)
         first = robot.run_episode(low, None, tmp_path / "rec").episode
         assert first.status == "ok", first.status_reason
         tcp_z = robot.adapter().tcp_of(robot.ros2_robot().get_observation().position[:7])[2]

@@ -23,8 +23,6 @@ from real_bridge.twin.settings import Monitors, TwinSettings
 pytestmark = pytest.mark.timeout(300)
 
 ARM = tuple(f"panda_joint{i}" for i in range(1, 8))
-#: A posture with the hand low over the table: TCP at z = 0.131 m (home's is at 0.401 m).
-LOW_Q = np.array([0.0, 0.5, 0.0, -1.9, 0.0, 2.4, 0.785398])
 #: What the policies of this module can reach (set by each test).
 HANDLE: dict[str, MujocoRobot] = {}
 
@@ -100,26 +98,6 @@ def wild(task_id=None, **_):
     return Hold(wild_at=2)
 
 
-class ReachDown:
-    """Lowers the hand to LOW_Q over 50 steps (cosine profile: peak 1.4 rad/s and 4.4 rad/s² on
-    joint 2, within its 2.175 rad/s and 7.5 rad/s²) and stays there."""
-
-    name = "tests.test_mujoco_robot:reach_down"
-    command_space = "joint_position"
-
-    def reset(self, seed=None):
-        self.calls = 0
-
-    def act(self, obs):
-        if self.calls == 0:
-            self.q0 = np.asarray(obs["joint_pos"][:7], dtype=float)
-        self.calls += 1
-        s = 0.5 * (1.0 - np.cos(np.pi * min(self.calls, 50) / 50))
-        return self.q0 + s * (LOW_Q - self.q0)
-
-
-def reach_down(task_id=None, **_):
-    return ReachDown()
 
 
 def test_the_mujoco_backend_is_registered_and_runs_an_episode_on_the_robots_clock():
@@ -244,7 +222,7 @@ def test_homing_after_an_episode_that_ended_with_the_hand_low():
     runner, robot = backend(twin_config(max_steps=60))
     with runner:
         first = runner.run_episode(
-            spec("low", policy="tests.test_mujoco_robot:reach_down"), None, None
+            spec("low", policy="tests.joint_policies:reach_down"), None, None
         ).episode
         assert first.status == "ok", first.status_reason
         tcp_z = runner.adapter().tcp_of(robot.get_observation().position[:7])[2]
