@@ -33,6 +33,7 @@ from embodied_eval.runner.options import RunOptions, run_settings
 from sim_suites.scenes import episode_seeds
 from sim_suites.suites import libero_suite
 from sim_suites.suites.libero_suite import LiberoTaskEnv, run_episode
+from tests.suite_support import suite_protocol_text, suite_spec
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -52,52 +53,16 @@ BOWL = (
 DRAWER = "libero/libero_goal/open_the_middle_drawer_of_the_cabinet"
 RANDOM = "embodied_eval.runner.gym_side:random_policy"
 
-PROTOCOL = """
-[protocol]
-name = "libero-test"
-version = "1"
-base_seed = 3
-m_min = 1
-
-[window]
-id = "w-libero"
-start = "2026-11-01"
-end = "2026-11-30"
-
-[battery.libero]
-target_quality = 0.5
-instances = {instances}
-
-[drift.nominal]
-day = 0
-
-[sampling]
-seeds_per_instance = 1
-real_fraction = {real_fraction}
-
-[randomization]
-{randomization}
-
-[sim]
-engines = ["libero"]
-policy = "{policy}"
-max_steps = {max_steps}
-"""
-
-
 def protocol_text(
     instances: tuple[str, ...] = (BOWL,),
     randomization: str = "",
     real_fraction: float = 0.0,
     max_steps: int = 30,
 ) -> str:
-    return PROTOCOL.format(
-        instances=list(instances),
-        randomization=randomization,
-        real_fraction=real_fraction,
-        policy=RANDOM,
-        max_steps=max_steps,
-    )
+    return suite_protocol_text(
+        "libero", instances, policy=RANDOM, max_steps=max_steps,
+        randomization=randomization, real_fraction=real_fraction,
+    )  # fmt: skip
 
 
 def make_protocol(**kw: object):
@@ -105,18 +70,7 @@ def make_protocol(**kw: object):
 
 
 def spec(task_id: str, seed: int) -> EpisodeSpec:
-    return EpisodeSpec(
-        episode_id=f"libero-{seed}",
-        pair_id=f"p-{seed}",
-        side="sim",
-        family="libero",
-        task_id=task_id,
-        seed=seed,
-        drift_name="nominal",
-        engine="libero",
-        policy=RANDOM,
-        target_quality=0.5,
-    )
+    return suite_spec(task_id, seed, RANDOM, f"libero-{seed}")
 
 
 def bare_replay(

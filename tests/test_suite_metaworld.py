@@ -29,40 +29,9 @@ from sim_suites.scenes import episode_seeds
 from sim_suites.suites import meta_world, mujoco_compat
 from sim_suites.suites.meta_world import MetaWorldTaskEnv, expert_policy, run_episode
 from sim_suites.suites.suite_knobs import apply_suite_randomization
+from tests.suite_support import suite_protocol_text, suite_spec
 
 pytestmark = pytest.mark.timeout(300)
-
-PROTOCOL = """
-[protocol]
-name = "metaworld-test"
-version = "1"
-base_seed = 3
-m_min = 1
-
-[window]
-id = "w-mw"
-start = "2026-11-01"
-end = "2026-11-30"
-
-[battery.metaworld]
-target_quality = 0.5
-instances = {instances}
-
-[drift.nominal]
-day = 0
-
-[sampling]
-seeds_per_instance = 1
-real_fraction = {real_fraction}
-
-[randomization]
-{randomization}
-
-[sim]
-engines = ["metaworld"]
-policy = "metaworld:expert"
-max_steps = 500
-"""
 
 TASKS = ["metaworld/reach-v3", "metaworld/push-v3", "metaworld/pick-place-v3"]
 
@@ -70,9 +39,10 @@ TASKS = ["metaworld/reach-v3", "metaworld/push-v3", "metaworld/pick-place-v3"]
 def protocol_text(
     instances: list[str] = TASKS, randomization: str = "", real_fraction: float = 0.0
 ) -> str:
-    return PROTOCOL.format(
-        instances=instances, randomization=randomization, real_fraction=real_fraction
-    )
+    return suite_protocol_text(
+        "metaworld", instances, policy="metaworld:expert", max_steps=500,
+        randomization=randomization, real_fraction=real_fraction,
+    )  # fmt: skip
 
 
 def make_protocol(**kw: object):
@@ -80,18 +50,7 @@ def make_protocol(**kw: object):
 
 
 def spec(task_id: str, seed: int, policy: str = "metaworld:expert") -> EpisodeSpec:
-    return EpisodeSpec(
-        episode_id=f"mw-{task_id.split('/')[1]}-{seed}",
-        pair_id=f"p-{seed}",
-        side="sim",
-        family="metaworld",
-        task_id=task_id,
-        seed=seed,
-        drift_name="nominal",
-        engine="metaworld",
-        policy=policy,
-        target_quality=0.5,
-    )
+    return suite_spec(task_id, seed, policy, f"mw-{task_id.split('/')[1]}-{seed}")
 
 
 def bare_episode(task: str, seed: int) -> tuple[bool, int, list[np.ndarray]]:

@@ -46,8 +46,8 @@ from gymnasium import spaces
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from embodied_eval.runner.gym_side import EnvEpisode, run_env_episode
 from sim_suites.scenes import check_scene_seed, episode_seeds, scene_record
+from sim_suites.suites.suite_episode import check_suite_engine, run_suite_episode
 from sim_suites.suites.suite_knobs import nominal_model, randomize_suite_model, restore_model
 
 #: The engine's name in `[sim] engines` and the family of its instances.
@@ -356,29 +356,17 @@ def run_episode(
         spec: the manifest row; `spec.task_id` is `libero/<suite>/<task>`, `spec.policy` a
             Gymnasium policy factory or a policy server URL.
         protocol: its `[randomization]` ranges, `max_steps` and action rule apply.
-        max_steps: overrides the protocol's step limit.
-        record_dir: the per-step trajectory is written there when given.
-        started_at: ISO UTC start time (default: the protocol window's first day).
+        max_steps, record_dir, started_at: as `suite_episode.run_suite_episode`.
     """
-    if spec.engine != SUITE:
-        raise EvalError(f"engine: {spec.engine!r} is not {SUITE!r}", key="engine")
+    check_suite_engine(spec, SUITE)
     env = LiberoTaskEnv(spec.task_id, randomization=protocol.randomization)
-    try:
-        how = EnvEpisode(
-            env_id=SUITE_ENV_ID,
-            reset_seed=spec.seed,
-            policy_seed=episode_seeds(spec.seed).policy,
-            success_key="success",
-            control={"suite": env.suite, "language": env.language},
-        )
-        return run_env_episode(
-            spec,
-            env,
-            how,
-            protocol=protocol,
-            max_steps=max_steps or protocol.max_steps,
-            started_at=started_at or f"{protocol.window_start.isoformat()}T00:00:00Z",
-            record_dir=Path(record_dir) if record_dir is not None else None,
-        )
-    finally:
-        env.close()
+    return run_suite_episode(
+        spec,
+        protocol,
+        env,
+        env_id=SUITE_ENV_ID,
+        control={"suite": env.suite, "language": env.language},
+        max_steps=max_steps,
+        record_dir=record_dir,
+        started_at=started_at,
+    )
