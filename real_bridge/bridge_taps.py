@@ -26,19 +26,30 @@ class RecordingTaps:
         self.live: Any = None  # a live view's sink (the console, Foxglove): the recorded streams
         self._camera_count = 0
 
+    def _add_streams(self, sink: Any) -> None:
+        """Declare the recorded streams on `sink` (camera frames as PNG `CompressedImage`)."""
+        for stream in self.config.record_streams:
+            topic = getattr(self.config.topics, stream)
+            if not topic:
+                continue
+            if stream == "camera_image":
+                sink.add_stream(compressed_topic(topic), STREAM_TYPES["camera_compressed"])
+            else:
+                sink.add_stream(topic, STREAM_TYPES[stream])
+
     def attach_recorder(self, recorder: McapRecorder | None) -> None:
         """Start (or, with None, stop) writing the recorded streams to `recorder`."""
         if recorder is not None:
             self._camera_count = 0
-            for stream in self.config.record_streams:
-                topic = getattr(self.config.topics, stream)
-                if not topic:
-                    continue
-                if stream == "camera_image":
-                    recorder.add_stream(compressed_topic(topic), STREAM_TYPES["camera_compressed"])
-                else:
-                    recorder.add_stream(topic, STREAM_TYPES[stream])
+            self._add_streams(recorder)
         self.recorder = recorder
+
+    def attach_live(self, sink: Any) -> None:
+        """Start (or, with None, stop) handing the recorded streams to a live view's sink (as
+        the recorder: `add_stream`, `write`)."""
+        if sink is not None:
+            self._add_streams(sink)
+        self.live = sink
 
     def attach_judge_log(self, log: JudgeLog | None) -> None:
         """Start (or, with None, stop) keeping the detector's messages: exactly what the

@@ -90,20 +90,7 @@ class LiveFeed:
         self.robot = robot
         taps = getattr(robot, "taps", None)
         if taps is not None:
-            from real_bridge.recording import compressed_topic
-            from real_bridge.ros_node import STREAM_TYPES
-
-            config = robot.config
-            sink = LiveSink(self.live)
-            for stream in config.record_streams:
-                topic = getattr(config.topics, stream)
-                if not topic:
-                    continue
-                if stream == "camera_image":
-                    sink.add_stream(compressed_topic(topic), STREAM_TYPES["camera_compressed"])
-                else:
-                    sink.add_stream(topic, STREAM_TYPES[stream])
-            taps.live = sink
+            taps.attach_live(LiveSink(self.live))
         _, self._diag_index = robot.safety_readings(0)
         self._halt = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="live-feed", daemon=True)
@@ -117,7 +104,7 @@ class LiveFeed:
         if self.robot is not None:
             taps = getattr(self.robot, "taps", None)
             if taps is not None:
-                taps.live = None
+                taps.attach_live(None)
             self.robot = None
 
     # ------------------------------------------------------------------ the operator
