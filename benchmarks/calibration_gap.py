@@ -14,6 +14,7 @@ family, seeds 1, 2, …), calibrates from the recordings, then runs the sim half
   effective number of real trials, before and after.
 
 Run: .venv/bin/python benchmarks/calibration_gap.py [--real 24] [--unpaired 40] [--steps 400]
+     [--twin actuator_gain=0.5 ...] (a gap that changes the sim's outcomes: see the README)
 """
 
 from __future__ import annotations
@@ -64,6 +65,14 @@ TRUTH = {
     "joint_damping": 1.3,
     "actuator_gain": 1.0,
     "actuator_bandwidth": 0.0,
+}
+#: The twin's flag behind each fitted parameter the benchmark can change with `--twin`.
+FLAG_OF = {
+    "payload": "payload_kg",
+    "actuator_delay": "actuator_delay_s",
+    "friction": "friction_scale",
+    "actuator_gain": "actuator_gain_scale",
+    "actuator_bandwidth": "actuator_bandwidth_hz",
 }
 PARAMS = ["payload", "actuator_delay", "actuator_gain", "actuator_bandwidth", "joint_damping",
           "friction"]  # fmt: skip
@@ -133,7 +142,18 @@ def main() -> int:
     parser.add_argument(
         "--reuse", default="", help="folder of an earlier run: its recordings and real episodes"
     )
+    parser.add_argument(
+        "--twin", action="append", default=[], metavar="PARAM=VALUE",
+        help=f"change the known gap: one of {', '.join(FLAG_OF)} (bandwidth in Hz, 0: none); "
+        "e.g. --twin actuator_gain=0.5 for a servo at half its stiffness",
+    )
     args = parser.parse_args()
+    for item in args.twin:
+        name, _, value = item.partition("=")
+        if name not in FLAG_OF or not value:
+            parser.error(f"--twin {item!r}: expected PARAM=VALUE with PARAM one of {list(FLAG_OF)}")
+        TWIN_FLAGS[FLAG_OF[name]] = TRUTH[name] = float(value)
+    print(f"the twin's known gap: {TWIN_FLAGS} (joint damping × 1.3 besides)")
     from embodied_eval.protocol.calibration_file import NOT_MAPPED, SIM_FIELDS
     from sim_suites.variations import RealityGap
 
@@ -169,7 +189,7 @@ def main() -> int:
         value, low, high, truth = e.value, e.low, e.high, TRUTH[name]
         if name == "actuator_bandwidth":  # shown as a bandwidth, Hz (∞ = unfiltered)
             value, low, high, truth = (bandwidth_hz(e.value), bandwidth_hz(e.high),
-                                       bandwidth_hz(e.low), math.inf)  # fmt: skip
+                                       bandwidth_hz(e.low), truth or math.inf)  # fmt: skip
         partner = f"{e.partner} ({e.correlation:+.2f})" if e.partner else "—"
         inside = "yes" if low <= truth <= high else "no"
         print(f"| {name} | {truth:g} | {value:.4g} | [{low:.4g}, {high:.4g}] | {inside} | "

@@ -263,6 +263,41 @@ def test_cli_window_without_recordings_writes_nothing(tmp_path, capsys):
     assert not out.exists()
 
 
+def _never_started(tmp_path, window):
+    """A real episode aborted during homing, with a recording holding only its metadata."""
+    from embodied_eval.canonical import canonical_json
+    from embodied_eval.records import Episode
+    from real_bridge.bridge_config import BridgeConfig
+    from real_bridge.recording import McapRecorder
+
+    recorder = McapRecorder(tmp_path / "h1.mcap", {
+        "episode_id": "h1-real-ros2-a1",
+        "bridge_config": canonical_json(dataclasses.asdict(BridgeConfig()))})  # fmt: skip
+    return Episode(
+        episode_id="h1-real-ros2-a1", pair_id="h1", side="real", family="pick_place",
+        task_id=TASK, seed=1, policy="p", engine="ros2", quality=0.0, target_quality=0.8,
+        status="aborted", window=window, artifacts=(recorder.close(),), control={"loop_steps": 0},
+        status_reason="protective_stop during homing: TCP speed 1.034 m/s above the 1.0 m/s limit",
+    )  # fmt: skip
+
+
+def test_a_window_whose_every_recording_never_started_writes_nothing(tmp_path, capsys):
+    from embodied_eval.cli.main import main
+    from embodied_eval.protocol.reader import example_protocol_path, load_protocol
+    from embodied_eval.store.core import Store
+
+    db = tmp_path / "e.db"
+    with Store(db) as store:
+        store.write_episode(_never_started(tmp_path, load_protocol(example_protocol_path())
+                                           .window_id))  # fmt: skip
+    out = tmp_path / "calibration.toml"
+    assert main(["calibrate", "--db", str(db), "--protocol", str(example_protocol_path()),
+                 "--out", str(out)]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "was aborted before it started (1)" in err, err
+    assert not out.exists()
+
+
 def test_recording_without_joint_states_is_refused(tmp_path):
     from rosbags.typesys import Stores, get_typestore
 
@@ -326,6 +361,9 @@ def test_calibrate_cli_reads_recordings_and_writes_file_and_report(tmp_path, cap
             np.testing.assert_allclose(back.state_q, rec.state_q)
             np.testing.assert_allclose(back.object_pos, rec.object_pos)
             assert back.stopped_s == pytest.approx(rec.stopped_s - rec.state_t[0])
+        # An episode the harness aborted while homing: its recording has nothing to replay (not
+        # even joint states, so reading it would fail); it is left out and named.
+        store.write_episode(_never_started(tmp_path, protocol.window_id))
     out = tmp_path / "calibration.toml"
     argv = ["calibrate", "--db", str(db), "--protocol", str(example_protocol_path()), "--out",
             str(out), "--params", "payload,actuator_gain", "--report", str(tmp_path / "rep"),
@@ -333,6 +371,12 @@ def test_calibrate_cli_reads_recordings_and_writes_file_and_report(tmp_path, cap
     assert main(argv) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["robot_id"] == "twin" and len(result["validated_on"]) == 1
+    assert result["not_calibrated_from"] == [{
+        "episode_id": "h1-real-ros2-a1",
+        "reason": "aborted before it started: protective_stop during homing: TCP speed 1.034 "
+                  "m/s above the 1.0 m/s limit",
+    }]  # fmt: skip
+    assert "h1-real-ros2-a1" not in result["fitted_on"] + result["validated_on"]
     payload = result["parameters"]["payload"]
     assert payload["identified"] and payload["low"] <= 0.4 <= payload["high"], payload
     assert result["validation"]["joint_rms_mrad_after"] < result["validation"][

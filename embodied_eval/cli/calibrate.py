@@ -41,6 +41,13 @@ def _fmt(value: Any) -> str:
         f"{value:.4g}")  # fmt: skip
 
 
+def _print_not_calibrated_from(out: dict[str, Any]) -> None:
+    for row in out.get("not_calibrated_from", []):
+        console.print(
+            f"  not calibrated from {row['episode_id']}: {row['reason']}", markup=False
+        )
+
+
 def _print(out: dict[str, Any]) -> None:
     console.print(
         f"calibration of robot {out['robot_id']} — window {out['window']}; fitted on "
@@ -50,6 +57,7 @@ def _print(out: dict[str, Any]) -> None:
     )
     console.print(f"  fitting: {', '.join(out['fitted_on'])}", markup=False)
     console.print(f"  validation: {', '.join(out['validated_on'])}", markup=False)
+    _print_not_calibrated_from(out)
     if out.get("set_aside"):
         console.print(
             f"  set aside (the replay could not follow them): {', '.join(out['set_aside'])}",
@@ -92,6 +100,7 @@ def _print_by_drift(out: dict[str, Any]) -> None:
         f"calibration of robot {out['robot_id']} per drift day — window {out['window']}",
         markup=False,
     )
+    _print_not_calibrated_from(out)
     for row in out["by_drift"]:
         day = "?" if row["day"] is None else row["day"]
         console.print(

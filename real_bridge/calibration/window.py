@@ -30,29 +30,49 @@ def _recording_file(episode: Episode, store_path: Path) -> Path | None:
     return None
 
 
+def never_started(episode: Episode) -> bool:
+    """The harness aborted the episode before its control loop ran (e.g. a protective stop while
+    homing, a failed scene reset): its recording holds no policy commands to replay."""
+    return episode.status == "aborted" and int(episode.control.get("loop_steps", -1)) == 0
+
+
 def window_recordings(
     store: Store, protocol: Protocol, window: str, family: str | None
-) -> list[RecordedEpisode]:
-    """The window's real episodes with an MCAP recording, read for calibration.
+) -> tuple[list[RecordedEpisode], list[dict[str, str]]]:
+    """The window's real episodes with an MCAP recording, read for calibration, and the ones left
+    out because they never started (each with the harness's reason).
 
     Raises:
-        EvalError: no real episode of the window (and family) has a recording on disk.
+        EvalError: no real episode of the window (and family) has a recording on disk, or none
+            of those started.
     """
     episodes = []
     for scope in store.window_scope(window):
         episodes += store.episodes(window=scope, side="real", family=family)
     recordings = {e.episode_id: _recording_file(e, store.path) for e in episodes}
     recorded = [e for e in episodes if recordings[e.episode_id] is not None]
+    what = f"window {window!r}" + (f", family {family!r}" if family else "")
     if not recorded:
-        what = f"window {window!r}" + (f", family {family!r}" if family else "")
         raise EvalError(
             f"calibrate: {what} has no real episodes with an MCAP recording on disk; run real "
             "episodes with recording on (the robot profile's `record = true`) first"
         )
-    return [
-        read_recorded_episode(e, protocol.randomization, recordings[e.episode_id])
+    skipped = [
+        {"episode_id": e.episode_id, "reason": f"aborted before it started: {e.status_reason}"}
         for e in recorded
+        if never_started(e)
     ]
+    started = [e for e in recorded if not never_started(e)]
+    if not started:
+        raise EvalError(
+            f"calibrate: every recorded real episode of {what} was aborted before it started "
+            f"({len(recorded)}); record real episodes that run to their end first"
+        )
+    read = [
+        read_recorded_episode(e, protocol.randomization, recordings[e.episode_id])
+        for e in started
+    ]
+    return read, skipped
 
 
 def calibrate_window(
@@ -80,9 +100,11 @@ def calibrate_window(
     from real_bridge.calibration.report import calibration_content, write_report
 
     names = parse_params(params)
-    recorded = episodes if episodes is not None else window_recordings(
-        store, protocol, window, family
-    )  # fmt: skip
+    skipped: list[dict[str, str]] = []
+    if episodes is None:
+        recorded, skipped = window_recordings(store, protocol, window, family)
+    else:
+        recorded = episodes
     robots = sorted({r.robot_id for r in recorded})
     if len(robots) > 1:
         raise EvalError(
@@ -93,10 +115,11 @@ def calibrate_window(
     if not out.parent.is_dir():
         raise EvalError(f"--out: directory {out.parent} does not exist", key="out")
     if by_drift:
-        return _by_drift(
+        days = _by_drift(
             recorded, protocol, names, window=window, out=out, robot_id=robot_id, workers=workers,
             store=store if episodes is None else None,
         )  # fmt: skip
+        return {**days, "not_calibrated_from": skipped}
     result = calibrate_episodes(recorded, names, workers=workers)
     created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     content = calibration_content(
@@ -115,7 +138,7 @@ def calibrate_window(
     if report is not None:
         validation = [r for r in recorded if r.episode_id in set(result.validation)]
         report_path = write_report(report, content, result, validation, digest)
-    return summary(content, result, digest, out, report_path)
+    return {**summary(content, result, digest, out, report_path), "not_calibrated_from": skipped}
 
 
 def drift_setting(drift: dict[str, Any], protocol: Protocol) -> tuple[str, int | None]:
