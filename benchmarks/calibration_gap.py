@@ -31,7 +31,8 @@ import numpy as np
 
 from embodied_eval.records import Episode, EpisodeSpec
 from embodied_eval.stats.paired import sim_to_real_agreement
-from embodied_eval.stats.ppi import ppi_mean
+from embodied_eval.stats.ppi import ppi_mean, ppi_validity
+from embodied_eval.stats.proportions import wilson_bounds
 from real_bridge.bridge_config import Deadlines, LoopSettings, load_bridge_config, profile_path
 from real_bridge.calibration.fit import calibrate_episodes
 from real_bridge.calibration.params import bandwidth_hz
@@ -229,11 +230,17 @@ def main() -> int:
         print(f"| {family} | {b['n']} | {b['real']:.2f} | {b['sim']:.2f} → {a['sim']:.2f} | "
               f"{b['agree']:.2f} → {a['agree']:.2f} | {b['s2r']:.2f} [{b['s2r_low']:.2f}, "
               f"{b['s2r_high']:.2f}] → {a['s2r']:.2f} [{a['s2r_low']:.2f}, {a['s2r_high']:.2f}] |")
+    y = [success(r) for r in real]
+    low, high = wilson_bounds(sum(y), len(y))
     for label in ("before", "after"):
         ppi = out[label][1]
         print(f"PPI++ {label}: λ = {ppi.lam:.3f}, effective n = {ppi.effective_n:.1f} "
               f"(real pairs {ppi.n_pairs}, sim unpaired {ppi.n_sim}); AR_ppi = "
               f"{ppi.estimate.value:.3f} [{ppi.estimate.low:.3f}, {ppi.estimate.high:.3f}]")
+        below = ppi_validity(ppi, y)
+        if below:  # what the harness reports then: the real episodes alone
+            print(f"  below PPI's validity floor ({'; '.join(below)}): the harness reports the "
+                  f"real AR alone, {sum(y)}/{len(y)} Wilson [{low:.3f}, {high:.3f}]")
     return 0
 
 
