@@ -25,6 +25,7 @@ residual is flat down to τ = 0 (an unfiltered actuator), so the Jacobian, which
 slope where the fit stopped, cannot bound it from below. The others are then also fitted with
 τ = 0 (`unfiltered_also`); when that fits as well (within the bound of τ's 95 % interval), τ's
 interval reaches 0, every other interval covers both fits, and the values are the better fit's.
+A τ the fit put at 0 (where its slope is 0) gets its interval from its profile upwards.
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from real_bridge.calibration.intervals import ParameterEstimate, unexercised_estimate
+from real_bridge.calibration.intervals import (
+    PROFILE,
+    RESOLUTION,
+    ParameterEstimate,
+    unexercised_estimate,
+)
 from real_bridge.calibration.params import PARAMETERS, nominal_values
 from real_bridge.calibration.recorded import RecordedEpisode
 from real_bridge.calibration.residuals import (
@@ -49,7 +55,9 @@ from real_bridge.calibration.solve import never_exercised, solve
 from real_bridge.calibration.starts import (
     START,
     Z_95,
+    Profile,
     object_start,
+    profile,
     sag_start,
     scan_episodes,
     timing_start,
@@ -58,6 +66,9 @@ from real_bridge.calibration.starts import (
 #: An actuator time constant fitted below this is also tried at 0 (`unfiltered_also`): its filter
 #: then passes more than 95 % of each 20 ms controller update's step (e^(−0.02/τ) < 5 %), s.
 UNFILTERED_CHECK_S = 0.02 / 3
+#: Grid step and reach (in steps) of the time constant's profile upwards from 0, s.
+TIME_CONSTANT_PROFILE_STEP_S = 0.001
+TIME_CONSTANT_REACH = 40
 
 
 @dataclass
@@ -131,22 +142,39 @@ def unfiltered_also(
     max_iters: int,
     rng: np.random.Generator,
 ) -> dict[str, float]:
-    """Fit the arm's other parameters again with an unfiltered actuator (τ = 0) when τ was fitted
-    below `UNFILTERED_CHECK_S`, and widen the intervals when that fits as well (see the module
-    docstring; updates `fitted`). Returns the values of the better fit."""
+    """The actuator's time constant τ near 0, where the Jacobian cannot bound it (see the module
+    docstring; updates `fitted`). Fitted below `UNFILTERED_CHECK_S`: the arm's other parameters
+    are fitted again with τ = 0, and when that fits as well τ's interval reaches 0 and the
+    others' cover both fits. Fitted at 0 (or held there, not identified): its interval is the
+    profile's upwards from 0 (`TIME_CONSTANT_PROFILE_STEP_S`), the others held. Returns the
+    values of the better fit."""
     tau = "actuator_bandwidth"
     est = fitted.get(tau)
-    if est is None or not est.identified or not 0.0 < values[tau] < UNFILTERED_CHECK_S:
+    if est is None or tau not in free:
         return values
     others = [n for n in free if n != tau and not PARAMETERS[n].needs_object]
+    effect = est.design_effect if math.isfinite(est.design_effect) else 1.0
+    if values[tau] <= 0.0:
+        start = Profile(tau, TIME_CONSTANT_PROFILE_STEP_S, n_params=len(others) + 1)
+        found = profile(replayer, fitting, values, start, TIME_CONSTANT_REACH, JOINT, effect)
+        _, _, high = found.interval(effect)
+        est.low, est.high, est.method = 0.0, high, PROFILE
+        est.identified = 0.5 * high <= RESOLUTION[tau]
+        est.reason = "" if est.identified else (
+            f"its 95 % interval ±{0.5 * high:.3g} is wider than ±{RESOLUTION[tau]:g}"
+        )  # fmt: skip
+        est.value = 0.0
+        est.fitted = math.nan if est.identified else 0.0
+        return values
+    if not est.identified or values[tau] >= UNFILTERED_CHECK_S:
+        return values
     at_fit = replayer.run(values, fitting)
     refit, zero, at_zero = solve(
         replayer, fitting, None, others, {**values, tau: 0.0}, max_iters, rng
     )
     costs = [float(sum(np.sum(r.stacked(JOINT) ** 2) for r in at)) for at in (at_fit, at_zero)]
     size = sum(r.stacked(JOINT).size for r in at_fit)
-    arm = len(others) + 1
-    bound = min(costs) * (1.0 + est.design_effect * Z_95**2 / max(1, size - arm))
+    bound = min(costs) * (1.0 + effect * Z_95**2 / max(1, size - len(others) - 1))
     if max(costs) > bound:
         return values  # the data tell the filter from none
     est.low = 0.0
