@@ -182,7 +182,8 @@ def main() -> int:
     result = calibrate_episodes(recs, PARAMS, workers=args.workers)
     print(f"calibration: {len(recs)} recordings, {time.monotonic() - started:.0f} s, "
           f"{result.evaluations} replays of the fitting set; set aside (the replay could not "
-          f"follow them): {', '.join(result.set_aside) or 'none'}")  # fmt: skip
+          f"follow them): {', '.join(result.set_aside) or 'none'}; stretches: "
+          f"{', '.join(result.set_aside_stretches) or 'none'}")  # fmt: skip
     print("\n| parameter | truth | estimate | 95 % interval | truth inside | design effect | "
           "identified | partner |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")

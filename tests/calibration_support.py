@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,13 +27,17 @@ def write_recording(
     delay_s: float,
     robot_id: str,
     unapplied: Sequence[Command] = (),
+    waited_longer: Mapping[int, float] | None = None,
+    diagnostics_ahead_s: float = 0.0,
 ) -> Episode:
     """Write `rec` as a bridge recording at `path`; returns the episode record pointing at it.
 
     The robot's echo of each command is stamped at the state tick after it was applied (the first
-    2 ms physics step at or after arrival + `delay_s`) and says how long it waited. `unapplied`
-    commands were sent but never applied: recorded, not echoed. Each of `rec.holds_s` is a
-    `robot/state` status turning to mode "hold" (and back to "follow" 50 ms later).
+    2 ms physics step at or after arrival + `delay_s`, plus `waited_longer[i]` for command
+    `rec.commands[i]`) and says how long it waited. `unapplied` commands were sent but never
+    applied: recorded, not echoed. Each of `rec.holds_s` is a `robot/state` status turning to
+    mode "hold" (and back to "follow" 50 ms later). The robot stamps its diagnostics on a clock
+    `diagnostics_ahead_s` ahead of its joint states' (they are received when they happen).
     """
     from rosbags.typesys import Stores, get_typestore
 
@@ -104,7 +108,7 @@ def write_recording(
             effort=tau,
         )  # fmt: skip
         write(topics.joint_state, msg, ns_of(ts) + LATENCY_NS)
-    echoed = {id(c) for c in rec.commands}
+    echoed = {id(c): (waited_longer or {}).get(i, 0.0) for i, c in enumerate(rec.commands)}
     for i, c in enumerate(sorted([*rec.commands, *unapplied], key=lambda c: c.arrival_s)):
         joints = arm if c.kind == "arm" else gripper
         positions = c.positions if c.kind == "arm" else np.full(len(gripper), c.positions[0])
@@ -115,6 +119,7 @@ def write_recording(
         if id(c) not in echoed:
             continue
         applied = float(np.ceil(round((c.arrival_s + delay_s) / 0.002, 6)) * 0.002)
+        applied += echoed[id(c)]
         echo = trajectory(ns_of(applied + 0.002), cid, joints, positions, applied - c.arrival_s)
         write(topics.applied, echo, ns_of(applied + 0.002) + LATENCY_NS)
     for ts, p in zip(rec.object_t, rec.object_pos, strict=True):
@@ -131,7 +136,7 @@ def write_recording(
                 values=[t["diagnostic_msgs/msg/KeyValue"](key="mode", value=mode)],
             )  # fmt: skip
             array = t["diagnostic_msgs/msg/DiagnosticArray"](
-                header=header(ns_of(at)), status=[status]
+                header=header(ns_of(at + diagnostics_ahead_s)), status=[status]
             )
             write(topics.diagnostics, array, ns_of(at) + LATENCY_NS)
     if np.isfinite(rec.stopped_s):  # the robot's safety controller stopped it: a latched status
@@ -140,7 +145,7 @@ def write_recording(
             hardware_id="twin", values=[],
         )  # fmt: skip
         array = t["diagnostic_msgs/msg/DiagnosticArray"](
-            header=header(ns_of(rec.stopped_s)), status=[status]
+            header=header(ns_of(rec.stopped_s + diagnostics_ahead_s)), status=[status]
         )
         write(topics.diagnostics, array, ns_of(rec.stopped_s) + LATENCY_NS)
     artifact = recorder.close()

@@ -63,6 +63,12 @@ def _print(out: dict[str, Any]) -> None:
             f"  set aside (the replay could not follow them): {', '.join(out['set_aside'])}",
             markup=False,
         )
+    if out.get("set_aside_stretches"):
+        console.print(
+            "  stretches set aside (the replay could not follow them): "
+            f"{', '.join(out['set_aside_stretches'])}",
+            markup=False,
+        )
     for name, e in out["parameters"].items():
         line = (
             f"  {name:<19} {_fmt(e.get('value')):>9} {e['unit']:<3} 95 % "

@@ -19,6 +19,13 @@ Each parameter then gets a 95 % interval from the Jacobian (`jacobian_intervals`
 its profile) and a verdict (`identifiability`): identified when its interval is narrower than ±
 its resolution (`RESOLUTION`); otherwise it is reported as not identified, with the parameter it
 is most correlated with, held at its nominal value and the others fitted again without it.
+
+An actuator time constant fitted below `UNFILTERED_CHECK_S` sits where its filter hardly acts: the
+residual is flat down to τ = 0 (an unfiltered actuator), so the Jacobian, which sees only the
+slope where the fit stopped, cannot bound it from below. The others are then also fitted with
+τ = 0 (`unfiltered_also`); when that fits as well (within the bound of τ's 95 % interval), τ's
+interval reaches 0, every other interval covers both fits, and the values are the better fit's.
+A τ the fit put at 0 (where its slope is 0) gets its interval from its profile upwards.
 """
 
 from __future__ import annotations
@@ -30,21 +37,38 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from real_bridge.calibration.intervals import ParameterEstimate, unexercised_estimate
+from real_bridge.calibration.intervals import (
+    PROFILE,
+    RESOLUTION,
+    ParameterEstimate,
+    unexercised_estimate,
+)
 from real_bridge.calibration.params import PARAMETERS, nominal_values
 from real_bridge.calibration.recorded import RecordedEpisode
-from real_bridge.calibration.residuals import EpisodeResidual, Replayer
+from real_bridge.calibration.residuals import (
+    JOINT,
+    NOT_FOLLOWED_FACTOR,
+    EpisodeResidual,
+    Replayer,
+)
 from real_bridge.calibration.solve import never_exercised, solve
 from real_bridge.calibration.starts import (
     START,
+    Z_95,
+    Profile,
     object_start,
+    profile,
     sag_start,
     scan_episodes,
     timing_start,
 )
 
-#: A fitting episode whose RMS residual exceeds this many times the median episode's is set aside.
-NOT_FOLLOWED_FACTOR = 4.0
+#: An actuator time constant fitted below this is also tried at 0 (`unfiltered_also`): its filter
+#: then passes more than 95 % of each 20 ms controller update's step (e^(−0.02/τ) < 5 %), s.
+UNFILTERED_CHECK_S = 0.02 / 3
+#: Grid step and reach (in steps) of the time constant's profile upwards from 0, s.
+TIME_CONSTANT_PROFILE_STEP_S = 0.001
+TIME_CONSTANT_REACH = 40
 
 
 @dataclass
@@ -61,6 +85,7 @@ class FitResult:
     iterations: int
     episode_replays: int = 0
     set_aside: list[str] = field(default_factory=list)
+    set_aside_stretches: list[str] = field(default_factory=list)
     before_residuals: list[EpisodeResidual] = field(default_factory=list)
     after_residuals: list[EpisodeResidual] = field(default_factory=list)
 
@@ -106,6 +131,62 @@ def episodes_not_followed(residuals: Sequence[EpisodeResidual]) -> list[int]:
         return []
     far = [k for k, v in enumerate(rms) if v > NOT_FOLLOWED_FACTOR * float(np.median(rms))]
     return far if len(far) < rms.size / 2 else []
+
+
+def unfiltered_also(
+    replayer: Replayer,
+    fitting: Sequence[int],
+    free: Sequence[str],
+    fitted: dict[str, ParameterEstimate],
+    values: dict[str, float],
+    max_iters: int,
+    rng: np.random.Generator,
+) -> dict[str, float]:
+    """The actuator's time constant τ near 0, where the Jacobian cannot bound it (see the module
+    docstring; updates `fitted`). Fitted below `UNFILTERED_CHECK_S`: the arm's other parameters
+    are fitted again with τ = 0, and when that fits as well τ's interval reaches 0 and the
+    others' cover both fits. Fitted at 0 (or held there, not identified): its interval is the
+    profile's upwards from 0 (`TIME_CONSTANT_PROFILE_STEP_S`), the others held. Returns the
+    values of the better fit."""
+    tau = "actuator_bandwidth"
+    est = fitted.get(tau)
+    if est is None or tau not in free:
+        return values
+    others = [n for n in free if n != tau and not PARAMETERS[n].needs_object]
+    effect = est.design_effect if math.isfinite(est.design_effect) else 1.0
+    if values[tau] <= 0.0:
+        start = Profile(tau, TIME_CONSTANT_PROFILE_STEP_S, n_params=len(others) + 1)
+        found = profile(replayer, fitting, values, start, TIME_CONSTANT_REACH, JOINT, effect)
+        _, _, high = found.interval(effect)
+        est.low, est.high, est.method = 0.0, high, PROFILE
+        est.identified = 0.5 * high <= RESOLUTION[tau]
+        est.reason = "" if est.identified else (
+            f"its 95 % interval ±{0.5 * high:.3g} is wider than ±{RESOLUTION[tau]:g}"
+        )  # fmt: skip
+        est.value = 0.0
+        est.fitted = math.nan if est.identified else 0.0
+        return values
+    if not est.identified or values[tau] >= UNFILTERED_CHECK_S:
+        return values
+    at_fit = replayer.run(values, fitting)
+    refit, zero, at_zero = solve(
+        replayer, fitting, None, others, {**values, tau: 0.0}, max_iters, rng
+    )
+    costs = [float(sum(np.sum(r.stacked(JOINT) ** 2) for r in at)) for at in (at_fit, at_zero)]
+    size = sum(r.stacked(JOINT).size for r in at_fit)
+    bound = min(costs) * (1.0 + effect * Z_95**2 / max(1, size - len(others) - 1))
+    if max(costs) > bound:
+        return values  # the data tell the filter from none
+    est.low = 0.0
+    for name in others:
+        fitted[name].low = min(fitted[name].low, refit[name].low)
+        fitted[name].high = max(fitted[name].high, refit[name].high)
+    if costs[1] >= costs[0]:
+        return values
+    est.value = 0.0
+    for name in others:
+        fitted[name].value = refit[name].value
+    return zero
 
 
 def check_scenes(episodes: Sequence[RecordedEpisode]) -> None:
@@ -196,6 +277,7 @@ def calibrate_episodes(
             for name in dropped:
                 fitted[name].fitted = fitted[name].value
                 fitted[name].value = nominal[name]
+            values = unfiltered_also(replayer, fit_idx, free, fitted, values, max_iters, rng)
             estimates.update(fitted)
         estimates = {n: estimates[n] for n in names}
         values = dict(nominal)
@@ -203,11 +285,17 @@ def calibrate_episodes(
         before, after = replayer.run_many([nominal, values], val_idx)
         evaluations = replayer.evaluations
         episode_replays = replayer.episode_replays
+        stretches = [
+            f"{order[i].episode_id} {start:.2f}–{end:.2f} s"
+            for i, found in sorted(replayer.left_out.items())
+            for start, end in found
+        ]
     return FitResult(
         estimates=estimates,
         values=values,
         fitting=[e.episode_id for e in fitting if e.episode_id not in set_aside],
         set_aside=set_aside,
+        set_aside_stretches=stretches,
         validation=[e.episode_id for e in validation],
         before=summarize(before),
         after=summarize(after),

@@ -8,8 +8,18 @@ From the episode's MCAP recording (see `real_bridge.recording`):
   the joint states' stamps (median of receive time − stamp). A robot that echoes applied commands
   did not apply a command it did not echo (it ignored it while holding, or dropped it when it
   held): such commands are left out and counted;
+- with the echo, how much longer each command waited than the episode's shortest wait
+  (`Command.late_s`): the robot takes a command at one of its physics steps, so its waits differ
+  by up to a step — and by a whole control period where that step falls after a controller
+  update. The replay adds it to the fitted delay, so the fitted delay is the robot's shortest
+  wait plus any delay after its servo took the command (`real_bridge.calibration.replay`);
 - the times the robot held its set-point on its own (its `robot/state` status turning to mode
   "hold", e.g. when the harness's heartbeat was late): a hold freezes the set-point where it is;
+  and when its safety controller stopped it. Both come from the robot's diagnostics, which need
+  not be stamped on its joint states' clock (the twin stamps them with wall time and its states
+  with its simulation clock, which falls behind wall time whenever its loop is held up): they are
+  put on the joint states' clock by when they were received — the joint states received at the
+  same moment say what the robot's clock read then (`_on_state_clock`);
 - the joint states (positions and efforts) with their stamps;
 - the object tracker's positions with their stamps, and the wrench, when recorded;
 - the randomization ranges of the manifest the robot's reset station was given (the scene knobs
@@ -21,7 +31,7 @@ Times are seconds on the robot's clock relative to the first joint state of the 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,12 +45,15 @@ from real_bridge.recording_steps import episode_event_fields
 
 @dataclass(frozen=True)
 class Command:
-    """One command as the robot received it: arrival (s, robot clock), targets, duration (s)."""
+    """One command as the robot received it: arrival (s, robot clock), targets, duration (s),
+    and how much longer than the episode's shortest wait it waited before it took effect (s, from
+    the robot's echo; 0 without one)."""
 
     arrival_s: float
     kind: str  # "arm" or "gripper"
     positions: np.ndarray
     duration_s: float
+    late_s: float = 0.0
 
 
 @dataclass
@@ -56,7 +69,8 @@ class RecordedEpisode:
         reset_s: when the harness handed the robot's reset station this episode's manifest,
             mapped onto the robot clock (the scene reset follows at once); None when the
             manifest was not recorded.
-        commands: arm and gripper commands, in arrival order.
+        commands: arm and gripper commands, in the order the robot took them (see the module
+            docstring).
         state_t / state_q / state_effort: joint-state stamps (s), positions (n, 9), efforts (n, 9).
         object_t / object_pos: tracker stamps (s) and positions (m, (k, 3)); empty when absent.
         wrench_t / wrench: force/torque stamps and readings ((k, 6)); empty when absent.
@@ -203,6 +217,8 @@ def read_recorded_episode(
     )
     # Receive time − stamp: maps the harness's clock onto the robot's.
     offset = int(np.median([log - int(s) for (log, _), s in zip(states, stamps, strict=True)]))
+    received_ns = np.array([log for log, _ in states], dtype=np.int64)
+    on_state_clock = _on_state_clock(received_ns, stamps)
     started = [
         log for log, msg in streams.get("event", []) if episode_event_fields(msg.data) == (
             episode.episode_id, "started")
@@ -220,34 +236,47 @@ def read_recorded_episode(
             f"recording {path}: no arm commands recorded after the episode started; record the "
             "`command` stream"
         )
-    echoes = {str(m.header.frame_id): m for _, m in streams.get("applied", [])}
+    echoes = {str(m.header.frame_id): (log, m) for log, m in streams.get("applied", [])}
     period_ns = int(np.median(np.diff(stamps)))
-    commands = []
+    received = []
     not_applied = 0
     for log, kind, msg in sent:
         names = arm if kind == "arm" else gripper
-        echo = echoes.get(str(msg.header.frame_id)) if msg.header.frame_id else None
-        if echo is None and echoes:
+        echoed = echoes.get(str(msg.header.frame_id)) if msg.header.frame_id else None
+        if echoed is None and echoes:
             not_applied += 1  # the robot echoes what it applies: this one it never did
             continue
-        if echo is not None:
+        waited_ns, told = 0, log
+        if echoed is not None:
+            told, echo = echoed
             # Applied at the physics step before the echo's state tick, after waiting this long.
-            arrival_ns = _stamp_s(echo.header) - period_ns - _duration_ns(echo.points[0])
+            waited_ns = _duration_ns(echo.points[0])
+            arrival_ns = _stamp_s(echo.header) - period_ns - waited_ns
             positions = _ordered(echo.joint_names, echo.points[0].positions, names, path, "an echo")
         else:
             arrival_ns = log - offset
             positions = _ordered(
                 msg.joint_names, msg.points[-1].positions, names, path, "a command"
             )
-        commands.append(
-            Command(
-                arrival_s=(arrival_ns - t0) * 1e-9,
-                kind=kind,
-                positions=np.array(positions, dtype=float),
-                duration_s=_duration_ns(msg.points[-1]) * 1e-9,
-            )
+        received.append(
+            (arrival_ns + waited_ns, told, arrival_ns, waited_ns, kind, positions,
+             _duration_ns(msg.points[-1]))
+        )  # fmt: skip
+    # In the order the robot took them (its echoes' order where several took effect at once):
+    # the last one taken is the set-point. That is their arrival order unless the robot's clock
+    # stepped back between two arrivals (the twin's does when its loop gives up catching up).
+    received.sort(key=lambda r: r[:2])
+    shortest_ns = min((r[3] for r in received), default=0)
+    commands = [
+        Command(
+            arrival_s=(arrival_ns - t0) * 1e-9,
+            kind=kind,
+            positions=np.array(positions, dtype=float),
+            duration_s=duration_ns * 1e-9,
+            late_s=(waited_ns - shortest_ns) * 1e-9,
         )
-    commands.sort(key=lambda c: c.arrival_s)
+        for _, _, arrival_ns, waited_ns, kind, positions, duration_ns in received
+    ]
     recorded = RecordedEpisode(
         episode_id=episode.episode_id,
         task_id=episode.task_id,
@@ -261,13 +290,16 @@ def read_recorded_episode(
         state_effort=effort,
         started_s=(started[0] - offset - t0) * 1e-9,
         drift=dict(episode.drift),
-        holds_s=tuple((h - t0) * 1e-9 for h in _holds(streams.get("diagnostics", []), started[0])),
+        holds_s=tuple(
+            (on_state_clock(h) - t0) * 1e-9
+            for h in _holds(streams.get("diagnostics", []), started[0])
+        ),
         not_applied=not_applied,
     )
     from real_bridge.interface import LEVEL_ERROR
 
     stops = [
-        _stamp_s(m.header)
+        on_state_clock(log)
         for log, m in streams.get("diagnostics", [])
         if log >= started[0]
         and any(
@@ -328,9 +360,24 @@ def _told_at(manifests: list[tuple[int, Any]], episode: Episode, zero_ns: int) -
     return None
 
 
+def _on_state_clock(received_ns: np.ndarray, stamps_ns: np.ndarray) -> Callable[[int], int]:
+    """Maps when a message of the robot's was received (ns, harness clock) onto its joint states'
+    clock: linearly between the stamps of the joint states received just before and after it
+    (the robot's messages travel together; its clock may slip against the harness's)."""
+    order = np.argsort(received_ns, kind="stable")
+    base_log, base_stamp = int(received_ns[order[0]]), int(stamps_ns[0])
+    logs = (received_ns[order] - base_log).astype(np.float64)
+    stamps = (stamps_ns[order] - base_stamp).astype(np.float64)
+
+    def convert(log_ns: int) -> int:
+        return base_stamp + round(float(np.interp(log_ns - base_log, logs, stamps)))
+
+    return convert
+
+
 def _holds(diagnostics: list[tuple[int, Any]], started_log: int) -> list[int]:
-    """Stamps (ns, robot clock) where the robot's `robot/state` mode turned to "hold" after the
-    episode started."""
+    """Receive times (ns, harness clock) where the robot's `robot/state` mode turned to "hold"
+    after the episode started."""
     from real_bridge.safety_state import ROBOT_STATE_STATUS
 
     out, mode = [], ""
@@ -340,7 +387,7 @@ def _holds(diagnostics: list[tuple[int, Any]], started_log: int) -> list[int]:
                 continue
             now = next((str(kv.value) for kv in st.values if kv.key == "mode"), mode)
             if now == "hold" and mode != "hold" and log >= started_log:
-                out.append(_stamp_s(msg.header))
+                out.append(log)
             mode = now
     return out
 

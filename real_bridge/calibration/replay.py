@@ -4,7 +4,8 @@ The model is the simulator's own scene of the pair (`sim_suites.env.PandaTaskEnv
 episode's scene seed and the protocol's scene ranges only, as the robot's reset station does),
 with candidate physical parameters (`real_bridge.calibration.params`). The commands drive it the
 way a ros2_control robot follows them — the twin's `TrajectoryFollower`: a command takes effect
-`actuator_delay` after it arrived, at the controller's next update; its target is reached by
+`actuator_delay` after it arrived (plus how much longer than its shortest wait the robot's echo
+says it waited, `Command.late_s`), at the controller's next update; its target is reached by
 linear interpolation over the command's duration, then passes the actuator's first-order
 low-pass; the servos get a gravity feed-forward from the nominal model. The controller updates
 once per control period, at the times found in the recording (`controller_phase_s`). Where the
@@ -135,10 +136,13 @@ class EpisodeReplay:
         )
         ticks = int(np.ceil((end - t0) / dt))
         delay = float(values["actuator_delay"])
-        # Commands take effect `delay` after they arrived; a hold of the robot's, at once.
+        # Commands take effect `delay` after they arrived (and `late_s` later where the robot's
+        # echo says it waited longer than its shortest wait); a hold of the robot's, at once.
+        # Times are whole nanoseconds (the recording's resolution), so commands the robot took
+        # at the same instant stay in their order of arrival: the last one is the set-point.
         events = sorted(
-            [(c.arrival_s + delay, i) for i, c in enumerate(commands)]
-            + [(h, -1) for h in recorded.holds_s]
+            [(round(c.arrival_s + c.late_s + delay, 9), i) for i, c in enumerate(commands)]
+            + [(round(h, 9), -1) for h in recorded.holds_s]
         )
         lower, upper = kin.lower[:7], kin.upper[:7]
         out_q = np.empty((ticks, q.shape[0]))

@@ -82,6 +82,7 @@ def calibration_content(
         "created_at": created_at,
         "fitted_on": list(result.fitting),
         "set_aside": list(result.set_aside),
+        "set_aside_stretches": list(result.set_aside_stretches),
         "validated_on": list(result.validation),
         "parameters": {n: estimate_entry(e) for n, e in result.estimates.items()},
         "validation": residuals,

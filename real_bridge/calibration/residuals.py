@@ -15,7 +15,9 @@ make the least-squares steps fail; the object's parameters are fitted to both.
 
 `blocks` numbers the residual's entries by stretch of `BLOCK_S` of one episode, for the
 intervals' correction for residuals that are correlated in time
-(`real_bridge.calibration.intervals`).
+(`real_bridge.calibration.intervals`). The same stretches are what a fit sets aside where the
+replay does not follow the robot (`stretches_not_followed`: a contact that went another way);
+the `Replayer` leaves them out of every residual it returns from then on.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ OBJECT_SCALE_M = 2e-3
 ALL, JOINT = "all", "joint"
 #: Length of the stretches residuals are grouped in for the intervals, s.
 BLOCK_S = 0.5
+#: An episode (or a stretch of one) whose RMS residual exceeds this many times the median one's is
+#: one the replay does not follow (`stretches_not_followed`, `fit.episodes_not_followed`).
+NOT_FOLLOWED_FACTOR = 4.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,28 @@ class EpisodeResidual:
         if part == JOINT:
             return joint
         return np.concatenate([joint, self.object.ravel() / OBJECT_SCALE_M])
+
+    def without(self, stretches: Sequence[tuple[float, float]]) -> EpisodeResidual:
+        """This residual without the moments in `stretches` ([from, to) s, robot clock)."""
+        if not stretches:
+            return self
+        keep_joint = np.ones(self.joint_t.size, dtype=bool)
+        keep_object = np.ones(self.object_t.size, dtype=bool)
+        for start, end in stretches:
+            keep_joint &= (self.joint_t < start) | (self.joint_t >= end)
+            keep_object &= (self.object_t < start) | (self.object_t >= end)
+        return EpisodeResidual(
+            joint=self.joint[keep_joint], object=self.object[keep_object], trace=self.trace,
+            joint_t=self.joint_t[keep_joint], object_t=self.object_t[keep_object],
+        )  # fmt: skip
+
+    def stretches(self, part: str = ALL, block_s: float = BLOCK_S) -> list[tuple[float, float]]:
+        """The [from, to) times (s) of the stretches `blocks` numbers, by block number."""
+        if not len(self.joint_t):
+            return []
+        t0 = float(self.joint_t[0])
+        last = int(self.blocks(part, block_s).max())
+        return [(t0 + k * block_s, t0 + (k + 1) * block_s) for k in range(last + 1)]
 
     def blocks(self, part: str = ALL, block_s: float = BLOCK_S) -> np.ndarray:
         """For each entry of `stacked(part)`, the number of its `block_s` stretch counted from
@@ -95,6 +122,32 @@ def episode_residual(recorded: RecordedEpisode, trace: ReplayTrace) -> EpisodeRe
         )
         obj = replayed - recorded.object_pos[inside]
     return EpisodeResidual(joint=joint, object=obj, trace=trace, joint_t=times, object_t=seen_t)
+
+
+def stretches_not_followed(
+    residuals: Sequence[EpisodeResidual], factor: float
+) -> list[list[tuple[float, float]]]:
+    """For each episode, the stretches (`EpisodeResidual.blocks` of the joint tracking) the
+    replay does not follow: their RMS is more than `factor` × the median stretch's of all the
+    episodes (a contact that went another way in the replay, a command whose echo was lost).
+    None when they would be half of all stretches or more (then nothing stands out)."""
+    rms: list[tuple[int, tuple[float, float], float]] = []
+    for e, r in enumerate(residuals):
+        joint, blocks = r.stacked(JOINT), r.blocks(JOINT)
+        for k, stretch in enumerate(r.stretches(JOINT)):
+            inside = joint[blocks == k]
+            if inside.size:
+                rms.append((e, stretch, float(np.sqrt(np.mean(inside**2)))))
+    out: list[list[tuple[float, float]]] = [[] for _ in residuals]
+    if len(rms) < 3:
+        return out
+    limit = factor * float(np.median([v for _, _, v in rms]))
+    far = [(e, stretch) for e, stretch, v in rms if v > limit]
+    if len(far) >= len(rms) / 2:
+        return out
+    for e, stretch in far:
+        out[e].append(stretch)
+    return out
 
 
 def stacked_residual(
@@ -184,6 +237,7 @@ class Replayer:
             if len(e.state_t) else 0.0
             for e in self.episodes
         ]  # fmt: skip
+        self.left_out: dict[int, list[tuple[float, float]]] = {}
         self._pool: Any = None
         if self.workers > 1:
             import multiprocessing
@@ -196,6 +250,11 @@ class Replayer:
             )
         else:
             _init_worker(self.episodes)
+
+    def leave_out(self, episode: int, stretches: Sequence[tuple[float, float]]) -> None:
+        """Leave `stretches` ([from, to) s) of episode `episode` out of every residual from now
+        on (the replay does not follow the robot there)."""
+        self.left_out.setdefault(episode, []).extend(stretches)
 
     def run(
         self, values: Mapping[str, float], subset: Sequence[int] | None = None
@@ -227,7 +286,10 @@ class Replayer:
                 if share
             ]
             found = dict(pair for f in futures for pair in f.result())
-        return [[found[(k, i)] for i in order] for k in range(len(candidates))]
+        return [
+            [found[(k, i)].without(self.left_out.get(i, ())) for i in order]
+            for k in range(len(candidates))
+        ]
 
     def close(self) -> None:
         if self._pool is not None:

@@ -3,13 +3,18 @@
 `solve` fits the declared parameters from a start: scipy's `least_squares` (trust-region
 reflective, bounded, soft-L1 loss) over the smooth parameters with the delay held, the delay's
 profile (`real_bridge.calibration.starts.delay_profile`), the smooth parameters again when the
-delay moved. The search runs on a few of the fitting episodes (its iterations are many); from its
-optimum a short polish on the whole fitting set (`POLISH_EVALUATIONS`) reaches the whole set's
-optimum, where the Jacobian gives the intervals (`real_bridge.calibration.intervals`).
+delay moved. The search runs on a few of the fitting episodes (its iterations are many); at its
+optimum the stretches of the whole fitting set the replay does not follow are set aside
+(`stretches_not_followed`: one contact that goes another way for a hair's change of a parameter
+would steer the fit and pin its Jacobian), and a short polish on the rest (`POLISH_EVALUATIONS`)
+reaches the whole set's optimum, where the Jacobian gives the intervals
+(`real_bridge.calibration.intervals`).
 
 The Jacobian is by forward differences (`finite_difference_jacobian`), its columns replayed in one
 batch over the worker processes; the actuator delay's step is one control period, because a
-command takes effect at the controller's next update. The Jacobian the polish last computed is
+command takes effect at the controller's next update; the actuator's time constant's is a quarter
+of its value (`fd_step`): its effect, e^(−Δt/τ) of each update's step, is far from linear over a
+fixed step when τ is small. The Jacobian the polish last computed is
 kept, so the intervals at the same point cost no replay but the delay's column.
 """
 
@@ -36,10 +41,12 @@ from real_bridge.calibration.params import PARAMETERS
 from real_bridge.calibration.residuals import (
     ALL,
     JOINT,
+    NOT_FOLLOWED_FACTOR,
     EpisodeResidual,
     Replayer,
     stacked_blocks,
     stacked_residuals,
+    stretches_not_followed,
 )
 from real_bridge.calibration.starts import (
     DELAY_PROFILE_STEP_S,
@@ -50,17 +57,24 @@ from real_bridge.calibration.starts import (
     profile,
 )
 
-#: Finite-difference steps of the Jacobian, in each parameter's unit (delay: one control period).
+#: Finite-difference steps of the Jacobian, in each parameter's unit (delay: one control period;
+#: the actuator's time constant: at most this, see `fd_step`). The arm's are small: a servo 2 %
+#: stiffer already moves the joints several times what a 0.5 % one does, times four.
 FD_STEP: dict[str, float] = {
-    "payload": 0.02,
+    "payload": 0.005,
     "actuator_delay": 0.02,
-    "actuator_gain": 0.02,
+    "actuator_gain": 0.005,
     "actuator_bandwidth": 0.004,
-    "joint_damping": 0.05,
-    "link_mass": 0.02,
+    "joint_damping": 0.01,
+    "link_mass": 0.005,
     "object_mass": 0.05,
     "friction": 0.05,
 }
+#: The parameters whose response `smooth_rows` checks (the time constant's is curved by nature).
+SMOOTHNESS_CHECKED = ("payload", "actuator_gain", "joint_damping", "link_mass")
+#: The time constant's step is this fraction of its value (at least `MIN_TIME_CONSTANT_STEP_S`).
+TIME_CONSTANT_STEP_FRACTION = 0.25
+MIN_TIME_CONSTANT_STEP_S = 1e-4
 #: Least-squares stopping tolerances (scipy's xtol, ftol): the payload–gain valley is long and
 #: shallow, so the fit must not stop at the first small step along it.
 XTOL = 1e-6
@@ -82,6 +96,17 @@ class _Point:
     values: dict[str, float]
     residuals: list[EpisodeResidual]
     jac: np.ndarray | None = None
+
+
+def fd_step(name: str, value: float) -> float:
+    """The finite-difference step of `name` at `value` (`FD_STEP`; the actuator's time constant's
+    is a quarter of its value, between `MIN_TIME_CONSTANT_STEP_S` and its `FD_STEP`)."""
+    if name == "actuator_bandwidth":
+        return min(
+            FD_STEP[name],
+            max(MIN_TIME_CONSTANT_STEP_S, TIME_CONSTANT_STEP_FRACTION * value),
+        )
+    return FD_STEP[name]
 
 
 def values_of(base: Mapping[str, float], names: Sequence[str], x: np.ndarray) -> dict[str, float]:
@@ -106,7 +131,7 @@ def finite_difference_jacobian(
     steps = []
     moved = []
     for j, name in enumerate(names):
-        h = FD_STEP[name]
+        h = fd_step(name, float(x[j]))
         if x[j] + h > PARAMETERS[name].high:
             h = -h
         xj = x.copy()
@@ -283,6 +308,7 @@ def solve(
     elif 0 < len(search) < len(fitting):
         values = _locate(replayer, search, arm, values, budget)[0].values
         budget = POLISH_EVALUATIONS
+        leave_out_not_followed(replayer, fitting, values)
         if "actuator_delay" in arm:
             # A few episodes leave the delay on a plateau (each one's commands arrive at one
             # phase of the control period): the whole set places it before the polish.
@@ -325,8 +351,9 @@ def _arm_estimates(
         jac = np.column_stack([columns[n] for n in names])
     else:
         jac = finite_difference_jacobian(replayer, fitting, names, values, x, f0, JOINT)
+    keep = smooth_rows(replayer, fitting, names, point, jac)
     blocks = stacked_blocks(point.residuals, JOINT)
-    estimates = identifiability(names, x, jac, f0, blocks)
+    estimates = identifiability(names, x, jac[keep], f0[keep], blocks[keep])
     if delay is not None:
         est = estimates["actuator_delay"]
         grown = profile(replayer, fitting, values, delay, DELAY_REACH, JOINT, est.design_effect)
@@ -339,6 +366,78 @@ def _arm_estimates(
                 f"its 95 % interval ±{half:.3g} is wider than ±{RESOLUTION['actuator_delay']:g}"
             )
     return estimates
+
+
+def smooth_rows(
+    replayer: Replayer,
+    fitting: Sequence[int],
+    names: Sequence[str],
+    point: _Point,
+    jac: np.ndarray,
+) -> np.ndarray:
+    """Which rows of the joint tracking's Jacobian at `point` describe a smooth response: the
+    stretches (`EpisodeResidual.blocks`) where a step of one of `SMOOTHNESS_CHECKED` backwards
+    changes the residual about as much as the step forwards, in the opposite direction. Where
+    the two differ by more than half their difference, and by more than the median stretch's
+    response, a contact went another way for a step (a jump, not a slope): such stretches would
+    pin the Jacobian. They are left out of the intervals and, from now on, of every residual
+    (`Replayer.leave_out`). Returns the rows kept (bool)."""
+    values = point.values
+    checked, steps, moved = [], [], []
+    for j, name in enumerate(names):
+        if name not in SMOOTHNESS_CHECKED:
+            continue
+        h = fd_step(name, values[name])
+        if values[name] + h > PARAMETERS[name].high:
+            h = -h
+        if not PARAMETERS[name].low <= values[name] - h <= PARAMETERS[name].high:
+            continue
+        checked.append(j)
+        steps.append(h)
+        moved.append({**values, name: values[name] - h})
+    keep = np.ones(jac.shape[0], dtype=bool)
+    if not moved:
+        return keep
+    backwards = replayer.run_many(moved, fitting)
+    flagged: set[tuple[int, int]] = set()  # (position in fitting, block)
+    for j, h, found in zip(checked, steps, backwards, strict=True):
+        rows, offset = [], 0
+        for pos, (r0, r1) in enumerate(zip(point.residuals, found, strict=True)):
+            size = r0.stacked(JOINT).size
+            ahead = h * jac[offset : offset + size, j]
+            behind = r1.stacked(JOINT) - r0.stacked(JOINT)
+            blocks = r0.blocks(JOINT)
+            for k in np.unique(blocks):
+                inside = blocks == k
+                bend = float(np.linalg.norm(ahead[inside] + behind[inside]))
+                slope = float(np.linalg.norm(ahead[inside] - behind[inside]))
+                rows.append((pos, int(k), bend, slope))
+            offset += size
+        typical = float(np.median([slope for *_, slope in rows]))
+        flagged.update(
+            (pos, k) for pos, k, bend, slope in rows if bend > 0.5 * slope and bend > typical
+        )
+    offset = 0
+    for pos, r in enumerate(point.residuals):
+        blocks = r.blocks(JOINT)
+        stretches = r.stretches(JOINT)
+        out = [k for k in range(len(stretches)) if (pos, k) in flagged]
+        for k in out:
+            keep[offset : offset + blocks.size][blocks == k] = False
+        replayer.leave_out(fitting[pos], [stretches[k] for k in out])
+        offset += blocks.size
+    return keep
+
+
+def leave_out_not_followed(
+    replayer: Replayer, fitting: Sequence[int], values: Mapping[str, float]
+) -> None:
+    """Set aside, from now on, the stretches of the fitting episodes the replay does not follow
+    at `values` (`stretches_not_followed`)."""
+    found = stretches_not_followed(replayer.run(values, fitting), NOT_FOLLOWED_FACTOR)
+    for episode, stretches in zip(fitting, found, strict=True):
+        if stretches:
+            replayer.leave_out(episode, stretches)
 
 
 def never_exercised(
