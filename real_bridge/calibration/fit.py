@@ -25,6 +25,8 @@ residual is flat down to τ = 0 (an unfiltered actuator), so the Jacobian, which
 slope where the fit stopped, cannot bound it from below. The others are then also fitted with
 τ = 0 (`unfiltered_also`); when that fits as well (within the bound of τ's 95 % interval), τ's
 interval reaches 0, every other interval covers both fits, and the values are the better fit's.
+When τ = 0 fits better beyond that bound, the search had stopped short of it: the fit at τ = 0 is
+kept with its own intervals, and τ's interval is its profile's upwards from 0.
 A τ the fit put at 0 (where its slope is 0) gets its interval from its profile upwards.
 """
 
@@ -155,28 +157,23 @@ def unfiltered_also(
     others = [n for n in free if n != tau and not PARAMETERS[n].needs_object]
     effect = est.design_effect if math.isfinite(est.design_effect) else 1.0
     if values[tau] <= 0.0:
-        start = Profile(tau, TIME_CONSTANT_PROFILE_STEP_S, n_params=len(others) + 1)
-        found = profile(replayer, fitting, values, start, TIME_CONSTANT_REACH, JOINT, effect)
-        _, _, high = found.interval(effect)
-        est.low, est.high, est.method = 0.0, high, PROFILE
-        est.identified = 0.5 * high <= RESOLUTION[tau]
-        est.reason = "" if est.identified else (
-            f"its 95 % interval ±{0.5 * high:.3g} is wider than ±{RESOLUTION[tau]:g}"
-        )  # fmt: skip
-        est.value = 0.0
-        est.fitted = math.nan if est.identified else 0.0
+        _upwards_from_zero(replayer, fitting, est, values, len(others), effect)
         return values
     if not est.identified or values[tau] >= UNFILTERED_CHECK_S:
         return values
-    at_fit = replayer.run(values, fitting)
-    refit, zero, at_zero = solve(
-        replayer, fitting, None, others, {**values, tau: 0.0}, max_iters, rng
-    )
+    refit, zero, _ = solve(replayer, fitting, None, others, {**values, tau: 0.0}, max_iters, rng)
+    # both on the stretches set aside by now (the refit may have set more aside)
+    at_fit, at_zero = replayer.run_many([values, zero], fitting)
     costs = [float(sum(np.sum(r.stacked(JOINT) ** 2) for r in at)) for at in (at_fit, at_zero)]
     size = sum(r.stacked(JOINT).size for r in at_fit)
     bound = min(costs) * (1.0 + effect * Z_95**2 / max(1, size - len(others) - 1))
     if max(costs) > bound:
-        return values  # the data tell the filter from none
+        if costs[0] <= costs[1]:
+            return values  # the data tell the filter from none
+        # No filter fits better by more than the bound: the fit stopped short of it.
+        fitted.update({name: refit[name] for name in others})
+        _upwards_from_zero(replayer, fitting, est, zero, len(others), effect)
+        return zero
     est.low = 0.0
     for name in others:
         fitted[name].low = min(fitted[name].low, refit[name].low)
@@ -187,6 +184,30 @@ def unfiltered_also(
     for name in others:
         fitted[name].value = refit[name].value
     return zero
+
+
+def _upwards_from_zero(
+    replayer: Replayer,
+    fitting: Sequence[int],
+    est: ParameterEstimate,
+    values: dict[str, float],
+    n_others: int,
+    effect: float,
+) -> None:
+    """The actuator's time constant at 0 (updates `est`): its interval is its profile's upwards
+    from 0 (`TIME_CONSTANT_PROFILE_STEP_S`, the others held at `values`)."""
+    tau = est.name
+    start = Profile(tau, TIME_CONSTANT_PROFILE_STEP_S, n_params=n_others + 1)
+    found = profile(replayer, fitting, {**values, tau: 0.0}, start, TIME_CONSTANT_REACH, JOINT,
+                    effect)  # fmt: skip
+    _, _, high = found.interval(effect)
+    est.low, est.high, est.method = 0.0, high, PROFILE
+    est.identified = 0.5 * high <= RESOLUTION[tau]
+    est.reason = "" if est.identified else (
+        f"its 95 % interval ±{0.5 * high:.3g} is wider than ±{RESOLUTION[tau]:g}"
+    )  # fmt: skip
+    est.value = 0.0
+    est.fitted = math.nan if est.identified else 0.0
 
 
 def check_scenes(episodes: Sequence[RecordedEpisode]) -> None:

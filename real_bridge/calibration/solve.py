@@ -6,7 +6,8 @@ profile (`real_bridge.calibration.starts.delay_profile`), the smooth parameters 
 delay moved. The search runs on a few of the fitting episodes (its iterations are many); at its
 optimum the stretches of the whole fitting set the replay does not follow are set aside
 (`stretches_not_followed`: one contact that goes another way for a hair's change of a parameter
-would steer the fit and pin its Jacobian), and a short polish on the rest (`POLISH_EVALUATIONS`)
+would steer the fit and pin its Jacobian; when some lie in the searched episodes, the search runs
+again from its start without them and the better optimum is kept, `_search`), and a short polish on the rest (`POLISH_EVALUATIONS`)
 reaches the whole set's optimum, where the Jacobian gives the intervals
 (`real_bridge.calibration.intervals`).
 
@@ -55,6 +56,7 @@ from real_bridge.calibration.starts import (
     Profile,
     episode_bootstrap,
     profile,
+    robust_cost,
 )
 
 #: Finite-difference steps of the Jacobian, in each parameter's unit (delay: one control period;
@@ -225,6 +227,37 @@ def _locate(
     return point, found
 
 
+def _search(
+    replayer: Replayer,
+    fitting: Sequence[int],
+    search: Sequence[int],
+    names: Sequence[str],
+    start: Mapping[str, float],
+    budget: int,
+) -> dict[str, float]:
+    """The arm's parameters from the `search` episodes (`_locate` from `start`), and the
+    stretches of the whole fitting set the replay does not follow there set aside
+    (`leave_out_not_followed`). When some of those stretches are in the search episodes, the
+    search's optimum was shaped by them (a contact that went another way near it makes the cost
+    jump, and the least squares stops beside the jump): it is searched again from `start`
+    without them, and of the two optima the one of least loss on the search episodes
+    (`robust_cost`, the stretches set aside left out of both) is kept. Returns its values."""
+    first = _locate(replayer, search, names, start, budget)[0].values
+    before = {i: len(replayer.left_out.get(i, ())) for i in search}
+    leave_out_not_followed(replayer, fitting, first)
+    if all(len(replayer.left_out.get(i, ())) == n for i, n in before.items()):
+        return first
+    again = _locate(replayer, search, names, start, budget)[0].values
+    costs = [
+        sum(robust_cost(r.stacked(JOINT)) for r in found)
+        for found in replayer.run_many([first, again], search)
+    ]
+    if costs[1] >= costs[0]:
+        return first
+    leave_out_not_followed(replayer, fitting, again)
+    return again
+
+
 def _object_estimates(
     replayer: Replayer,
     fitting: Sequence[int],
@@ -306,9 +339,8 @@ def solve(
     if search is None:
         budget = POLISH_EVALUATIONS
     elif 0 < len(search) < len(fitting):
-        values = _locate(replayer, search, arm, values, budget)[0].values
+        values = _search(replayer, fitting, search, arm, values, budget)
         budget = POLISH_EVALUATIONS
-        leave_out_not_followed(replayer, fitting, values)
         if "actuator_delay" in arm:
             # A few episodes leave the delay on a plateau (each one's commands arrive at one
             # phase of the control period): the whole set places it before the polish.
