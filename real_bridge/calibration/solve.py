@@ -81,6 +81,10 @@ MIN_TIME_CONSTANT_STEP_S = 1e-4
 #: shallow, so the fit must not stop at the first small step along it.
 XTOL = 1e-6
 FTOL = 1e-7
+#: A least-squares run stopped by its step tolerance (its trust region shrank to nothing) that
+#: lowered the loss by more than this fraction is run again from where it stopped, with a fresh
+#: trust region, while evaluations remain (`_fit`).
+RESTART_GAIN = 0.01
 #: Residual evaluations of the least-squares polish on the whole fitting set, after the search on
 #: a few of its episodes: from the search's optimum one Gauss–Newton step reaches the whole set's.
 POLISH_EVALUATIONS = 2
@@ -169,6 +173,8 @@ def _fit(
     last: dict[bytes, _Point] = {}  # the latest few points (the accepted one among them)
 
     def fun(x: np.ndarray) -> np.ndarray:
+        if x.tobytes() in last:
+            return _joint(last[x.tobytes()].residuals)
         values = values_of(base, names, x)
         found = replayer.run(values, subset)
         last[x.tobytes()] = _Point(values, found)
@@ -184,13 +190,22 @@ def _fit(
         point.jac = finite_difference_jacobian(replayer, subset, names, base, x, f0, JOINT)
         return point.jac
 
-    with contextlib.redirect_stdout(io.StringIO()):
-        res = least_squares(
-            fun, x0, jac=jac, bounds=(lower, upper),
-            x_scale=np.array([RESOLUTION[n] for n in names]), max_nfev=max_nfev,
-            method="trf", xtol=XTOL, ftol=FTOL, loss=LOSS, f_scale=LOSS_SCALE,
-        )  # fmt: skip
-    x = np.clip(res.x, lower, upper)
+    x, used = x0, 0
+    while True:
+        before = robust_cost(fun(x))
+        with contextlib.redirect_stdout(io.StringIO()):
+            res = least_squares(
+                fun, x, jac=jac, bounds=(lower, upper),
+                x_scale=np.array([RESOLUTION[n] for n in names]), max_nfev=max_nfev - used,
+                method="trf", xtol=XTOL, ftol=FTOL, loss=LOSS, f_scale=LOSS_SCALE,
+            )  # fmt: skip
+        used += res.nfev
+        x = np.clip(res.x, lower, upper)
+        # Its trust region shrank to nothing (xtol) after a run that still gained: a step the
+        # forward differences mispredicted, not an optimum. Start again there, afresh.
+        gained = 2.0 * res.cost < (1.0 - RESTART_GAIN) * before
+        if res.status != 3 or not gained or used >= max_nfev:
+            break
     point = last.get(x.tobytes())
     if point is None:
         values = values_of(base, names, x)

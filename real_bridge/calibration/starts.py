@@ -37,7 +37,7 @@ LOSS = "soft_l1"
 LOSS_SCALE = 3.0
 #: Payloads and servo gains tried before the fit (kg; multipliers).
 PAYLOAD_SCAN_KG = (0.0, 0.2, 0.5, 1.0, 2.0)
-GAIN_SCAN = (0.7, 1.0, 1.3)
+GAIN_SCAN = (0.5, 0.7, 1.0, 1.4, 2.0)
 #: Actuator time constants tried at the scanned delay, s.
 TIME_CONSTANT_SCAN_S = (0.0, 0.005, 0.01, 0.02, 0.035, 0.06)
 #: Resamples of the episode bootstrap of a profile's minimiser.
