@@ -81,9 +81,8 @@ MIN_TIME_CONSTANT_STEP_S = 1e-4
 #: shallow, so the fit must not stop at the first small step along it.
 XTOL = 1e-6
 FTOL = 1e-7
-#: A least-squares run stopped by its step tolerance (its trust region shrank to nothing) that
-#: lowered the loss by more than this fraction is run again from where it stopped, with a fresh
-#: trust region, while evaluations remain (`_fit`).
+#: A least-squares run stopped by its step tolerance that still lowered the loss by more than
+#: this fraction starts again where it stopped, afresh, while evaluations remain (`_fit`).
 RESTART_GAIN = 0.01
 #: Residual evaluations of the least-squares polish on the whole fitting set, after the search on
 #: a few of its episodes: from the search's optimum one Gauss–Newton step reaches the whole set's.
@@ -201,8 +200,7 @@ def _fit(
             )  # fmt: skip
         used += res.nfev
         x = np.clip(res.x, lower, upper)
-        # Its trust region shrank to nothing (xtol) after a run that still gained: a step the
-        # forward differences mispredicted, not an optimum. Start again there, afresh.
+        # a trust region shrunk to nothing while gaining: mispredicted steps, not an optimum
         gained = 2.0 * res.cost < (1.0 - RESTART_GAIN) * before
         if res.status != 3 or not gained or used >= max_nfev:
             break
@@ -256,7 +254,7 @@ def _search(
     search's optimum was shaped by them (a contact that went another way near it makes the cost
     jump, and the least squares stops beside the jump): it is searched again from `start`
     without them, and of the two optima the one of least loss on the search episodes
-    (`robust_cost`, the stretches set aside left out of both) is kept. Returns its values."""
+    (`robust_cost`, without the stretches set aside) is kept. Returns its values."""
     first = _locate(replayer, search, names, start, budget)[0].values
     before = {i: len(replayer.left_out.get(i, ())) for i in search}
     leave_out_not_followed(replayer, fitting, first)
