@@ -5,18 +5,16 @@ reflective, bounded, soft-L1 loss) over the smooth parameters with the delay hel
 profile (`real_bridge.calibration.starts.delay_profile`), the smooth parameters again when the
 delay moved. The search runs on a few of the fitting episodes (its iterations are many); at its
 optimum the stretches of the whole fitting set the replay does not follow are set aside
-(`stretches_not_followed`: one contact that goes another way for a hair's change of a parameter
-would steer the fit and pin its Jacobian; when some lie in the searched episodes, the search runs
-again from its start without them and the better optimum is kept, `_search`), and a short polish on the rest (`POLISH_EVALUATIONS`)
-reaches the whole set's optimum, where the Jacobian gives the intervals
-(`real_bridge.calibration.intervals`).
+(`stretches_not_followed`: a contact that goes another way for a hair's change of a parameter
+would steer the fit and pin its Jacobian; when some lie in the searched episodes the search runs
+again without them, the better optimum kept, `_search`), and a short polish on the rest
+(`POLISH_EVALUATIONS`) reaches the whole set's optimum, where the Jacobian gives the intervals.
 
 The Jacobian is by forward differences (`finite_difference_jacobian`), its columns replayed in one
 batch over the worker processes; the actuator delay's step is one control period, because a
 command takes effect at the controller's next update; the actuator's time constant's is a quarter
 of its value (`fd_step`): its effect, e^(−Δt/τ) of each update's step, is far from linear over a
-fixed step when τ is small. The Jacobian the polish last computed is
-kept, so the intervals at the same point cost no replay but the delay's column.
+fixed step when τ is small. The polish's last Jacobian is kept for the intervals.
 """
 
 from __future__ import annotations
