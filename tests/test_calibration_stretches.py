@@ -109,3 +109,12 @@ def test_an_unfiltered_actuator_is_recovered_with_every_truth_inside():
         assert est[name].low <= value <= est[name].high, est[name]
     assert est["actuator_bandwidth"].value == 0.0 and est["actuator_bandwidth"].low == 0.0
     assert 0.0 < est["actuator_bandwidth"].high <= 0.02  # an interval, within the resolution
+
+
+def test_a_stretch_left_out_twice_is_listed_once():
+    from real_bridge.calibration.residuals import Replayer
+
+    replayer = Replayer([], workers=1)
+    replayer.leave_out(3, [(8.19, 8.69), (8.19, 8.69), (8.69, 9.19)])
+    replayer.leave_out(3, [(8.69, 9.19), (1.0, 1.5)])
+    assert replayer.left_out == {3: [(8.19, 8.69), (8.69, 9.19), (1.0, 1.5)]}

@@ -253,8 +253,9 @@ class Replayer:
 
     def leave_out(self, episode: int, stretches: Sequence[tuple[float, float]]) -> None:
         """Leave `stretches` ([from, to) s) of episode `episode` out of every residual from now
-        on (the replay does not follow the robot there)."""
-        self.left_out.setdefault(episode, []).extend(stretches)
+        on (the replay does not follow the robot there); a stretch already left out is kept once."""
+        found = self.left_out.setdefault(episode, [])
+        found.extend(s for s in dict.fromkeys(stretches) if s not in found)
 
     def run(
         self, values: Mapping[str, float], subset: Sequence[int] | None = None
