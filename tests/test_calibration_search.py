@@ -130,3 +130,35 @@ def test_an_unfiltered_fit_that_fits_better_is_kept(monkeypatch):
     assert (tau.value, tau.low, tau.method, tau.identified) == (0.0, 0.0, PROFILE, True)
     assert tau.high == pytest.approx(0.0005)
     assert math.isnan(tau.fitted)
+
+
+def test_the_delays_verdict_follows_its_profile_interval(monkeypatch):
+    # The Jacobian's finite difference over one control period says ±10.9 ms (not identified);
+    # the profile on the physics step says [0.039, 0.041] s: ±1 ms, within the 10 ms resolution.
+    residual = EpisodeResidual(joint=NOISE, object=np.zeros((0, 3)), trace=NO_TRACE, joint_t=T)
+    jacobian_verdict = ParameterEstimate(
+        "actuator_delay", 0.04, 0.0291, 0.0509, False, "actuator_bandwidth", -0.98,
+        "its 95 % interval ±0.0109 is wider than ±0.01", design_effect=3.2,
+    )  # fmt: skip
+
+    class Found:
+        def interval(self, effect):
+            return 0.04, 0.039, 0.041
+
+    monkeypatch.setattr(solve_module, "finite_difference_jacobian",
+                        lambda *a: np.ones((NOISE.size, 1)))  # fmt: skip
+    monkeypatch.setattr(solve_module, "smooth_rows", lambda *a: np.ones(NOISE.size, dtype=bool))
+    monkeypatch.setattr(solve_module, "identifiability",
+                        lambda *a: {"actuator_delay": jacobian_verdict})  # fmt: skip
+    monkeypatch.setattr(solve_module, "profile", lambda *a: Found())
+    point = solve_module._Point({"actuator_delay": 0.04}, [residual])
+    found = solve_module._arm_estimates(None, [0], ["actuator_delay"], point, object())
+    est = found["actuator_delay"]
+    assert (est.low, est.high, est.method) == (0.039, 0.041, PROFILE)
+    assert est.identified and est.reason == ""
+    # A profile as wide as the Jacobian's keeps the verdict "not identified", with its own width.
+    Found.interval = lambda self, effect: (0.04, 0.02, 0.06)
+    jacobian_verdict.identified, jacobian_verdict.reason = True, ""
+    est = solve_module._arm_estimates(None, [0], ["actuator_delay"], point, object())[
+        "actuator_delay"]  # fmt: skip
+    assert not est.identified and est.reason == "its 95 % interval ±0.02 is wider than ±0.01"
