@@ -5,16 +5,15 @@ reflective, bounded, soft-L1 loss) over the smooth parameters with the delay hel
 profile (`real_bridge.calibration.starts.delay_profile`), the smooth parameters again when the
 delay moved. The search runs on a few of the fitting episodes (its iterations are many); at its
 optimum the stretches of the whole fitting set the replay does not follow are set aside
-(`stretches_not_followed`: a contact that goes another way for a hair's change of a parameter
-would steer the fit and pin its Jacobian; when some lie in the searched episodes the search runs
-again without them, the better optimum kept, `_search`), and a short polish on the rest
-(`POLISH_EVALUATIONS`) reaches the whole set's optimum, where the Jacobian gives the intervals.
+(`stretches_not_followed`: a contact that goes another way for a hair's change would steer the
+fit; when some lie in the searched episodes the search runs again without them, the better
+optimum kept, `_search`); a short polish (`POLISH_EVALUATIONS`) reaches the whole set's optimum.
 
 The Jacobian is by forward differences (`finite_difference_jacobian`), its columns replayed in one
-batch over the worker processes; the actuator delay's step is one control period, because a
-command takes effect at the controller's next update; the actuator's time constant's is a quarter
-of its value (`fd_step`): its effect, e^(−Δt/τ) of each update's step, is far from linear over a
-fixed step when τ is small. The polish's last Jacobian is kept for the intervals.
+batch over the workers; the delay's step is one control period (a command takes effect at the
+controller's next update); the actuator time constant's is a quarter of its value (`fd_step`):
+e^(−Δt/τ) is far from linear over a fixed step when τ is small. The polish's last Jacobian is
+kept for the intervals.
 """
 
 from __future__ import annotations
