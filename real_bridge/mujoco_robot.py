@@ -58,7 +58,7 @@ from real_bridge.robot import (
     hold_posture,
 )
 from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading
-from real_bridge.twin.settings import Monitors, TwinGap, TwinSettings
+from real_bridge.twin.settings import SAME_INSTANT_S, Monitors, TwinGap, TwinSettings
 
 #: Name and version of the in-process robot's oracle (its ground truth, as the twin's).
 ORACLE_NAME, ORACLE_VERSION = "mujoco-robot-oracle", "1"
@@ -193,7 +193,7 @@ class MujocoRobot:
         now = self.now_s()
         self._beat(now)
         self._deadman(now)
-        while self._pending and self._pending[0][0] <= now + 1e-9:
+        while self._pending and self._pending[0][0] <= now + SAME_INSTANT_S:
             self._apply(*self._pending.popleft()[1:])
         self.plant.step_physics()
         self._steps += 1
@@ -214,7 +214,7 @@ class MujocoRobot:
         self._track(now)
 
     def _beat(self, now: float) -> None:
-        if self._beating and now + 1e-9 >= self._next_beat_s:
+        if self._beating and now + SAME_INSTANT_S >= self._next_beat_s:
             self.last_heartbeat_s = now
             self._next_beat_s = now + 1.0 / self.config.loop.heartbeat_hz
             if self.mode == "hold" and not self._latched:
@@ -223,7 +223,7 @@ class MujocoRobot:
 
     def _deadman(self, now: float) -> None:
         last = self.last_heartbeat_s
-        lost = last is not None and now - last > self.config.deadlines.deadman_s + 1e-9
+        lost = last is not None and now - last > self.config.deadlines.deadman_s + SAME_INSTANT_S
         if self.mode == "follow" and lost:
             self.mode = "hold"
             self._pending.clear()
@@ -237,7 +237,7 @@ class MujocoRobot:
             return
         tcp, holding = self.plant.hand()
         self.tracker.observe(now, round(now * 1e9), self.plant.object_pose(), tcp, holding)
-        if now + 1e-9 >= self._next_pose_s:
+        if now + SAME_INSTANT_S >= self._next_pose_s:
             self._next_pose_s = now + 1.0 / hz
             reading = self.tracker.reading(now, self.rng)
             if reading is not None:
@@ -287,7 +287,7 @@ class MujocoRobot:
         if command.positions is not None:
             self._arm_command = np.array(command.positions, dtype=float)
         supervised = self.last_heartbeat_s is not None and (
-            now - self.last_heartbeat_s <= self.config.deadlines.deadman_s + 1e-9
+            now - self.last_heartbeat_s <= self.config.deadlines.deadman_s + SAME_INSTANT_S
         )
         if self.mode != "follow" or not supervised:
             self.commands_ignored += 1

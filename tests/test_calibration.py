@@ -33,6 +33,15 @@ TRUTH = TwinGap(
 )  # fmt: skip
 
 
+def truth_values() -> dict[str, float]:
+    """TRUTH's gap as calibration parameters: payload 0.4 kg, gain 0.9, delay 0.04 s and the
+    8 Hz bandwidth as its time constant 1/(2π·8) s; the rest nominal."""
+    return nominal_values(
+        {"payload": 0.4, "actuator_gain": 0.9, "actuator_delay": 0.04,
+         "actuator_bandwidth": 1 / (2 * math.pi * 8.0)}
+    )  # fmt: skip
+
+
 def test_replay_is_the_twins_physics():
     # Without sensor noise, replaying the twin's commands with the twin's own parameters gives
     # back the twin's joint positions (same scene, same controller updates, same physics). Only
@@ -41,10 +50,7 @@ def test_replay_is_the_twins_physics():
     rng = np.random.default_rng(5)
     quiet = dataclasses.replace(TRUTH, sensor_noise_std=0.0, object_pose_noise_m=0.0)
     rec = record_offline(quiet, TASK, 11, {}, excitation_commands(60, rng), rng)
-    values = nominal_values(
-        {"payload": 0.4, "actuator_gain": 0.9, "actuator_delay": 0.04,
-         "actuator_bandwidth": 1 / (2 * math.pi * 8.0)}
-    )  # fmt: skip
+    values = truth_values()
     replay = EpisodeReplay(TASK)
     try:
         same = episode_residual(rec, replay.run(rec, values))
@@ -71,10 +77,7 @@ def test_a_robot_that_held_on_its_own_is_replayed_holding(tmp_path):
     assert all(0.966 <= c.arrival_s < 1.2 for c in dropped)
     assert len(arm) == sum(1 for c in sent if c.kind == "arm" and 0.966 <= c.arrival_s < 1.2)
     assert len(arm) >= 9 and rec.not_applied == len(dropped) and rec.holds_s == (1.006,)
-    values = nominal_values(
-        {"payload": 0.4, "actuator_gain": 0.9, "actuator_delay": 0.04,
-         "actuator_bandwidth": 1 / (2 * math.pi * 8.0)}
-    )  # fmt: skip
+    values = truth_values()
     replay = EpisodeReplay(TASK)
     try:
         held = episode_residual(rec, replay.run(rec, values))

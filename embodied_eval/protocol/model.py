@@ -27,31 +27,6 @@ OUT_OF_RANGE_ACTIONS = ("refuse", "clip")
 #: `[embodiment] ar_estimator`: which AR enters E and the AR gate ("ppi" = prediction-powered).
 AR_ESTIMATORS = ("classical", "ppi")
 
-#: Domain-randomization knobs a protocol may set, as [low, high] ranges.
-DR_KNOBS = (
-    "friction_scale",
-    "object_mass_scale",
-    "link_mass_scale",
-    "joint_damping_scale",
-    "actuator_gain_scale",
-    "object_xy_offset_m",
-    "sensor_noise_std",
-    "action_latency_steps",
-    "control_rate_hz",
-    "lighting_scale",
-    "grip_force_scale",
-    "object_yaw_rad",
-    "colour_jitter",
-    "object_size_scale",
-    "scene_camera_offset_m",
-    "scene_camera_tilt_rad",
-    "wrist_camera_offset_m",
-    "wrist_camera_tilt_rad",
-    "distractor_count",
-    "object_texture",
-    "table_texture",
-)
-
 #: DR knobs that change only what the cameras see (the physics a state policy acts on is
 #: untouched; distractors stand outside the task's working region). The sensitivity sweep runs
 #: them with a camera policy.
@@ -65,6 +40,23 @@ CAMERA_KNOBS = (
     "distractor_count",
     "object_texture",
     "table_texture",
+)
+#: Domain-randomization knobs a protocol may set, as [low, high] ranges: the physical ones, then
+#: the camera knobs.
+DR_KNOBS = (
+    "friction_scale",
+    "object_mass_scale",
+    "link_mass_scale",
+    "joint_damping_scale",
+    "actuator_gain_scale",
+    "object_xy_offset_m",
+    "sensor_noise_std",
+    "action_latency_steps",
+    "control_rate_hz",
+    "grip_force_scale",
+    "object_yaw_rad",
+    "object_size_scale",
+    *CAMERA_KNOBS,
 )
 #: Most distractor objects a scene can hold (`distractor_count` ≤ this).
 MAX_DISTRACTORS = 3

@@ -21,6 +21,7 @@ import numpy as np
 
 from embodied_eval.records import EpisodeSpec
 from real_bridge.calibration.recorded import Command, RecordedEpisode
+from real_bridge.twin.settings import SAME_INSTANT_S
 
 #: The loop's command rate, Hz (one command per period, reached over one period).
 LOOP_RATE_HZ = 50.0
@@ -142,7 +143,7 @@ def record_offline(
                     plant.hold_here()
                     while nxt < len(pending) and pending[nxt].arrival_s < until:
                         nxt += 1  # dropped (pending) or ignored (arriving while held)
-            while nxt < len(pending) and pending[nxt].arrival_s + delay <= sim_s + 1e-9:
+            while nxt < len(pending) and pending[nxt].arrival_s + delay <= sim_s + SAME_INSTANT_S:
                 c = pending[nxt]
                 if c.kind == "arm":
                     plant.set_arm_target(c.positions, c.duration_s)

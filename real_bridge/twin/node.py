@@ -68,15 +68,13 @@ from real_bridge.twin.sensors import (
     image_message,
     pose_message,
 )
-from real_bridge.twin.settings import TwinSettings
+from real_bridge.twin.settings import SAME_INSTANT_S, TwinSettings
 from real_bridge.twin.tracker import TrackerSensor
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
 #: Behind schedule by more than this, the pacing gives up catching up (stamps stay continuous).
 MAX_LAG_S = 0.25
-#: Simulation times closer than this are the same instant (float rounding), s.
-SAME_INSTANT_S = 1e-9
 #: Name and version the twin's oracle publishes under (its ground truth: for measuring the
 #: harness's detector, never for judging a counted episode).
 ORACLE_NAME, ORACLE_VERSION = "twin-oracle", "1"
@@ -415,8 +413,6 @@ class TwinNode:
         monitors."""
         dt = self.plant.physics_dt_s
         while self.sim_s + 0.5 * dt < target_s:
-            # Due at this step when its time is this step's up to rounding: `sim_s` is a sum of
-            # steps, the due time a sum of an arrival and a delay (exact equality is luck).
             while self.pending and self.pending[0][0] <= self.sim_s + SAME_INSTANT_S:
                 _, kind, command_id, positions, duration, arrived = self.pending.popleft()
                 if kind == "arm":

@@ -18,6 +18,11 @@ from typing import Any
 from embodied_eval.errors import EvalError
 from real_bridge.bridge_config import BridgeConfig
 
+#: Robot-clock times closer than this are the same instant (float rounding), s: a command is due
+#: at a physics step when its due time (an arrival plus a delay) is that step's up to this, the
+#: step's time being a sum of steps (exact equality is luck).
+SAME_INSTANT_S = 1e-9
+
 
 def _positive(name: str, value: float, *, allow_zero: bool = False) -> None:
     if not (value >= 0.0 if allow_zero else value > 0.0) or value != value:
