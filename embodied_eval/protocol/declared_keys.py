@@ -131,6 +131,11 @@ DR_KNOB_BOUNDS: dict[str, tuple[float, float]] = {
     "object_xy_offset_m": (0.0, 10.0),
     "sensor_noise_std": (0.0, 10.0),
     "action_latency_steps": (0.0, 1000.0),
+    # the command path's actuator (`sim_suites.command_path`): delay, first-order cut-off
+    # (0 = no filter) and the objects' contact softness (solref time constant, 0 = engine's own)
+    "actuator_delay_s": (0.0, 1.0),
+    "actuator_bandwidth_hz": (0.0, 1000.0),
+    "contact_timeconst_s": (0.0, 1.0),
     "control_rate_hz": (1e-3, 100_000.0),
     "lighting_scale": (1e-6, 100.0),
     "grip_force_scale": (1e-6, 100.0),

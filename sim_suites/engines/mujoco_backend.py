@@ -36,6 +36,7 @@ from sim_suites.engines.base import (
     quat_conj_mul,
     yaw_quat,
 )
+from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.engines.mujoco_contacts import MujocoContacts
 from sim_suites.panda_description import (
     ARMATURE_KGM2,
@@ -215,6 +216,7 @@ class MujocoBackend:
             "geom_pos": m.geom_pos.copy(),
             "geom_rbound": m.geom_rbound.copy(),
             "geom_aabb": m.geom_aabb.copy(),
+            "geom_solref": m.geom_solref.copy(),
         }
         self._fingers = (m.body("panda_leftfinger").id, m.body("panda_rightfinger").id)
         self._geom_body = [int(b) for b in m.geom_bodyid]
@@ -242,6 +244,7 @@ class MujocoBackend:
         }
         self._contact_buf = np.zeros(6)
         self._peak: dict[tuple[str, str], float] = {}
+        self._net_peak = np.zeros(3)
         # A live view of the data's warning counters (the data is allocated once) and the
         # counters that mean the simulation went unstable.
         self._warning_counts = self.data.warning.number
@@ -301,6 +304,7 @@ class MujocoBackend:
         m, d = self.model, self.data
         nom = self._nominal
         self._peak = {}
+        self._net_peak = np.zeros(3)
         m.body_mass[:] = nom["body_mass"]
         m.body_inertia[:] = nom["body_inertia"]
         m.body_ipos[:] = nom["body_ipos"]
@@ -314,6 +318,7 @@ class MujocoBackend:
         m.geom_pos[:] = nom["geom_pos"]
         m.geom_rbound[:] = nom["geom_rbound"]
         m.geom_aabb[:] = nom["geom_aabb"]
+        m.geom_solref[:] = nom["geom_solref"]
         m.actuator_forcerange[7:9] *= params.grip_force_scale
         rb = self._robot_body_ids
         m.body_mass[rb] *= params.link_mass_scale
@@ -337,6 +342,7 @@ class MujocoBackend:
         m.actuator_gainprm[:, 0] *= g
         m.actuator_biasprm[:, 1] *= g
         m.actuator_biasprm[:, 2] *= g
+        set_contact_softness(self, params.contact_timeconst_s)
         # Masses and inertias changed: recompute the compiler's derived constants (inverse
         # weights used by the constraint solver, subtree masses).
         mujoco.mj_setConst(m, d)
@@ -390,13 +396,18 @@ class MujocoBackend:
         # Contact forces are read after every physics step: a peak between control steps
         # (a hand hitting a wall) must reach the monitors (`contact_forces`).
         peak: dict[tuple[str, str], float] = {}
+        net_peak = np.zeros(3)
         for _ in range(substeps):
             mujoco.mj_step(m, d)
             if d.ncon:
-                for key, force in self._contacts_now().items():
+                pairs, net = self.contacts.forces(m, d)
+                for key, force in pairs.items():
                     if force > peak.get(key, 0.0):
                         peak[key] = force
+                if net @ net > net_peak @ net_peak:
+                    net_peak = net
         self._peak = peak
+        self._net_peak = net_peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.data.qpos[self._q_idx].copy(), self.data.qvel[self._v_idx].copy()
@@ -465,9 +476,10 @@ class MujocoBackend:
         """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
         return dict(self._peak)
 
-    def _contacts_now(self) -> dict[tuple[str, str], float]:
-        """Total normal force per reported body pair at the current physics step."""
-        return self.contacts.forces(self.model, self.data)
+    def robot_external_force(self) -> np.ndarray:
+        """Peak (by magnitude) over the last control step's physics steps of the net external
+        force on the robot (3,) N (see `PhysicsBackend`)."""
+        return self._net_peak.copy()
 
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
         """Distance from the robot's geometry to each body (see `MujocoContacts.separation`)."""
