@@ -356,6 +356,44 @@ class CommandQueue(Generic[Item]):
         return self._items[index]
 
 
+class RobotController:
+    """The robot's side of the command path as one piece: commands wait in a `CommandQueue` for
+    the actuator delay, then reach the `JointFollower`, which makes the servo command once per
+    control period. The sim episode runs it as the robot does (`PandaTaskEnv`).
+
+    Args:
+        kin: the arm's kinematics. bandwidth_hz: the actuator's cut-off (0: no filter).
+    """
+
+    def __init__(self, kin: PandaKinematics, bandwidth_hz: float = 0.0) -> None:
+        self.follower = JointFollower(kin, bandwidth_hz)
+        self.queue: CommandQueue[tuple[np.ndarray, float, float]] = CommandQueue()
+        self.delay_s = 0.0
+
+    def reset(self, q: np.ndarray, delay_s: float, bandwidth_hz: float) -> None:
+        """Hold the measured posture `q` (≥ 9,: arm and fingers) with this episode's delay (s)
+        and actuator bandwidth (Hz); pending commands are dropped."""
+        self.queue.clear()
+        self.delay_s = delay_s
+        self.follower.bandwidth_hz = bandwidth_hz
+        self.follower.reset(q, finger=float(q[7]))
+
+    def send(self, now_s: float, target: np.ndarray, duration_s: float, finger: float) -> None:
+        """A one-point trajectory (7,) rad over `duration_s` and the gripper's wanted opening
+        (m per finger), arriving at `now_s`: due `delay_s` later."""
+        self.queue.push(now_s + self.delay_s, (np.array(target, dtype=float), duration_s, finger))
+
+    def update(
+        self, now_s: float, dt: float, rots: np.ndarray, origins: np.ndarray
+    ) -> ControlCommand:
+        """The commands due at `now_s` reach the follower; the servo command for the period."""
+        follower = self.follower
+        for target, duration, finger in self.queue.due(now_s):
+            follower.set_target(target, duration)
+            follower.set_finger(finger)
+        return follower.command(dt, rots, origins)
+
+
 def follower_bandwidth(value: Any) -> float:
     """A bandwidth (Hz) as the follower takes it: ∞ or ≤ 0 both mean no filter (0)."""
     hz = float(value)

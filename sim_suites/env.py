@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied_eval.errors import EvalError
-from sim_suites.command_path import ArmCommandPath, CommandQueue, JointFollower, JointLimits
+from sim_suites.command_path import ArmCommandPath, JointLimits, RobotController
 from sim_suites.control_quality import ControlRecorder, unintended_contact
 from sim_suites.controller import V_MAX_MPS
 from sim_suites.engines.factory import ENGINES, check_engine, make_backend
@@ -121,8 +121,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.command_path = ArmCommandPath(
             self.kin, JointLimits.panda(self.kin), 1.0 / NOMINAL_CONTROL_RATE_HZ
         )
-        self.follower = JointFollower(self.kin)
-        self.commands: CommandQueue[tuple[np.ndarray, float, float]] = CommandQueue()
+        self.robot = RobotController(self.kin)
+        self.follower = self.robot.follower
         self.grasp = GraspTracker(self.task)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
         self.observation_space = self.perception.space
@@ -143,35 +143,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
 
     # ------------------------------------------------------------------ configuration
 
-    def configure(
-        self,
-        *,
-        randomization: Mapping[str, Sequence[float]] | None = None,
-        drift: Mapping[str, Any] | None = None,
-        reality_gap: RealityGap | None = None,
-        safety: SafetyLimits | None = None,
-        faults: Iterable[str | FaultRequest] = (),
-        max_steps: int = 400,
-        target_quality: float | None = None,
-        qc_tolerance_m: float | None = None,
-        grasp: str = "contact",
-    ) -> None:
-        """Set the configuration used from the next `reset` (same meaning as the constructor).
-
-        `grasp` is "contact" (the default: friction holds the part) or "assisted" (a weld holds
-        it; see `sim_suites.grasping`)."""
-        self.config = env_config(
-            self.task,
-            randomization=randomization,
-            drift=drift,
-            reality_gap=reality_gap,
-            safety=safety,
-            faults=faults,
-            max_steps=max_steps,
-            target_quality=target_quality,
-            qc_tolerance_m=qc_tolerance_m,
-            grasp=grasp,
-        )
+    def configure(self, **settings: Any) -> None:
+        """Set the configuration used from the next `reset`: the constructor's randomization,
+        drift, reality_gap, safety, faults, max_steps, target_quality, qc_tolerance_m and
+        grasp ("contact", the default: friction holds the part, or "assisted": a weld holds
+        it; `sim_suites.grasping`), checked by `sim_suites.env_config.env_config`."""
+        self.config = env_config(self.task, **settings)
 
     @property
     def control_dt(self) -> float:
@@ -234,15 +211,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         # measures it once per step for both the speed cap and the monitor.
         self._watch_human = self._human is not None
         self._separation: float | None = None
-        # Commands reach the servos after the actuator delay plus the command latency (the
-        # drift's and firmware's latency steps), as on the robot.
-        self.command_delay_s = (
-            self.params.action_latency_steps * self._dt + self.params.actuator_delay_s
-        )
-        self.commands.clear()
         self._step = 0
         self._step_limit = self.step_limit
         self._clipped = 0
+        self._peak_external_n = 0.0
         self._complete_steps = 0
         self._held = False
         self._status = "ok"
@@ -251,8 +223,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._episode_ready = True
         self._read_state()
         self.command_path.reset(self._q, dt_s=self._dt)
-        self.follower.reset(self._q, finger=float(self._q[7]))
-        self.follower.bandwidth_hz = self.params.actuator_bandwidth_hz
+        # Commands reach the servos after the actuator delay plus the command latency (the
+        # drift's and firmware's latency steps), as on the robot.
+        delay = self.params.action_latency_steps * self._dt + self.params.actuator_delay_s
+        self.robot.reset(self._q, delay, self.params.actuator_bandwidth_hz)
         self._tcp_target = self.command_path.tcp_target.copy()
         self.object_start = self._point.copy()
         standing = (
@@ -364,8 +338,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         after the command delay (`command_delay_s`)."""
         if not self._episode_ready:
             raise EvalError("call reset() before step()", key="reset")
-        now = self._step * self._dt
-        self.commands.push(now + self.command_delay_s, (np.array(target), duration_s, finger))
+        self.robot.send(self._step * self._dt, target, duration_s, finger)
+
+    @property
+    def command_delay_s(self) -> float:
+        """This episode's delay from a joint command to the follower, s."""
+        return self.robot.delay_s
 
     def robot_step(
         self, tcp_target: np.ndarray | None = None
@@ -382,11 +360,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         task, cfg, dt = self.task, self.config, self._dt
         step = self._step
         injector = self._faults.injector
-        follower = self.follower
-        for target, duration, finger in self.commands.due(step * dt):
-            follower.set_target(target, duration)
-            follower.set_finger(finger)
-        command = follower.command(dt, self._rots, self._origins)
+        command = self.robot.update(step * dt, dt, self._rots, self._origins)
         self._tcp_target = command.tcp_target if tcp_target is None else tcp_target
         slip = injector.running("grasp_slip", step)
         stall = injector.running("actuator_stall", step)
@@ -410,9 +384,26 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         injected: list[str] = []
         if not self._faults.idle:
             # Skipped when no fault was requested or fired: then nothing can fire or clear.
-            injected = self._fault_step(t, self._tcp_target, contacts)
+            view = FaultView(
+                step=self._step,
+                t_s=t,
+                attached=self._held,
+                attached_steps=self.grasp.held_steps,
+                object_pos=self._point,
+                object_start=self.object_start,
+                goal=self.goal,
+                tcp=self._tcp,
+                tcp_target=self._tcp_target,
+                obstacle_contact_n=obstacle_contact_n(contacts),
+                obstacle_contact_warn_n=obstacle_warn_n(cfg.safety),
+            )
+            injected = self._faults.step(self.backend, task, view, self._q, self._obj_quat)
+            if "grasp_slip" in injected:
+                self._held = self.grasp.holding(self.backend)
 
         tcp_speed = math.sqrt(float(self._tcp_vel @ self._tcp_vel))
+        external = self.backend.robot_external_force()
+        self._peak_external_n = max(self._peak_external_n, math.sqrt(float(external @ external)))
         decision: StopDecision | None = self._monitor.update(
             self._step,
             t,
@@ -423,7 +414,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             contacts,
             self._point,
             self._separation,
-            self.backend.robot_external_force(),
+            external,
         )
         if (
             not math.isfinite(float(self._q.sum()) + self._obj_speed)
@@ -470,28 +461,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         }
         return self._observation(), float(self._quality), terminated, truncated, info
 
-    def _fault_step(
-        self, t: float, tcp_target: np.ndarray, contacts: Mapping[tuple[str, str], float]
-    ) -> list[str]:
-        """Let faults fire and clear this step (see `FaultEffects.step`); the kinds injected."""
-        view = FaultView(
-            step=self._step,
-            t_s=t,
-            attached=self._held,
-            attached_steps=self.grasp.held_steps,
-            object_pos=self._point,
-            object_start=self.object_start,
-            goal=self.goal,
-            tcp=self._tcp,
-            tcp_target=tcp_target,
-            obstacle_contact_n=obstacle_contact_n(contacts),
-            obstacle_contact_warn_n=obstacle_warn_n(self.config.safety),
-        )
-        injected = self._faults.step(self.backend, self.task, view, self._q, self._obj_quat)
-        if "grasp_slip" in injected:
-            self._held = self.grasp.holding(self.backend)
-        return injected
-
     # ------------------------------------------------------------------ episode summary
 
     def episode_summary(self) -> dict[str, Any]:
@@ -506,6 +475,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             None if monitor.min_separation_m is None else round(monitor.min_separation_m, 6)
         )
         control["actions_clipped"] = self._clipped
+        # What a wrist force/torque sensor read at its peak (the monitor's contact-stop force).
+        control["peak_external_force_n"] = round(self._peak_external_n, 6)
         control["goal_error_m"] = round(float(self._error), 9)
         control["grasp_mode"] = self.config.grasp
         t_end = self._step * self.params.control_dt

@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from sim_suites.arena import PART_ROLES, Body, Scene
+from sim_suites.arena import PART_ROLES, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
     TABLE,
@@ -38,6 +38,7 @@ from sim_suites.engines.base import (
 )
 from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.engines.mujoco_contacts import MujocoContacts
+from sim_suites.engines.mujoco_scene import WORLD_CONAFFINITY, WORLD_CONTYPE, add_scene_body
 from sim_suites.panda_description import (
     ARMATURE_KGM2,
     JOINT_FRICTION_NM,
@@ -66,15 +67,8 @@ MUJOCO_ITERATIONS = 100
 # Everything collides with everything (self-collision on); parent–child pairs are skipped by
 # MuJoCo and the pairs of SELF_COLLISION_EXCLUDE explicitly.
 _ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 1, 1
-_WORLD_CONTYPE, _WORLD_CONAFFINITY = 1, 1
 #: Where the URDF import puts the bodies fused into link 7 (the hand and the flange).
 _FUSED_INTO_LINK7 = ("panda_link8", "panda_hand")
-_GEOM_TYPES = {
-    "box": mujoco.mjtGeom.mjGEOM_BOX,
-    "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE,
-    "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
-    "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
-}
 
 
 _LOG = logging.getLogger(__name__)
@@ -142,9 +136,9 @@ class MujocoBackend:
         floor.type = mujoco.mjtGeom.mjGEOM_PLANE
         floor.size = [2.0, 2.0, 0.1]
         floor.friction = [scene.table_friction, 0.005, 0.0001]
-        floor.contype, floor.conaffinity = _WORLD_CONTYPE, _WORLD_CONAFFINITY
+        floor.contype, floor.conaffinity = WORLD_CONTYPE, WORLD_CONAFFINITY
         for body in scene.bodies:
-            self._add_body(spec, body)
+            add_scene_body(spec, body)
         for i, name in enumerate((*ARM_JOINTS, *FINGER_JOINTS)):
             act = spec.add_actuator()
             act.name = f"servo_{name}"
@@ -259,44 +253,6 @@ class MujocoBackend:
         self.attached: str | None = None
 
     # ------------------------------------------------------------------ build
-
-    @staticmethod
-    def _add_body(spec: mujoco.MjSpec, body: Body) -> None:
-        mj_body = spec.worldbody.add_body()
-        mj_body.name = body.name
-        mj_body.pos = list(body.pos)
-        if body.joint == "free":
-            mj_body.add_freejoint()
-        elif body.joint == "slide":
-            joint = mj_body.add_joint()
-            joint.name = f"{body.name}_slide"
-            joint.type = mujoco.mjtJoint.mjJNT_SLIDE
-            joint.axis = list(body.slide_axis)
-            joint.range = list(body.slide_range)
-            joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
-            joint.damping = [body.slide_damping, 0.0, 0.0]
-            joint.frictionloss = body.slide_friction_n
-        else:
-            # Fixed bodies are mocap bodies: the compiler would otherwise fuse them into the
-            # world (URDF import fuses static bodies), and mocap lets the obstacle be moved.
-            mj_body.mocap = True
-        volume = sum(float(np.prod(g.size)) * 8.0 for g in body.geoms if g.shape == "box")
-        for geom in body.geoms:
-            mj_geom = mj_body.add_geom()
-            mj_geom.type = _GEOM_TYPES[geom.shape]
-            mj_geom.size = list(geom.size) + [0.0] * (3 - len(geom.size))
-            mj_geom.pos = list(geom.pos)
-            mj_geom.rgba = list(geom.rgba)
-            mj_geom.contype, mj_geom.conaffinity = _WORLD_CONTYPE, _WORLD_CONAFFINITY
-            if body.joint != "fixed":
-                # Mass split over the boxes by volume; the compiler derives the inertia.
-                share = float(np.prod(geom.size)) * 8.0 / volume if volume else 1.0
-                mj_geom.mass = body.mass * share
-            if body.role in PART_ROLES:
-                mj_geom.priority = 1
-                mj_geom.friction = [body.friction, 0.005, 0.0001]
-            else:
-                mj_geom.friction = [1.0, 0.005, 0.0001]
 
     # ------------------------------------------------------------------ episode
 

@@ -46,13 +46,13 @@ from sim_suites.engines.base import (
     WELD_MAX_FORCE_N,
     InitialState,
     PhysicsParams,
-    pair_key,
     pd_torque,
     quat_conj_mul,
     quat_to_matrix,
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
+from sim_suites.engines.pybullet_contacts import contacts_now
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
@@ -440,37 +440,10 @@ class PybulletBackend:
         return self._net_peak.copy()
 
     def _contacts_now(self) -> tuple[dict[tuple[str, str], float], np.ndarray]:
-        """Total normal force per reported body pair at the current physics step, and the net
-        external force on the robot (3,) N: per robot contact, the normal force along
-        `contactNormalOnB` (from B to A, A the robot) plus the two friction forces along their
-        directions, summed as vectors."""
-        out: dict[tuple[str, str], float] = {}
-        net = np.zeros(3)
-        names = self._names
-        c = self.client
-        # The robot against anything; objects against anything but the table and the robot
-        # (robot contacts are already in the first query).
-        skip = {self.table, self.robot}
-        robot_points = c.getContactPoints(bodyA=self.robot)
-        points = list(robot_points)
-        for bid in self._object_ids:
-            points.extend(
-                p for p in c.getContactPoints(bodyA=bid) if p[1] not in skip and p[2] not in skip
-            )
-        for point in robot_points:
-            if point[2] != self.robot:
-                net += (
-                    point[9] * np.asarray(point[7])
-                    + point[10] * np.asarray(point[11])
-                    + point[12] * np.asarray(point[13])
-                )
-        for point in points:
-            a, b = names.get(point[1]), names.get(point[2])
-            if a is None or b is None or a == b:
-                continue
-            key = pair_key(a, b)
-            out[key] = out.get(key, 0.0) + abs(float(point[9]))
-        return out, net
+        """The pair forces and the net external force on the robot now (`contacts_now`)."""
+        return contacts_now(
+            self.client, self.robot, self._object_ids, {self.table, self.robot}, self._names
+        )
 
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
         """Smallest distance (m) between the robot and each named body (`getClosestPoints`).
