@@ -50,7 +50,7 @@ TCP_SPEED_MAX_MPS = 0.5
 #: Anti-windup: the controller's TCP set-point never leads the TCP of the target actually sent
 #: by more than this, m — so when the limiter holds the arm back, the set-point does not run on
 #: and carry the arm past where the policy stopped asking.
-SETPOINT_LEAD_MAX_M = 0.02
+SETPOINT_LEAD_MAX_M = 0.01
 #: Times closer than this are the same instant (float rounding), s.
 SAME_INSTANT_S = 1e-9
 

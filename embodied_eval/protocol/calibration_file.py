@@ -113,19 +113,15 @@ class Calibration:
     data: dict[str, Any]
 
     def sim_gap(self, control_dt_s: float = 0.0) -> dict[str, Any]:
-        """The simulator's reality-gap fields this calibration sets (`SIM_FIELDS`): the delay
-        in seconds, the actuator's time constant τ as its bandwidth 1/(2πτ) Hz (τ = 0, an
-        unfiltered actuator, as 0 = no filter). `control_dt_s` is not used (kept for callers)."""
-        out: dict[str, Any] = {}
-        for name, value in self.values.items():
-            field = SIM_FIELDS.get(name)
-            if field is None:
-                continue
-            if name == "actuator_bandwidth":
-                out[field] = 0.0 if value <= 0 else 1.0 / (2.0 * math.pi * float(value))
-            else:
-                out[field] = float(value)
-        return out
+        """The simulator's reality-gap fields this calibration sets (`SIM_FIELDS`), in the
+        file's units: the delay in seconds, the bandwidth in Hz (an unfiltered actuator, fitted
+        at τ = 0, has no finite bandwidth and is left out: the sim's default is no filter).
+        `control_dt_s` is not used (kept for callers)."""
+        return {
+            SIM_FIELDS[name]: float(value)
+            for name, value in self.values.items()
+            if name in SIM_FIELDS
+        }
 
     def not_mapped(self) -> dict[str, str]:
         """Identified parameters a sim episode cannot apply, with the reason."""
