@@ -18,8 +18,8 @@ from real_bridge.interface import episode_manifest
 from real_bridge.mujoco_robot import MujocoRobot
 from real_bridge.observation import PandaAdapter
 from real_bridge.robot import JointCommand
-from real_bridge.twin.sim_plant import SimSuitesPlant
 from real_bridge.twin.settings import TwinGap, TwinSettings
+from real_bridge.twin.sim_plant import SimSuitesPlant
 from sim_suites.command_path import ArmCommandPath, JointFollower
 from sim_suites.env import PandaTaskEnv
 from sim_suites.policies import load_policy
