@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,9 +242,12 @@ def evaluate_window(
     policy: str | None = None,
     notes: Sequence[str] = (),
     calibration_files: Sequence[str | os.PathLike[str]] = (),
+    signer_fingerprint: str | None = None,
+    check_inputs: Callable[[WindowInputs], None] | None = None,
 ) -> tuple[WindowInputs, Results]:
     """The one evaluation of a window: `embodied-eval metrics`, `ee.metrics`, `certify` and
-    `verify --db` all compute their numbers here, so they agree exactly.
+    `verify --db` all compute their numbers here, so they agree exactly. No other module
+    assembles a window's inputs (`gather_inputs`) or computes its results (`compute_results`).
 
     Args:
         protocol: the window's protocol. db: the store (default: $EMBODIED_EVAL_DB).
@@ -256,10 +259,15 @@ def evaluate_window(
         calibration_files: drift-day calibration files to show in the maintenance closure
             after the store's records (`embodied_eval.embodiment.calibration_days`; `metrics` only: a
             certificate shows what the store holds, so `verify --db` recomputes it).
+        signer_fingerprint: the certificate signer's key (`certify`; see `gather_inputs`).
+        check_inputs: called with the window's inputs before anything is computed (`verify
+            --db` refuses a window whose episodes are not the certified ones); raises EvalError.
     Returns:
         (the window's inputs, the results).
     """
-    inputs = gather_inputs(protocol, db, window=window)
+    inputs = gather_inputs(protocol, db, window=window, signer_fingerprint=signer_fingerprint)
+    if check_inputs is not None:
+        check_inputs(inputs)
     if notes:
         inputs = dataclasses.replace(inputs, notes=(*notes, *inputs.notes))
     if calibration_files:

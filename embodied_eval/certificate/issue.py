@@ -31,8 +31,8 @@ from embodied_eval.certificate.bundle import (
     REPORT_FILE,
     write_bundle,
 )
-from embodied_eval.certificate.compute import compute_results, default_seed
-from embodied_eval.certificate.inputs import gather_inputs
+from embodied_eval.certificate.compute import evaluate_window
+from embodied_eval.certificate.inputs import WindowInputs
 from embodied_eval.certificate.plots import certificate_plots
 from embodied_eval.certificate.report_html import render_report
 from embodied_eval.certificate.verify import VerifiedBundle
@@ -128,9 +128,9 @@ def issue_certificate(
         evidence_bytes = Path(evidence_path).read_bytes()
     public = key.public_key()
     fingerprint = public_key_fingerprint(public)
-    inputs = gather_inputs(protocol, db, signer_fingerprint=fingerprint)
-    chosen_seed = seed if seed is not None else default_seed(protocol.base_seed, protocol.window_id)
-    results = compute_results(inputs, evidence, chosen_seed)
+    inputs, results = evaluate_window(
+        protocol, db, evidence=evidence, seed=seed, signer_fingerprint=fingerprint
+    )
     cert = _plain(
         build_certificate(
             inputs,
@@ -327,16 +327,20 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
         raise EvalError("verification failed: certificate.json: rng.seed is missing", key="rng")
     _check_chain_prefix(db_path, cert.get("incidents", {}).get("chain", {}))
     _check_ledger_prefix(db_path, cert.get("ledger") or {})
-    inputs = gather_inputs(protocol, db_path)
     certified = cert.get("episodes", {})
-    if inputs.episodes_digest() != certified.get("digest"):
-        raise EvalError(
-            f"verification failed: the store's window {protocol.window_id!r} now holds "
-            f"{len(inputs.episodes)} episode(s) that differ from the {certified.get('count')} "
-            "certified (episodes digest changed)",
-            key="episodes",
-        )
-    results = compute_results(inputs, evidence, seed)
+
+    def same_episodes(inputs: WindowInputs) -> None:
+        if inputs.episodes_digest() != certified.get("digest"):
+            raise EvalError(
+                f"verification failed: the store's window {protocol.window_id!r} now holds "
+                f"{len(inputs.episodes)} episode(s) that differ from the "
+                f"{certified.get('count')} certified (episodes digest changed)",
+                key="episodes",
+            )
+
+    inputs, results = evaluate_window(
+        protocol, db_path, evidence=evidence, seed=seed, check_inputs=same_episodes
+    )
     again = _plain(
         build_certificate(
             inputs,
