@@ -27,7 +27,10 @@ PACKAGES = ("embodied_eval", "sim_suites", "real_bridge", "incident_logging")
 #: The window-assembly functions and the one module allowed to call them (besides where they
 #: are defined: `gather_inputs` in certificate/inputs.py, `compute_results` in compute.py).
 ASSEMBLY = {"gather_inputs", "compute_results"}
-ALLOWED = {Path("embodied_eval/certificate/compute.py"), Path("embodied_eval/certificate/inputs.py")}
+ALLOWED = {
+    Path("embodied_eval/certificate/compute.py"),
+    Path("embodied_eval/certificate/inputs.py"),
+}
 
 
 def _comparable(inputs: Any) -> dict[str, Any]:

@@ -76,7 +76,9 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
                         with "sensitivity"/"specificity" Wilson estimates, "measured_on",
                         "episodes"; null when not measured), "correction" (the protocol's
                         [real] judge_correction), "AR_corrected" (Rogan–Gladen estimate, also
-                        the reported AR when applied), "AR_as_judged", "note"}
+                        the reported AR when applied), "AR_as_judged", "note",
+                        "AR_corrected_bound" (when applied: the gate's one-sided bound with its
+                        "corner": judged rate, Se and Sp bounds at tail α/3)}
     notes               list of sentences (exposure source, reweighting, warnings)
     verdict             {"colour" ("red" | "amber" | "green"), "headline", "failing",
                         "inconclusive", "evidence_missing": [{"ids", "name", "verdict",
