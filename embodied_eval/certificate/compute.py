@@ -45,6 +45,7 @@ from embodied_eval.manifest import derive_seed
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.scoring import ScoreReport, score_evidence
 from embodied_eval.scoring.gate_checks import GateResult, Verdict
+from embodied_eval.stats.ppi_floor import PPIFloor
 
 PROFILE = "robotics"
 #: The AAI level names used in the certificate.
@@ -178,6 +179,7 @@ def compute_results(
     *,
     policy: str | None = None,
     gate_overrides: Mapping[str, Any] | None = None,
+    ppi_floor: PPIFloor | None = None,
 ) -> Results:
     """Compute the embodiment report, the AAI score and the certified level.
 
@@ -190,6 +192,7 @@ def compute_results(
         gate_overrides: §7 gate evidence given directly (`embodied-eval metrics --evidence`:
             "maintenance_closure", "expansion_closure", "P", "W", "delivery_attestation");
             each item given replaces what the scoring core and the store say.
+        ppi_floor: AR_ppi's validity floor (default: this version's).
 
     Returns:
         Results.
@@ -215,6 +218,7 @@ def compute_results(
         evidence={**gate_evidence(pre, store), **dict(gate_overrides or {})},
         policy=policy,
         notes=inputs.notes,
+        ppi_floor=ppi_floor,
     )
     merged = dict(supplied)
     merged["robotics"] = embodiment_evidence(
@@ -244,6 +248,7 @@ def evaluate_window(
     calibration_files: Sequence[str | os.PathLike[str]] = (),
     signer_fingerprint: str | None = None,
     check_inputs: Callable[[WindowInputs], None] | None = None,
+    ppi_floor: PPIFloor | None = None,
 ) -> tuple[WindowInputs, Results]:
     """The one evaluation of a window: `embodied-eval metrics`, `ee.metrics`, `certify` and
     `verify --db` all compute their numbers here, so they agree exactly. No other module
@@ -262,6 +267,8 @@ def evaluate_window(
         signer_fingerprint: the certificate signer's key (`certify`; see `gather_inputs`).
         check_inputs: called with the window's inputs before anything is computed (`verify
             --db` refuses a window whose episodes are not the certified ones); raises EvalError.
+        ppi_floor: AR_ppi's validity floor (default: this version's; `verify --db` passes the
+            floor the certificate states).
     Returns:
         (the window's inputs, the results).
     """
@@ -277,6 +284,6 @@ def evaluate_window(
         inputs = dataclasses.replace(inputs, calibrations=(*inputs.calibrations, *given))
     chosen = seed if seed is not None else default_seed(protocol.base_seed, inputs.window_id)
     results = compute_results(
-        inputs, evidence, chosen, policy=policy, gate_overrides=gate_overrides
+        inputs, evidence, chosen, policy=policy, gate_overrides=gate_overrides, ppi_floor=ppi_floor
     )
     return inputs, results

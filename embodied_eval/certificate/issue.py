@@ -40,6 +40,7 @@ from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.scoring import load_evidence
+from embodied_eval.stats.ppi_floor import PPIFloor
 from embodied_eval.store.guard import check_is_store
 from embodied_eval.store.signing_keys import (
     load_private_key,
@@ -63,6 +64,25 @@ NOT_RECOMPUTED = (
     "artifacts.rehashed_at_certification",
     "artifacts.not_on_disk_at_certification",
 )
+
+
+#: Entries added to the certificate after it was first issued in this format: a certificate issued
+#: before them does not hold them, so the recomputation leaves each out when the certificate
+#: lacks it (everything it does hold must still recompute).
+ADDED_ENTRIES = (
+    "embodiment.unsafe_successes",
+    "embodiment.judge.AR_corrected_bound",
+    "embodiment.AR_ppi.floor.coverage",
+)
+
+
+def _holds(cert: Mapping[str, Any], dotted: str) -> bool:
+    node: Any = cert
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 @dataclass(frozen=True)
@@ -338,8 +358,15 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
                 key="episodes",
             )
 
+    # AR_ppi's validity floor as certified (a certificate issued under an earlier floor states it).
+    floor = PPIFloor.from_json(((cert.get("embodiment") or {}).get("AR_ppi") or {}).get("floor"))
     inputs, results = evaluate_window(
-        protocol, db_path, evidence=evidence, seed=seed, check_inputs=same_episodes
+        protocol,
+        db_path,
+        evidence=evidence,
+        seed=seed,
+        check_inputs=same_episodes,
+        ppi_floor=floor,
     )
     again = _plain(
         build_certificate(
@@ -351,7 +378,8 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
             signer=cert.get("signer", {}),
         )
     )
-    diff = first_difference(_drop(cert, NOT_RECOMPUTED), _drop(again, NOT_RECOMPUTED))
+    absent = tuple(p for p in ADDED_ENTRIES if not _holds(cert, p))
+    diff = first_difference(_drop(cert, NOT_RECOMPUTED), _drop(again, NOT_RECOMPUTED + absent))
     if diff is not None:
         where, certified_value, now_value = diff
         raise EvalError(

@@ -32,9 +32,8 @@ import numpy as np
 
 from embodied_eval.embodiment.beyond import rogan_gladen
 from embodied_eval.embodiment.detector_accuracy import JudgeAccuracy, counts_of
-from embodied_eval.embodiment.reliability import cluster_counts
 from embodied_eval.embodiment.resampling import success_rate_draws
-from embodied_eval.embodiment.selection import CLUSTER_UNIT
+from embodied_eval.embodiment.selection import CLUSTER_UNIT, OutcomeArrays, outcome_arrays
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode
 from embodied_eval.stats import Estimate, cluster_weights
@@ -110,20 +109,21 @@ def rate_resamples(k: int, n: int, rng: np.random.Generator, resamples: int) -> 
 
 
 def clustered_judged_bounds(
-    real: Sequence[Episode], rng: np.random.Generator, resamples: int, tails: Sequence[float]
+    arrays: OutcomeArrays, rng: np.random.Generator, resamples: int, tails: Sequence[float]
 ) -> tuple[list[float], list[float]]:
     """Cluster-bootstrap bounds of the judged success rate over task instances: for each tail t,
     the t-quantile of the lower-side exact draws and the (1 − t)-quantile of the upper-side ones
     (`resampling.success_rate_draws`; one set of cluster weights for every tail).
 
     Args:
-        real: the counted real episodes, shape [n]. rng, resamples: bootstrap settings.
-        tails: tail probabilities.
+        arrays: the counted real episodes' outcomes (`selection.outcome_arrays`).
+        rng, resamples: bootstrap settings. tails: tail probabilities.
 
     Returns:
         (lower bounds, upper bounds), one per tail.
     """
-    _, succ, count = cluster_counts(real)
+    succ = arrays.per_task(arrays.real_task, arrays.real_z.astype(float))
+    count = arrays.per_task(arrays.real_task)
     w = cluster_weights(succ.size, rng, resamples)
     low, high = success_rate_draws(w, succ, count, rng.random(resamples))
     return (
@@ -149,13 +149,16 @@ def judge_summary(
     rng: np.random.Generator,
     resamples: int,
     level: float,
+    arrays: OutcomeArrays | None = None,
 ) -> JudgeSummary:
     """The judge summary of the counted real episodes (see the module docstring).
 
     Args:
         real: first scored real attempts, shape [n].
         correction: the protocol's `[real] judge_correction`.
-        rng, resamples, level: parametric bootstrap settings.
+        rng, resamples, level: bootstrap settings and confidence level.
+        arrays: the outcomes AR counts (`EpisodeSets.arrays`: unsafe successes may count as
+            failures there); default: as judged.
     """
     judges = judges_of(real)
     detectors = [j for j in judges if j["kind"] == "detector"]
@@ -173,7 +176,8 @@ def judge_summary(
     if accuracy is None or len(judges) != 1:
         why = note or "the real episodes were not all judged by one measured detector"
         return JudgeSummary(judges, accuracy, measured, True, note=f"AR not corrected: {why}")
-    n, k = len(real), sum(e.success for e in real)
+    outcomes = arrays if arrays is not None else outcome_arrays(real, [])
+    n, k = len(real), int(outcomes.real_z.sum())
     pos, neg = accuracy.positives, accuracy.negatives
     if pos == 0 or neg == 0:
         return JudgeSummary(
@@ -197,7 +201,7 @@ def judge_summary(
     alpha = 1.0 - level
     gate_tail, end_tail = alpha / SPLIT, alpha / (2 * SPLIT)
     (low_gate, low_end), (_, high_end) = clustered_judged_bounds(
-        real, rng, resamples, (gate_tail, end_tail)
+        outcomes, rng, resamples, (gate_tail, end_tail)
     )
     corner = corrected_bound(k, n, tp, pos, tn, neg, level, judged_low=low_gate)
     if not corner.corrected:

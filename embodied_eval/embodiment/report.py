@@ -69,6 +69,11 @@ from embodied_eval.embodiment.transfer import (
     transfer_by_family,
     transfer_overall,
 )
+from embodied_eval.embodiment.unsafe_successes import (
+    UnsafeSuccesses,
+    fail_unsafe,
+    unsafe_successes,
+)
 from embodied_eval.protocol.reader import (
     Protocol,
     example_protocol_path,
@@ -86,6 +91,7 @@ from embodied_eval.records import (
 )
 from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.stats import Estimate
+from embodied_eval.stats.ppi_floor import PPIFloor
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,6 +142,7 @@ class EmbodimentReport:
     scene_check: SceneCheck | None = None
     judge: JudgeSummary | None = None
     ar_as_judged: Estimate | None = None
+    unsafe: UnsafeSuccesses | None = None
 
     @property
     def valid(self) -> bool:
@@ -239,6 +246,7 @@ class EmbodimentReport:
                 "AR_as_judged": self.ar_as_judged.to_json() if self.ar_as_judged else None,
             },
             "notes": list(self.notes),
+            "unsafe_successes": self.unsafe.to_json() if self.unsafe is not None else None,
         }
 
 
@@ -317,6 +325,7 @@ def compute_embodiment(
     resamples: int | None = None,
     notes: Sequence[str] = (),
     window: str | None = None,
+    ppi_floor: PPIFloor | None = None,
 ) -> EmbodimentReport:
     """Every embodiment metric of a window (seed §3.1 E, §7), with intervals and the §7 gates.
 
@@ -336,6 +345,8 @@ def compute_embodiment(
         resamples: bootstrap resamples (default: the protocol's `bootstrap_resamples`).
         notes: notes from whoever loaded the data (e.g. "incident log not installed").
         window: the window id reported (default: the protocol's).
+        ppi_floor: AR_ppi's validity floor (default: this version's; `verify --db` passes the
+            one a certificate was issued under).
 
     Returns:
         EmbodimentReport.
@@ -349,6 +360,10 @@ def compute_embodiment(
     notes = list(notes)
 
     sets = select_episodes(episodes, protocol, policy)
+    unsafe = unsafe_successes(sets.real, incidents, level, protocol.unsafe_successes)
+    sets = fail_unsafe(sets, unsafe)  # `[real] unsafe_successes = "fail"`: failures for AR
+    if unsafe.rule == "fail" and unsafe.episode_ids:
+        notes.append(f"{len(unsafe.episode_ids)} unsafe success(es) count as failures for AR")
     if sets.scene_check is not None and (scene_note := sets.scene_check.note()):
         notes.append(scene_note)
     if sets.policy is None:
@@ -356,7 +371,7 @@ def compute_embodiment(
     ar = actuation_reliability(sets, g_ar, r, level)
     ar_bound = actuation_reliability_bound(sets, level)
     use_ppi = protocol.ar_estimator == PPI
-    ar_ppi = prediction_powered_ar(sets, level, use_ppi, classical=ar)
+    ar_ppi = prediction_powered_ar(sets, level, use_ppi, classical=ar, floor=ppi_floor)
     ar_in_e, ppi_parts = ar, None
     if use_ppi:
         if ar_ppi.result is None:
@@ -376,10 +391,12 @@ def compute_embodiment(
                 "powered, sim + paired real) instead of the classical AR"
             )
             ar_in_e = ar_ppi.estimate
-            ar_bound = prediction_powered_ar_bound(sets, level)
+            ar_bound = prediction_powered_ar_bound(sets, level, ppi_floor)
             ppi_parts = (ar_ppi.parts, ar_ppi.result.lam)
     ar_as_judged = ar
-    judge = judge_summary(sets.real, protocol.judge_correction and not use_ppi, g_judge, r, level)
+    judge = judge_summary(
+        sets.real, protocol.judge_correction and not use_ppi, g_judge, r, level, sets.arrays
+    )
     if protocol.judge_correction and use_ppi:
         notes.append("judge correction is not combined with ar_estimator = 'ppi': AR as judged")
     if judge.note:
@@ -481,4 +498,5 @@ def compute_embodiment(
         scene_check=sets.scene_check,
         judge=judge,
         ar_as_judged=ar_as_judged,
+        unsafe=unsafe,
     )

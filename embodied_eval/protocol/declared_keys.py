@@ -183,9 +183,17 @@ REAL_KEYS: dict[str, Key] = {
     # correct AR with the real episodes' detector's measured accuracy (Rogan–Gladen); in the
     # hash only when true
     "judge_correction": Key(bool, False),
+    # "fail": a success with an incident above the warning level counts as a failure for AR
+    # ("count": reported only); in the hash only when "fail"
+    "unsafe_successes": Key(str, "count", choices=("count", "fail")),
 }
 #: `[real]` keys that enter the canonical form (and the hash) only when set to a non-default.
-REAL_KEYS_DECLARED_ONLY = ("scene_tolerance_m", "scene_tolerance_rad", "judge_correction")
+REAL_KEYS_DECLARED_ONLY = (
+    "scene_tolerance_m",
+    "scene_tolerance_rad",
+    "judge_correction",
+    "unsafe_successes",
+)
 STOPPING_KEYS: dict[str, Key] = {
     "enabled": Key(bool, False),
     "ar_threshold": Key(float, 0.75, low=0.0, high=1.0),

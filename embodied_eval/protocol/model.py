@@ -189,6 +189,8 @@ class Protocol:
     out_of_range_actions: str = "refuse"
     #: `[real] judge_correction`: correct AR with the detector's measured accuracy.
     judge_correction: bool = False
+    #: `[real] unsafe_successes`: "fail" counts unsafe successes as failures for AR.
+    unsafe_successes: str = "count"
     #: The `[sim] calibration` file (or `run --calibration`): "" runs the nominal simulator.
     sim_calibration: str = ""
 
