@@ -35,6 +35,7 @@ from embodied_eval.certificate.compute import evaluate_window
 from embodied_eval.certificate.inputs import WindowInputs
 from embodied_eval.certificate.plots import certificate_plots
 from embodied_eval.certificate.report_html import render_report
+from embodied_eval.certificate.validity import validity_section
 from embodied_eval.certificate.verify import VerifiedBundle
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
@@ -70,6 +71,7 @@ NOT_RECOMPUTED = (
 #: before them does not hold them, so the recomputation leaves each out when the certificate
 #: lacks it (everything it does hold must still recompute).
 ADDED_ENTRIES = (
+    "validity",
     "embodiment.unsafe_successes",
     "embodiment.judge.AR_corrected_bound",
     "embodiment.AR_ppi.floor.coverage",
@@ -151,20 +153,20 @@ def issue_certificate(
     inputs, results = evaluate_window(
         protocol, db, evidence=evidence, seed=seed, signer_fingerprint=fingerprint
     )
-    cert = _plain(
-        build_certificate(
-            inputs,
-            results,
-            protocol_file_sha256=sha256_hex(protocol_bytes),
-            evidence=evidence,
-            evidence_sha256=None if evidence_bytes is None else sha256_hex(evidence_bytes),
-            signer={
-                "key_fingerprint": fingerprint,
-                "public_key_pem": public_key_pem(public),
-                "registered_in_incident_log": inputs.chain.get("signer_registration"),
-            },
-        )
+    built = build_certificate(
+        inputs,
+        results,
+        protocol_file_sha256=sha256_hex(protocol_bytes),
+        evidence=evidence,
+        evidence_sha256=None if evidence_bytes is None else sha256_hex(evidence_bytes),
+        signer={
+            "key_fingerprint": fingerprint,
+            "public_key_pem": public_key_pem(public),
+            "registered_in_incident_log": inputs.chain.get("signer_registration"),
+        },
     )
+    built["validity"] = validity_section(inputs, str(built["issued_at"]))
+    cert = _plain(built)
     plots = certificate_plots(cert)
     files: dict[str, bytes] = {
         REPORT_FILE: render_report(
@@ -368,16 +370,18 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
         check_inputs=same_episodes,
         ppi_floor=floor,
     )
-    again = _plain(
-        build_certificate(
-            inputs,
-            results,
-            protocol_file_sha256=sha256_hex(protocol_bytes),
-            evidence=evidence,
-            evidence_sha256=cert.get("evidence", {}).get("sha256") if evidence else None,
-            signer=cert.get("signer", {}),
-        )
+    rebuilt = build_certificate(
+        inputs,
+        results,
+        protocol_file_sha256=sha256_hex(protocol_bytes),
+        evidence=evidence,
+        evidence_sha256=cert.get("evidence", {}).get("sha256") if evidence else None,
+        signer=cert.get("signer", {}),
     )
+    if "validity" in cert:
+        head = int((cert.get("ledger") or {}).get("record_count") or 0)
+        rebuilt["validity"] = validity_section(inputs, str(cert.get("issued_at", "")), head)
+    again = _plain(rebuilt)
     absent = tuple(p for p in ADDED_ENTRIES if not _holds(cert, p))
     diff = first_difference(_drop(cert, NOT_RECOMPUTED), _drop(again, NOT_RECOMPUTED + absent))
     if diff is not None:

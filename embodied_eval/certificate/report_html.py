@@ -171,6 +171,17 @@ def _with_interval(value: Any, interval: Mapping[str, Any] | None) -> str:
     return fmt_estimate({"value": value, **interval})
 
 
+def _validity_html(validity: Any) -> str:
+    """Until when the certificate holds and what voids it ("" for one issued without them)."""
+    if not isinstance(validity, dict):
+        return ""
+    items = "".join(f"<li>{esc(v)}</li>" for v in validity.get("void_if", []))
+    return (
+        f"<p>Valid until <strong>{esc(validity.get('expires'))}</strong> for robot "
+        f"<code>{esc(validity.get('robot_id'))}</code>; void from the first of:</p><ul>{items}</ul>"
+    )
+
+
 def _level_gates_html(gates: Sequence[Mapping[str, Any]]) -> str:
     parts = ["<h3>Level gates (level-assignment procedure, §3.5 and §7)</h3>"]
     if not gates:
@@ -220,7 +231,8 @@ def _certification(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         '<section id="certification"><details><summary><h2>For certification</h2></summary>'
         f"<p>Level certified: <strong>{esc(level.get('assigned'))}</strong> — "
         f"{esc(level.get('reason'))}.</p>"
-        f"<p>AAI-Index ({esc(score.get('profile'))} weights, eq. 12) = {index_text}; "
+        + _validity_html(cert.get("validity"))
+        + f"<p>AAI-Index ({esc(score.get('profile'))} weights, eq. 12) = {index_text}; "
         f"uniformity U = {fmt_number(score.get('uniformity'))}; AAI* = AAI·U^"
         f"{fmt_number(score.get('jaggedness_exponent'), 2)} = "
         f"{fmt_number(score.get('index_jagged'))}.</p>"

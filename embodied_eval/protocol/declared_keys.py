@@ -186,6 +186,11 @@ REAL_KEYS: dict[str, Key] = {
     # "fail": a success with an incident above the warning level counts as a failure for AR
     # ("count": reported only); in the hash only when "fail"
     "unsafe_successes": Key(str, "count", choices=("count", "fail")),
+    # a certificate expires this many months after issue; in the hash only when not 12
+    "certificate_valid_months": Key(int, 12, low=1, high=120),
+    # a later drift-day calibration moving a parameter more than this (relative) from its
+    # certified value voids the certificate; in the hash only when not 0.25
+    "calibration_drift_tolerance": Key(float, 0.25, low=0.0, high=100.0),
 }
 #: `[real]` keys that enter the canonical form (and the hash) only when set to a non-default.
 REAL_KEYS_DECLARED_ONLY = (
@@ -193,6 +198,8 @@ REAL_KEYS_DECLARED_ONLY = (
     "scene_tolerance_rad",
     "judge_correction",
     "unsafe_successes",
+    "certificate_valid_months",
+    "calibration_drift_tolerance",
 )
 STOPPING_KEYS: dict[str, Key] = {
     "enabled": Key(bool, False),

@@ -191,6 +191,10 @@ class Protocol:
     judge_correction: bool = False
     #: `[real] unsafe_successes`: "fail" counts unsafe successes as failures for AR.
     unsafe_successes: str = "count"
+    #: `[real] certificate_valid_months`: a certificate expires this long after issue.
+    certificate_valid_months: int = 12
+    #: `[real] calibration_drift_tolerance`: relative parameter drift that voids a certificate.
+    calibration_drift_tolerance: float = 0.25
     #: The `[sim] calibration` file (or `run --calibration`): "" runs the nominal simulator.
     sim_calibration: str = ""
 
