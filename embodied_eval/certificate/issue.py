@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_json, sha256_hex
+from embodied_eval.certificate.analyses import window_analyses
 from embodied_eval.certificate.assemble import build_certificate
 from embodied_eval.certificate.bundle import (
     EVIDENCE_FILE,
@@ -72,6 +73,7 @@ NOT_RECOMPUTED = (
 #: lacks it (everything it does hold must still recompute).
 ADDED_ENTRIES = (
     "validity",
+    "analyses",
     "embodiment.unsafe_successes",
     "embodiment.judge.AR_corrected_bound",
     "embodiment.AR_ppi.floor.coverage",
@@ -166,6 +168,9 @@ def issue_certificate(
         },
     )
     built["validity"] = validity_section(inputs, str(built["issued_at"]))
+    built["analyses"] = window_analyses(
+        inputs.db_path, inputs.window_id, int((inputs.ledger or {}).get("record_count") or 0)
+    )
     cert = _plain(built)
     plots = certificate_plots(cert)
     files: dict[str, bytes] = {
@@ -378,9 +383,11 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
         evidence_sha256=cert.get("evidence", {}).get("sha256") if evidence else None,
         signer=cert.get("signer", {}),
     )
+    head = int((cert.get("ledger") or {}).get("record_count") or 0)
     if "validity" in cert:
-        head = int((cert.get("ledger") or {}).get("record_count") or 0)
         rebuilt["validity"] = validity_section(inputs, str(cert.get("issued_at", "")), head)
+    if "analyses" in cert:
+        rebuilt["analyses"] = window_analyses(db_path, inputs.window_id, head)
     again = _plain(rebuilt)
     absent = tuple(p for p in ADDED_ENTRIES if not _holds(cert, p))
     diff = first_difference(_drop(cert, NOT_RECOMPUTED), _drop(again, NOT_RECOMPUTED + absent))

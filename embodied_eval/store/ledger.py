@@ -25,6 +25,8 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
 * `version` — a robot's firmware or software, or a policy, now at a new version (who recorded
   it): what a certificate's validity conditions are checked against
   (`embodied_eval.certificate.validity`);
+* `analysis` — a stored-data `compare` or a `rank` run: its seed and outcome, so re-running a
+  decision with new seeds stays visible (`embodied_eval.certificate.analyses`);
 * `operator` — a stop, pause or resume of a running run asked for from its console (or the
   console's API): who asked, how, when, and the real episode in progress then.
 
@@ -54,6 +56,7 @@ KINDS = (
     "calibration",
     "operator",
     "version",
+    "analysis",
 )  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})
