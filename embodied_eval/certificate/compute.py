@@ -180,6 +180,7 @@ def compute_results(
     policy: str | None = None,
     gate_overrides: Mapping[str, Any] | None = None,
     ppi_floor: PPIFloor | None = None,
+    missing_outcomes: str | None = None,
 ) -> Results:
     """Compute the embodiment report, the AAI score and the certified level.
 
@@ -193,6 +194,8 @@ def compute_results(
             "maintenance_closure", "expansion_closure", "P", "W", "delivery_attestation");
             each item given replaces what the scoring core and the store say.
         ppi_floor: AR_ppi's validity floor (default: this version's).
+        missing_outcomes: the AR gate's rule for unscored first attempts (default: the
+            protocol's).
 
     Returns:
         Results.
@@ -219,6 +222,7 @@ def compute_results(
         policy=policy,
         notes=inputs.notes,
         ppi_floor=ppi_floor,
+        missing_outcomes=missing_outcomes,
     )
     merged = dict(supplied)
     merged["robotics"] = embodiment_evidence(
@@ -249,6 +253,7 @@ def evaluate_window(
     signer_fingerprint: str | None = None,
     check_inputs: Callable[[WindowInputs], None] | None = None,
     ppi_floor: PPIFloor | None = None,
+    missing_outcomes: str | None = None,
 ) -> tuple[WindowInputs, Results]:
     """The one evaluation of a window: `embodied-eval metrics`, `ee.metrics`, `certify` and
     `verify --db` all compute their numbers here, so they agree exactly. No other module
@@ -269,6 +274,8 @@ def evaluate_window(
             --db` refuses a window whose episodes are not the certified ones); raises EvalError.
         ppi_floor: AR_ppi's validity floor (default: this version's; `verify --db` passes the
             floor the certificate states).
+        missing_outcomes: the AR gate's rule for unscored first attempts (default: the
+            protocol's; `verify --db` passes "judged" for a certificate issued before it).
     Returns:
         (the window's inputs, the results).
     """
@@ -284,6 +291,12 @@ def evaluate_window(
         inputs = dataclasses.replace(inputs, calibrations=(*inputs.calibrations, *given))
     chosen = seed if seed is not None else default_seed(protocol.base_seed, inputs.window_id)
     results = compute_results(
-        inputs, evidence, chosen, policy=policy, gate_overrides=gate_overrides, ppi_floor=ppi_floor
+        inputs,
+        evidence,
+        chosen,
+        policy=policy,
+        gate_overrides=gate_overrides,
+        ppi_floor=ppi_floor,
+        missing_outcomes=missing_outcomes,
     )
     return inputs, results

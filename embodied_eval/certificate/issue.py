@@ -75,6 +75,7 @@ ADDED_ENTRIES = (
     "validity",
     "analyses",
     "embodiment.unsafe_successes",
+    "embodiment.AR_every_attempt",
     "embodiment.judge.AR_corrected_bound",
     "embodiment.AR_ppi.floor.coverage",
 )
@@ -374,6 +375,8 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
         seed=seed,
         check_inputs=same_episodes,
         ppi_floor=floor,
+        # Issued before every attempt counted: its AR gate was AR as judged.
+        missing_outcomes=None if _holds(cert, "embodiment.AR_every_attempt") else "judged",
     )
     rebuilt = build_certificate(
         inputs,

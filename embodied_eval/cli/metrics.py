@@ -79,6 +79,15 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
                         the reported AR when applied), "AR_as_judged", "note",
                         "AR_corrected_bound" (when applied: the gate's one-sided bound with its
                         "corner": judged rate, Se and Sp bounds at tail α/3)}
+    unsafe_successes    {"above" (the warning level, "near_miss"), "counted_as_failures" ([real]
+                        unsafe_successes = "fail"), "by_family": {family: row}, "all": row}; a
+                        row: {"successes", "unsafe", "SBU" (exact estimate), "worst_severity",
+                        "episodes"}
+    AR_every_attempt    every real pair's first attempt counts: {"pairs", "first_attempts"
+                        {"scored", "policy_error", "cannot_judge", "aborted"}, "successes",
+                        "worst_case", "best_case" (exact estimates: unknowns fail / succeed;
+                        policy errors fail in both), "worst_case_bound", "rule" ([real]
+                        missing_outcomes), "gate_uses_worst_case"}
     notes               list of sentences (exposure source, reweighting, warnings)
     verdict             {"colour" ("red" | "amber" | "green"), "headline", "failing",
                         "inconclusive", "evidence_missing": [{"ids", "name", "verdict",

@@ -34,6 +34,7 @@ from embodied_eval.embodiment.beyond import (
 )
 from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
 from embodied_eval.embodiment.cross_engine import EngineAgreement, cross_engine_agreement
+from embodied_eval.embodiment.every_attempt import EveryAttempt, every_attempt
 from embodied_eval.embodiment.gates import robotics_gates
 from embodied_eval.embodiment.judge import JudgeSummary, judge_summary
 from embodied_eval.embodiment.prediction import (
@@ -56,7 +57,13 @@ from embodied_eval.embodiment.reliability import (
 )
 from embodied_eval.embodiment.safety_report import DURATIONS, SafetySummary, summarize_safety
 from embodied_eval.embodiment.scene_gap import SceneCheck
-from embodied_eval.embodiment.selection import EpisodeSets, select_episodes, with_sim_engine
+from embodied_eval.embodiment.selection import (
+    EpisodeSets,
+    episode_counts,
+    family_rates,
+    select_episodes,
+    with_sim_engine,
+)
 from embodied_eval.embodiment.throughput import (
     ControlQuality,
     PhysicalThroughput,
@@ -87,7 +94,6 @@ from embodied_eval.records import (
     ExposureEntry,
     Fault,
     Incident,
-    first_attempts,
 )
 from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.stats import Estimate
@@ -143,6 +149,7 @@ class EmbodimentReport:
     judge: JudgeSummary | None = None
     ar_as_judged: Estimate | None = None
     unsafe: UnsafeSuccesses | None = None
+    every: EveryAttempt | None = None
 
     @property
     def valid(self) -> bool:
@@ -247,35 +254,8 @@ class EmbodimentReport:
             },
             "notes": list(self.notes),
             "unsafe_successes": self.unsafe.to_json() if self.unsafe is not None else None,
+            "AR_every_attempt": self.every.to_json() if self.every is not None else None,
         }
-
-
-def _family_rates(sets: EpisodeSets) -> dict[tuple[str, str], tuple[int, int]]:
-    """(side, family) -> (successes, first scored attempts) of the evaluated policy; the sim
-    side is named by its engine ("sim mujoco")."""
-    sim = first_attempts([e for e in sets.sim_every_engine if e.scored])
-    rates: dict[tuple[str, str], tuple[int, int]] = {}
-    sides = [("real", sets.real)]
-    sides += [(f"sim {eng}", [x for x in sim if x.engine == eng]) for eng in sets.sim_engines]
-    for side, episodes in sides:
-        for ep in episodes:
-            wins, n = rates.get((side, ep.family), (0, 0))
-            rates[(side, ep.family)] = (wins + int(ep.success), n + 1)
-    return rates
-
-
-def _episode_counts(sets: EpisodeSets) -> dict[str, int]:
-    return {
-        "real_counted": len(sets.real),
-        "real_all": len(sets.real_all),
-        "real_unscored": sets.unscored_real,
-        "real_retries": sets.retries_real,
-        "sim_counted": len(sets.sim),
-        "pairs": len(sets.pairs),
-        "real_unpaired": sets.unpaired_real,
-        "window_real": len(sets.window_real),
-        "window_sim": len(sets.window_sim),
-    }
 
 
 def _ar_sim(
@@ -326,6 +306,7 @@ def compute_embodiment(
     notes: Sequence[str] = (),
     window: str | None = None,
     ppi_floor: PPIFloor | None = None,
+    missing_outcomes: str | None = None,
 ) -> EmbodimentReport:
     """Every embodiment metric of a window (seed §3.1 E, §7), with intervals and the §7 gates.
 
@@ -347,6 +328,9 @@ def compute_embodiment(
         window: the window id reported (default: the protocol's).
         ppi_floor: AR_ppi's validity floor (default: this version's; `verify --db` passes the
             one a certificate was issued under).
+        missing_outcomes: the AR gate's rule for unscored first attempts (default: the
+            protocol's `[real] missing_outcomes`; `verify --db` passes "judged" for a
+            certificate issued before the rule existed).
 
     Returns:
         EmbodimentReport.
@@ -404,6 +388,13 @@ def compute_embodiment(
     if judge.corrected is not None and judge.corrected_bound is not None:
         ar = ar_in_e = judge.corrected
         ar_bound = dataclasses.replace(judge.corrected_bound, high=1.0)
+    every = every_attempt(sets.real_all, level, missing_outcomes or protocol.missing_outcomes)
+    if every.gate_uses_worst and judge.corrected is None and ppi_parts is None:
+        ar_bound = every.worst_bound
+        notes.append(
+            f"AR gate: every pair's first attempt counts ({every.counts['policy_error']} policy "
+            f"error(s) and {every.unknown} unknown outcome(s) as failures): worst-case bound"
+        )
     ar_retries = actuation_reliability_with_retries(sets, level)
     transfer = transfer_overall(sets, level)
     by_family = transfer_by_family(sets, level)
@@ -466,13 +457,13 @@ def compute_embodiment(
     baselines = baseline_calibration(sets.first_scored, protocol, sets.policy, level)
     if baselines is not None:
         notes.extend(f"baselines: {w}" for w in baselines.warnings)
-    notes.extend(saturation_warnings(_family_rates(sets), who="the evaluated policy"))
+    notes.extend(saturation_warnings(family_rates(sets), who="the evaluated policy"))
     return EmbodimentReport(
         protocol_name=protocol.name,
         protocol_hash=protocol.protocol_hash,
         window=window if window is not None else protocol.window_id,
         policy=sets.policy,
-        episodes=_episode_counts(sets),
+        episodes=episode_counts(sets),
         ar=ar,
         ar_bound=ar_bound,
         ar_sim=ar_sim,
@@ -499,4 +490,5 @@ def compute_embodiment(
         judge=judge,
         ar_as_judged=ar_as_judged,
         unsafe=unsafe,
+        every=every,
     )

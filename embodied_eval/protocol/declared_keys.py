@@ -191,6 +191,9 @@ REAL_KEYS: dict[str, Key] = {
     # a later drift-day calibration moving a parameter more than this (relative) from its
     # certified value voids the certificate; in the hash only when not 0.25
     "calibration_drift_tolerance": Key(float, 0.25, low=0.0, high=100.0),
+    # the AR gate over every pair's first attempt, unknown outcomes as failures ("worst"), or AR
+    # as judged ("judged"); in the hash only when "judged"
+    "missing_outcomes": Key(str, "worst", choices=("worst", "judged")),
 }
 #: `[real]` keys that enter the canonical form (and the hash) only when set to a non-default.
 REAL_KEYS_DECLARED_ONLY = (
@@ -200,6 +203,7 @@ REAL_KEYS_DECLARED_ONLY = (
     "unsafe_successes",
     "certificate_valid_months",
     "calibration_drift_tolerance",
+    "missing_outcomes",
 )
 STOPPING_KEYS: dict[str, Key] = {
     "enabled": Key(bool, False),

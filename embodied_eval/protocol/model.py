@@ -195,6 +195,8 @@ class Protocol:
     certificate_valid_months: int = 12
     #: `[real] calibration_drift_tolerance`: relative parameter drift that voids a certificate.
     calibration_drift_tolerance: float = 0.25
+    #: `[real] missing_outcomes`: "worst" gates AR on every pair's first attempt.
+    missing_outcomes: str = "worst"
     #: The `[sim] calibration` file (or `run --calibration`): "" runs the nominal simulator.
     sim_calibration: str = ""
 

@@ -27,6 +27,7 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
   policy, judge_correction (AR corrected with the detector's measured accuracy),
   unsafe_successes ("fail": successes with an incident above the warning level fail for AR),
   certificate_valid_months, calibration_drift_tolerance (what voids a certificate),
+  missing_outcomes ("worst": the AR gate counts every pair's first attempt, unknowns failing),
   scene_tolerance_m / scene_tolerance_rad
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
@@ -438,6 +439,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         unsafe_successes=real["unsafe_successes"],
         certificate_valid_months=real["certificate_valid_months"],
         calibration_drift_tolerance=real["calibration_drift_tolerance"],
+        missing_outcomes=real["missing_outcomes"],
         sim_calibration=sim["calibration"],
         maintenance=maintenance,
         expansion=expansion,
