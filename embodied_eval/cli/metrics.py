@@ -197,6 +197,11 @@ def render(report: EmbodimentReport) -> None:
         _row(t, "AR_ppi", report.ar_ppi.estimate, 3, eff)
     _row(t, "AR_sim", report.ar_sim)
     _row(t, "AR with retries", report.ar_with_retries)
+    if report.every is not None and report.every.pairs > report.every.counts["scored"]:
+        every = report.every
+        unscored = f" ({every.counts['policy_error']} policy error(s), {every.unknown} unknown)"
+        _row(t, "AR every attempt, worst", every.worst, 3, unscored)
+        _row(t, "AR every attempt, best", every.best)
     _row(t, f"S2R ({report.transfer.mode})", report.transfer.s2r)
     for fam, tr in report.transfer_by_family.items():
         _row(t, f"  S2R {fam}", tr.s2r)
@@ -214,6 +219,12 @@ def render(report: EmbodimentReport) -> None:
     _row(t, "MTBF (h)", report.mtbf, 1)
     _row(t, "MTTR (h)", report.mttr, 3)
     _row(t, "MTBSI (h)", s.mtbsi, 1)
+    if report.unsafe is not None:
+        for name, row in report.unsafe.rows.items():
+            worst = f" (worst {row.worst_severity})" if row.worst_severity else ""
+            _row(
+                t, f"unsafe successes {name}", row.sbu, 3, f" ({row.unsafe}/{row.successes}){worst}"
+            )
     _row(t, "Ê = (AR·SS·S2R)^(1/3)", report.embodiment.raw)
     _row(t, "E = φ_E(Ê)", report.embodiment.score)
     console.print(t)
