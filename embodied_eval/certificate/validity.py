@@ -144,8 +144,9 @@ def validity_section(
         f"{protocol.certificate_valid_months} months after issue)",
         "the protocol changes (another protocol hash)",
         *(
-            f"a later {_LABEL[c]} version record names another version than "
-            + (repr(v["version"]) if v else "none recorded at certification")
+            f"a later {_LABEL[c]} version record names another version than {v['version']!r}"
+            if v
+            else f"a later {_LABEL[c]} version record (none was recorded at certification)"
             for c, v in versions.items()
         ),
         f"a later drift-day calibration of {robot} moves a parameter more than "
