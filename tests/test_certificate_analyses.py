@@ -109,3 +109,18 @@ def test_runs_on_the_same_data_are_grouped(tmp_path: Path) -> None:
                                 "runs": 2, "seeds": [1, 2],
                                 "outcomes": ["no difference", "A better"]}]  # fmt: skip
     assert window_analyses(db, "other", 10**9) == {"runs": [], "repeated": []}
+
+
+def test_the_adaptive_comparison_of_many_policies_records_its_seed(tmp_path: Path, capsys) -> None:
+    from embodied_eval.certificate.analyses import window_analyses
+
+    protocol_path, db = build_window(tmp_path)
+    protocol = load_protocol(protocol_path)
+    add_other_policy(db, protocol.window_id)
+    names = f"{protocol.real_policy},{OTHER}"
+    args = ["compare", "--db", str(db), "--policies", names, "--side", "real"]
+    assert main([*args, "--order-seed", "21", "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    runs = window_analyses(db, protocol.window_id, 10**9)["runs"]
+    assert [(r["command"], r["seed"], r["seed_given"]) for r in runs] == [("compare", 21, True)]
+    assert runs[0]["outcome"] == shown["decision"] and runs[0]["policies"] == names.split(",")
