@@ -10,7 +10,7 @@ Method: the cluster-aware PPI++ interval over task instances (delete-one-cluster
 re-tuned per replicate, t quantile), clipped to [0, 1]. It is used only above the PPI validity
 floor (`stats.ppi.ppi_validity`: ≥ 100 labelled pairs, ≥ 40 task instances, the real rate in
 0.2–0.8 and at least 5/n from 0 and 1, a non-degenerate variance: where the coverage simulation
-shows the interval within 1 pt of nominal; the floor and that coverage are in the JSON). Below the floor AR_ppi falls back to the
+shows the gate's bound within 1 pt of nominal; the floor and that coverage are in the JSON). Below the floor AR_ppi falls back to the
 classical AR (its estimate and interval) with a note naming the floors not met; the PPI fit's λ,
 effective n and pairs are still reported, to show how far the window is from the floor. With
 fewer than 3 task instances the fit is the iid one (diagnostic only: it is always below the

@@ -30,10 +30,11 @@ and ≳ 100 pairs with the rate away from 0/1. The cluster version was simulated
 instances (10–80), labelled pairs (50–400), true rates 0.3–0.9, ICC 0–0.2 and sim quality (good,
 biased, useless): with 10–30 instances or 50 pairs it dips to 88–93 % (95 % nominal) at ordinary
 rates, and at real rates of 0.85 and above it dips to 91–93 % even with 80 instances and 400
-pairs. Hence the floor below; at it (40 instances, 100 or 200 pairs, rates 0.2–0.8) the
-two-sided interval covers ≥ 93.8 % for true rates 0.3–0.8 (92.8 % at a true rate of 0.2, on the
-range's edge), and its low end, the AR gate's bound, ≥ 95.5 % (93.3 % at 0.2): `FLOOR_COVERAGE`,
-stated in the certificate. The PPI mean's validity does not depend on the sim's quality: a
+pairs. Hence the floor below; at it (40 instances, 100 or 200 pairs, rates 0.2–0.8) the low end
+of the two-sided 95 % interval, the AR gate's bound, covers ≥ 95.2 % for true rates 0.3–0.8
+(93.3 % at a true rate of 0.2, on the range's edge); the two-sided interval itself only ≥ 93.1 %
+(92.8 % at 0.2), so the one-sided claim is the gate's: `FLOOR_COVERAGE`, stated in the
+certificate. The PPI mean's validity does not depend on the sim's quality: a
 biased or useless sim only widens the interval.
 
 Validity floor (`ppi_validity`, `ppi_floor.PPIFloor`): neither interval is claimed valid, and

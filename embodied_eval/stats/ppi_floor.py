@@ -13,16 +13,18 @@ MIN_CLUSTERS = 40
 RATE_RANGE = (0.2, 0.8)
 EDGE_EVENTS = 5
 #: Simulated coverage at the floor, only windows above it counted (`coverage_ppi.floor_coverage`;
-#: the table: benchmarks/coverage.py --only-ppi-floor). Worst cell of the grid; at a true rate
-#: of 0.2 only the windows whose observed rate reached the range count (about half of them).
+#: the table: benchmarks/coverage.py --only-ppi-floor). Worst cell over two runs of the grid
+#: (seeds 7 and 11); at a true rate of 0.2 only the windows whose observed rate reached the range
+#: count (about half of them). Monte-Carlo s.e. ≈ 0.006 per cell.
 FLOOR_COVERAGE: dict[str, Any] = {
     "grid": "40 task instances, 100 and 200 labelled pairs, 2000 sim episodes, ICC 0/0.1/0.2, "
     "sim good/biased/useless, true real rate 0.2/0.3/0.5/0.7/0.8",
     "reps_per_cell": 1500,
-    "two_sided_95_worst": 0.9275,
-    "two_sided_95_worst_rate_0.3_to_0.8": 0.9377,
+    "runs": 2,
+    "gate_bound_worst_rate_0.3_to_0.8": 0.9522,
     "gate_bound_worst": 0.9325,
-    "gate_bound_worst_rate_0.3_to_0.8": 0.9549,
+    "two_sided_95_worst_rate_0.3_to_0.8": 0.9310,
+    "two_sided_95_worst": 0.9275,
 }
 
 
