@@ -112,7 +112,7 @@ def test_judge_correction_by_hand(monkeypatch):
     # Rogan–Gladen: (0.6 + 0.75 − 1)/(0.75 + 0.75 − 1) = 0.35/0.5 = 0.7.
     assert s.corrected is not None and s.corrected.value == pytest.approx(0.7, abs=1e-12)
     assert s.corrected.low < 0.7 < s.corrected.high and s.corrected.n == 20
-    # The gate's one-sided 95 % bound is the 5th percentile: above the two-sided 2.5th.
+    # The gate's one-sided 95 % bound (α/3 per proportion) is above the two-sided one (α/6).
     bound = s.corrected_bound
     assert bound is not None and s.corrected.low <= bound.low < 0.7
     assert s.judges == [{**DETECTOR, "episodes": 20}]

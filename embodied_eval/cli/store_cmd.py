@@ -73,6 +73,33 @@ def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None
         raise typer.Exit(1)
 
 
+@store_app.command("version")
+def store_version(
+    component: str = typer.Argument(
+        ..., help="What changed: robot_firmware, robot_software or policy."
+    ),
+    version: str = typer.Argument(..., help="The version now installed."),
+    robot: str = typer.Option(..., "--robot", help="The robot id (the protocol's robot_id)."),
+    author: str = typer.Option(..., "--author", help="Who installed or recorded it."),
+    name: str = typer.Option("", "--name", help="The policy's or package's name."),
+    db: Path | None = DbOption,
+) -> None:
+    """Record a firmware, software or policy version change in the trial ledger: a certificate
+    earned with another version is void from this record on (`verify --db` says so)."""
+    from embodied_eval.certificate.validity import record_version
+    from embodied_eval.store.core import default_db_path
+
+    record_id = record_version(
+        db if db is not None else default_db_path(),
+        component=component,
+        version=version,
+        robot_id=robot,
+        author=author,
+        name=name,
+    )
+    console.print(f"version record {record_id}: {component} {version} on {robot}")
+
+
 @store_app.command("amend")
 def store_amend(
     episode_id: str = typer.Argument(..., help="The stored episode to correct."),

@@ -22,6 +22,11 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
   (`embodied_eval.embodiment.calibration_days`);
 * `revocation` — a key revoked in the key registry (written together with the incident log's
   `revocation`), so the ledger's own order says which signatures came after it;
+* `version` — a robot's firmware or software, or a policy, now at a new version (who recorded
+  it): what a certificate's validity conditions are checked against
+  (`embodied_eval.certificate.validity`);
+* `analysis` — a stored-data `compare` or a `rank` run: its seed and outcome, so re-running a
+  decision with new seeds stays visible (`embodied_eval.certificate.analyses`);
 * `operator` — a stop, pause or resume of a running run asked for from its console (or the
   console's API): who asked, how, when, and the real episode in progress then.
 
@@ -50,6 +55,8 @@ KINDS = (
     "episode", "faults", "manifest", "import", "audit", "amendment", "seal", "revocation", "patch",
     "calibration",
     "operator",
+    "version",
+    "analysis",
 )  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})
