@@ -322,13 +322,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         if np.abs(act).max() > 1.0:
             np.clip(act, -1.0, 1.0, out=act)
             self._clipped += 1
-        cap = V_MAX_MPS
-        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
-            cap = min(cap, SSM_SPEED_FRACTION * self.config.safety.reduced_speed_mps)
         slip = self._faults.injector.running("grasp_slip", self._step)
         if slip is not None:
             act[3] = (self.grasp.width / 2 + 0.01) / FINGER_MAX_M * 2.0 - 1.0
-        sent = self.command_path.step(act, self._q, cap, (self._rots, self._origins))
+        sent = self.command_path.step(act, self._q, V_MAX_MPS, (self._rots, self._origins))
         self.send_joint_command(sent.target, sent.duration_s, sent.finger)
         return self.robot_step(sent.tcp_target)
 
@@ -360,7 +357,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         task, cfg, dt = self.task, self.config, self._dt
         step = self._step
         injector = self._faults.injector
-        command = self.robot.update(step * dt, dt, self._rots, self._origins)
+        # Speed-and-separation monitoring is the robot's safety controller: with a person near,
+        # it overrides the set-point's speed (both halves run it here).
+        cap = None
+        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
+            cap = SSM_SPEED_FRACTION * cfg.safety.reduced_speed_mps
+        command = self.robot.update(step * dt, dt, self._rots, self._origins, cap)
         self._tcp_target = command.tcp_target if tcp_target is None else tcp_target
         slip = injector.running("grasp_slip", step)
         stall = injector.running("actuator_stall", step)
