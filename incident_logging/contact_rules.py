@@ -149,13 +149,15 @@ def unknown_region_rules(event: SafetyEvent, table: ThresholdTable) -> list[Rule
     if out:
         return out
     checked = f" within the {'; '.join(within)}" if within else ": the limit cannot be checked"
+    lowest_force = lowest_limit(dict(table.body_regions), table, ctype, pressure=False)
+    force_limit = lowest_force[0] if lowest_force is not None else None
     return [
         fired(
             "R5.unknown_region",
             "minor",
             "contact_force_n",
             event.contact_force_n,
-            None,
+            force_limit if event.contact_force_n is not None else None,
             "N",
             f"contact with {who} without a body region{checked}",
             injury_check=True,

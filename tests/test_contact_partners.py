@@ -43,10 +43,10 @@ TABLE: list[tuple[str | None, str | None, float, str | None, ThresholdTable, tup
     # Duration: transient under the default table is still held to the face's 65 N.
     ("person", None, 66.0, "transient", default_table(), ("critical", "R7.force_over_lowest_limit", 65.0)),
     # At the lowest limit is not above it (strict): minor, injury check.
-    (None, None, 65.0, "quasi_static", default_table(), ("minor", "R5.unknown_region", None)),
-    ("visitor", None, 60.0, None, default_table(), ("minor", "R5.unknown_region", None)),
+    (None, None, 65.0, "quasi_static", default_table(), ("minor", "R5.unknown_region", 65.0)),
+    ("visitor", None, 60.0, None, default_table(), ("minor", "R5.unknown_region", 65.0)),
     # Duration matters when the face has a transient allowance: 2 × 65 = 130 N transient.
-    (None, None, 100.0, "transient", ALL_TRANSIENT, ("minor", "R5.unknown_region", None)),
+    (None, None, 100.0, "transient", ALL_TRANSIENT, ("minor", "R5.unknown_region", 130.0)),
     (None, None, 100.0, "quasi_static", ALL_TRANSIENT, ("critical", "R7.force_over_lowest_limit", 65.0)),
     (None, None, 131.0, "transient", ALL_TRANSIENT, ("critical", "R7.force_over_lowest_limit", 130.0)),
     # A body region given: that region's limit (chest transient 2 × 140 = 280 N).
