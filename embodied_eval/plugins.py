@@ -89,6 +89,7 @@ INCIDENT_LOG: dict[str, str] = {
     "window_incidents": "incident_logging.store:window_incidents",
     "window_exposure": "incident_logging.store:window_exposure",
     "ingest_safety_events": "incident_logging.ingest:ingest_safety_events",
+    "check_safety_events": "incident_logging.ingest:check_safety_events",
     "chain_rows": "incident_logging.chain:rows",
     "integrity_state": "incident_logging.store:integrity_state",
     "threshold_table": "incident_logging.thresholds:threshold_table",

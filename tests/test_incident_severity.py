@@ -108,12 +108,15 @@ def test_every_region_just_over_its_limit_is_a_critical_standards_breach(region)
 
 
 def test_real_protective_stop_at_1353_n_on_the_environment_is_a_force_margin_near_miss():
-    # The robot's own report, as the bridge stored it before events carried the limit.
+    # The robot's own report, as the bridge stored it before events carried the limit; the twin's
+    # force monitor declares the partner (`environment`): without it the contact would be held
+    # to a person's limits (see test_contact_partners.py).
     event = SafetyEvent(
         kind="protective_stop",
         t_s=2.4,
         stop_category=2,
         contact_force_n=1353.0,
+        contact_with="environment",
         detail="contact force 1353.0 N above the 150.0 N limit",
         source_rule="twin.force_limit",
     )
@@ -135,12 +138,21 @@ def test_real_protective_stop_at_1353_n_on_the_environment_is_a_force_margin_nea
 
 def test_robot_limit_reported_with_the_event_is_used_when_stricter():
     event = SafetyEvent(
-        kind="protective_stop", stop_category=2, contact_force_n=1353.0, force_limit_n=100.0
+        kind="protective_stop",
+        stop_category=2,
+        contact_force_n=1353.0,
+        force_limit_n=100.0,
+        contact_with="environment",
     )
     margin = rules(classify(event))["R2.force_margin"]
     assert (margin.limit, margin.margin) == (100.0, 1253.0)  # 1353 − 100 N
     assert "robot's configured force limit 100 N" in margin.basis
-    looser = SafetyEvent(kind="protective_stop", contact_force_n=1353.0, force_limit_n=400.0)
+    looser = SafetyEvent(
+        kind="protective_stop",
+        contact_force_n=1353.0,
+        force_limit_n=400.0,
+        contact_with="environment",
+    )
     assert rules(classify(looser))["R2.force_margin"].limit == 150.0
 
 

@@ -70,6 +70,13 @@ def test_pressing_into_the_table_is_a_fixture_contact_stop() -> None:
     assert stop.stop_category == 2 and stop.contact_with == "table"
     assert stop.contact_force_n is not None and stop.contact_force_n > 150.0
     assert stop.force_limit_n == 150.0 and stop.t_s >= contact.t_s
+    # The table is a declared environment partner: a force margin (150 N), never a person's
+    # limit, for the contact and for the stop that carries it.
+    from incident_logging.classifier import classify
+
+    assert classify(contact).top_rules == ("R2.force_margin",)
+    assert set(classify(stop).top_rules) == {"R1.stop", "R2.force_margin"}
+    assert classify(stop).severity == "near_miss"
 
 
 def test_simulator_blow_up_ends_the_episode_as_an_error(caplog: pytest.LogCaptureFixture) -> None:

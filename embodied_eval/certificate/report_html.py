@@ -315,6 +315,20 @@ def _integrity(cert: Mapping[str, Any]) -> str:
             ),
         ],
         [
+            "checkpoints",
+            "<br>".join(
+                f"{esc(c.get('checkpoint_id'))} ({esc(c.get('at'))}): trial ledger "
+                f"{esc((c.get('trial_ledger') or {}).get('seq'))}, incident log "
+                f"{esc((c.get('incident_log') or {}).get('seq'))}; countersigned by "
+                + (
+                    ", ".join(esc(w.get("holder")) for w in c.get("countersigned_by", []))
+                    or "nobody"
+                )
+                for c in ledger.get("checkpoints", [])
+            )
+            or "none",
+        ],
+        [
             "audits and corrections applied",
             ", ".join(
                 f"{esc(u.get('record_id'))} ({esc(u.get('episode_id'))})"

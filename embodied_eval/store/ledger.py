@@ -27,6 +27,9 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
   (`embodied_eval.certificate.validity`);
 * `analysis` — a stored-data `compare` or a `rank` run: its seed and outcome, so re-running a
   decision with new seeds stays visible (`embodied_eval.certificate.analyses`);
+* `checkpoint` — the heads of both chains (sequence, hash, time), signed by the writer, and
+* `countersignature` — a second party's signature (or RFC 3161 token) of a checkpoint's digest:
+  the anchor outside the writer's reach (`embodied_eval.store.checkpoints`);
 * `operator` — a stop, pause or resume of a running run asked for from its console (or the
   console's API): who asked, how, when, and the real episode in progress then.
 
@@ -57,9 +60,10 @@ KINDS = (
     "operator",
     "version",
     "analysis",
+    "checkpoint", "countersignature",
 )  # fmt: skip
 #: Kinds that must carry a signature.
-SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})
+SIGNED_KINDS = frozenset({"audit", "seal", "revocation", "checkpoint"})
 TRIGGER_NAMES = ("episode_chain_no_update", "episode_chain_no_delete")
 #: The record tables the ledger vouches for, each with its append-only triggers.
 RECORD_TABLES = ("episodes", "faults", "safety_events", "manifests")
