@@ -390,13 +390,18 @@ class SafetyMonitor:
             limit = lim.fixture_contact_limit_n
             if limit > 0 and net_n > limit:
                 touched = self.hardest_touched(contacts)
+                # A part is an "object" to the incident log (its closed list of environment
+                # partners names fixtures, not parts); the detail keeps the part's name.
+                partner = touched if touched in self._fixture_keys else "object"
+                if touched == "environment":
+                    partner = touched
                 decision = self._stop(
                     step,
                     t,
                     2,
                     "fixture_contact",
                     f"contact with {touched} at {net_n:.0f} N (net external force)",
-                    contact_with=touched,
+                    contact_with=partner,
                     contact_force_n=min(net_n, PHYSICAL_CEILINGS["contact_force_n"]),
                     force_limit_n=self._fixture_limit(),
                 )
