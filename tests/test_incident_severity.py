@@ -311,20 +311,25 @@ def test_a_force_limit_of_zero_is_refused():
 
 
 def test_twin_force_stop_carries_the_force_the_limit_and_what_was_touched():
-    from real_bridge.twin.monitors import monitor_event
-    from real_bridge.twin.settings import Monitors
+    """The twin's force stop is the scene's own monitor (the sim episode's): the net external
+    force on the robot, 1353 N against the table, over the 150 N limit."""
+    from sim_suites.robot import panda_kinematics
+    from sim_suites.safety_monitors import SafetyLimits, SafetyMonitor
 
-    plant = SimpleNamespace(
-        physics_dt_s=0.002,
-        wrench=lambda: np.array([1353.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
-        tcp_speed_mps=lambda: 0.1,
-    )
-    event = monitor_event(Monitors(), plant, 0.0, 2.4)  # type: ignore[arg-type]
-    assert event is not None
+    kin = panda_kinematics()
+    monitor = SafetyMonitor(SafetyLimits(), kin.lower, kin.upper, kin.vel_limit, None, ())
+    q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785])
+    decision = monitor.update(
+        120, 2.4, q, np.zeros(7), np.array([0.5, 0.0, 0.02]), 0.1,
+        {("robot", "table"): 1300.0}, np.array([0.5, 0.0, 0.02]),
+        external_force=np.array([0.0, 0.0, 1353.0]),
+    )  # fmt: skip
+    assert decision is not None and decision.status == "safety_stop"
+    (event,) = [e for e in monitor.events if e.kind == "protective_stop"]
     assert (event.contact_force_n, event.force_limit_n, event.contact_with) == (
         1353.0,
         150.0,
-        "environment",
+        "table",
     )
     result = classify(event)
     assert result.severity == "near_miss"
