@@ -14,7 +14,6 @@ a force-margin breach → near-miss, or minor with property damage.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
