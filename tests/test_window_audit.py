@@ -219,3 +219,64 @@ def test_metrics_name_the_audit_sample_and_the_measured_se_sp(
     text = judge_line(out["judge"])
     assert "Accuracy on this window's audit (8 labelled episodes" in text
     assert "sensitivity 0.500 [0.068, 0.932]" in text
+
+
+def test_the_certificate_names_its_audit_sample_and_the_measured_se_sp(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import html
+
+    from embodied_eval.certificate.issue import issue_certificate
+    from embodied_eval.protocol.reader import load_protocol
+    from embodied_eval.store.signing_keys import create_private_key
+    from tests.test_certificate import build_window, write_evidence
+
+    protocol_path, db = build_window(tmp_path, judge=DETECTOR)
+    window = load_protocol(protocol_path).window_id
+    assert main(["trial", "audit", "--window", window, "--seed", "3", "--per-stratum", "2",
+                 "--db", str(db)]) == 0  # fmt: skip
+    with Store(db, create=False) as store:
+        real = store.episodes(window=window, side="real")
+    failed = [e.episode_id for e in real if not e.success]
+    passed = [e.episode_id for e in real if e.success]
+    assert len(failed) == 4 and len(passed) == 21  # tests/test_certificate.py: real fails 4/25
+    # Labels: the judge's 4 failures — 3 truly failures, 1 truly a success; 4 of its successes,
+    # truly successes. Se = 4/(4 + 1) = 0.8; Sp = 3/3 = 1.
+    labels = {**dict.fromkeys(failed[:3], "failure"), failed[3]: "success",
+              **dict.fromkeys(passed[:4], "success")}  # fmt: skip
+    for eid, lab in labels.items():
+        assert main(["trial", "audit", "--db", str(db), "--by", "tina", "--label", eid, lab]) == 0
+    capsys.readouterr()
+    key = tmp_path / "owner.pem"
+    create_private_key(key)
+    out = tmp_path / "bundle"
+    issue_certificate(
+        protocol_path=protocol_path,
+        db=db,
+        key_path=key,
+        out=out,
+        evidence_path=write_evidence(tmp_path),
+    )
+    cert = json.loads((out / "certificate.json").read_text(encoding="utf-8"))
+    judge = cert["embodiment"]["judge"]
+    acc = judge["accuracy"]
+    # CP 95 %: 4/5 → [beta.ppf(0.025, 4, 2), beta.ppf(0.975, 5, 1)] = [0.283582, 0.994949];
+    # 3/3 → [beta.ppf(0.025, 3, 1), 1] = [0.292402, 1].
+    assert (acc["sensitivity"]["value"], acc["sensitivity"]["n"]) == (0.8, 5)
+    assert acc["sensitivity"]["low"] == pytest.approx(0.283582, abs=1e-6)
+    assert acc["sensitivity"]["high"] == pytest.approx(0.994949, abs=1e-6)
+    assert (acc["specificity"]["value"], acc["specificity"]["n"]) == (1.0, 3)
+    assert acc["specificity"]["low"] == pytest.approx(0.292402, abs=1e-6)
+    assert acc["audited_episodes"] == sorted(labels)
+    note = next(n for n in cert["embodiment"]["notes"] if "judge audit" in n)
+    assert "(seed 3, " in note and "8 episode(s) labelled" in note
+    # The shipped benchmark is shown beside it, labelled and hashed, never as this window's.
+    from embodied_eval.canonical import canonical_hash
+    from real_bridge.judge_accuracy import stored_accuracy
+
+    bench = judge["benchmark"]
+    assert bench["label"] == "benchmark (twin vs its oracle), not this window's audit"
+    assert bench["sha256"] == canonical_hash(stored_accuracy("scene-detector", "1.0.0"))
+    page = html.unescape((out / "report.html").read_text(encoding="utf-8"))
+    assert "Accuracy on this window's audit (8 labelled episodes" in page
+    assert "sensitivity 0.800 [0.284, 0.995]" in page
