@@ -216,6 +216,17 @@ def test_metrics_name_the_audit_sample_and_the_measured_se_sp(
     assert acc["audited_episodes"] == sorted(k for k, v in labels.items() if v != "cannot_tell")
     note = next(n for n in out["notes"] if "judge audit" in n)
     assert "(seed 5, " in note and "9 episode(s) labelled" in note and "1 cannot_tell" in note
+    # The same Se/Sp chained as a judge_accuracy record naming the detector and its code.
+    assert main(["trial", "audit", "--window", "w1", "--measure", "--db", db, "--json"]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    assert measured["accuracy"]["all"]["sensitivity"] == acc["sensitivity"]
+    assert measured["accuracy"]["all"]["specificity"] == acc["specificity"]
+    assert measured["accuracy"]["push"]["cannot_tell"] == 1 and len(measured["labels"]) == 9
+    assert measured["detector"]["name"] == "scene-detector"
+    assert len(measured["detector"]["code_hash"]) == 64
+    with Store(Path(db), create=False) as store:
+        (row,) = ledger.rows(store.conn, "kind = 'judge_accuracy'")
+    assert row.record_id == measured["record_id"]
     text = judge_line(out["judge"])
     assert "Accuracy on this window's audit (8 labelled episodes" in text
     assert "sensitivity 0.500 [0.068, 0.932]" in text

@@ -25,6 +25,13 @@ def _window_success_rate(db: Path | None, window: str) -> float:
     return verdicts.count("success") / len(verdicts)
 
 
+def _cell(est: dict[str, object]) -> str:
+    """`0.800 [0.284, 0.995] n=5` (Clopper–Pearson), or `— n=0`."""
+    if est.get("value") is None:
+        return f"— n={est.get('n')}"
+    return f"{est['value']:.3f} [{est['low']:.3f}, {est['high']:.3f}] n={est['n']}"
+
+
 def trial_window_audit(
     episode_id: str | None = typer.Argument(
         None, help="With --succeeded: the stored episode a technician audits (signed)."
@@ -44,6 +51,9 @@ def trial_window_audit(
         help="EPISODE_ID success|failure|cannot_tell: what the recording shows.",
     ),
     by: str = typer.Option("", "--by", help="Who labelled the recording (with --label)."),
+    measure: bool = typer.Option(
+        False, "--measure", help="Record Se and Sp per family from the window's labels."
+    ),
     width: float | None = typer.Option(
         None, "--width", help="Plan: audits for Se/Sp exact intervals of this width."
     ),
@@ -69,7 +79,8 @@ def trial_window_audit(
     judge's verdict) of the window's judged real episodes, plus every one the judge could not
     judge, records the draw and its seed in the trial ledger and lists each episode with its
     family, verdict and recording. `--label EPISODE_ID success|failure|cannot_tell --by NAME`
-    records what the recording shows (signed with --key). `--width W` plans how many audits give
+    records what the recording shows (signed with --key). `--window W --measure` records Se and
+    Sp per family (exact intervals) from the labels, naming the detector. `--width W` plans how many audits give
     Se and Sp exact intervals that wide. `EPISODE_ID --key K --succeeded yes|no` is a single
     technician-signed audit of a stored episode.
     """
@@ -118,10 +129,34 @@ def trial_window_audit(
         return
     if window is None:
         raise EvalError(
-            "trial audit: give --window W to draw, --label EPISODE_ID LABEL --by NAME, or "
-            "--width W",
+            "trial audit: give --window W to draw, --label EPISODE_ID LABEL --by NAME, "
+            "--window W --measure, or --width W",
             key="window",
         )
+    if measure:
+        from embodied_eval.store.audit_sample import measure_window_audit
+
+        private = load_key_option(key, passphrase_env) if key is not None else None
+        measured = measure_window_audit(db, window, key=private)
+        if as_json:
+            print_json(measured)
+            return
+        det = measured["detector"]
+        console.print(
+            f"judge accuracy {measured['record_id']} of window {window!r} "
+            f"({det.get('name')} {det.get('version')}, code {str(det.get('code_hash'))[:12]}…; "
+            f"{len(measured['labels'])} label(s), chained at {measured['seq']}):",
+            markup=False,
+            highlight=False,
+        )
+        for stratum, row in measured["accuracy"].items():
+            console.print(
+                f"  {stratum:<12} sensitivity {_cell(row['sensitivity'])}  "
+                f"specificity {_cell(row['specificity'])}",
+                markup=False,
+                highlight=False,
+            )
+        return
     from embodied_eval.embodiment.window_audit import recording_of, verdict_of
     from embodied_eval.store.audit_sample import draw_window_audit
 

@@ -9,6 +9,9 @@
   and the detector's name, version and code hash; signed when a key is given. The scored view
   sets `audited_success` from it (`ledger.changes_of`), so the window's episodes carry their
   labels into the judge's accuracy (`embodiment.judge`).
+* `measure_window_audit` chains a `judge_accuracy` record: Se and Sp per family with exact
+  intervals from the window's latest labels, naming the detector (name, version, code hash) and
+  the label records used.
 * `audit_records` lists a window's draws and labels (the certificate names them).
 
 An episode that is not one of the window's judged real episodes is refused.
@@ -29,6 +32,7 @@ from embodied_eval.embodiment.window_audit import (
     draw_audit,
     recording_of,
     verdict_of,
+    window_audit_accuracy,
 )
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import DETECTOR_CODE_HASH, resolve
@@ -174,3 +178,41 @@ def audit_note(records: dict[str, Any]) -> str:
         + ")"
     )
     return "judge audit: " + "; ".join(parts)
+
+
+def measure_window_audit(
+    db: str | os.PathLike[str] | None,
+    window: str,
+    level: float = 0.95,
+    key: Ed25519PrivateKey | None = None,
+) -> dict[str, Any]:
+    """Chain the judge's accuracy on `window` from its latest labels; returns the payload
+    ({window, detector, level, labels (record ids), accuracy {"all"/family: counts, Se, Sp}})."""
+    path = Path(db) if db is not None else default_db_path()
+    with Store(path, create=False) as store, transaction(store.conn):
+        judged = _judged(store, window)
+        labels = audit_records(store.conn, window)["labels"]
+        if not labels:
+            raise EvalError(
+                f"window {window!r}: no label yet (`trial audit --label EPISODE_ID LABEL --by "
+                "NAME`)",
+                key="window",
+            )
+        latest = {lab["episode_id"]: lab for lab in labels}
+        accuracy = window_audit_accuracy(judged, {k: v["label"] for k, v in latest.items()})
+        payload = {
+            "window": window,
+            "detector": detector_of(judged),
+            "level": level,
+            "labels": [latest[k]["record_id"] for k in sorted(latest)],
+            "accuracy": {k: v.to_json(level) for k, v in accuracy.items()},
+        }
+        row = ledger.append(
+            store.conn,
+            "judge_accuracy",
+            ledger.new_record_id("JAC"),
+            payload,
+            window=window,
+            signing_key=key,
+        )
+    return {**payload, "record_id": row.record_id, "seq": row.seq, "signer": row.signer}

@@ -59,6 +59,7 @@ KINDS = (
     "analysis",
     "audit_draw",
     "audit_label",
+    "judge_accuracy",
 )  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})
