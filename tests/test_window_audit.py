@@ -180,6 +180,14 @@ def test_cli_draws_labels_and_refuses_an_episode_outside_the_window(
     assert main([*label, "p01-real-a1", "maybe"]) == 2
     assert "expected one of success, failure, cannot_tell" in capsys.readouterr().err
     assert main(["store", "verify", "--db", db]) == 0
+    capsys.readouterr()
+    # The planner at the window's judged rate: 13 successes of 22 scored (p01–p08, p21-a2;
+    # p13–p16) = 0.5909; width 0.3325 at accuracy 0.5 needs m = 38 (see the planner test),
+    # so max(⌈38/0.5909⌉, ⌈38/0.4091⌉) = max(65, 93) = 93 audits.
+    plan = ["trial", "audit", "--window", "w1", "--width", "0.3325", "--accuracy", "0.5"]
+    assert main([*plan, "--db", db, "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    assert planned["success_rate"] == pytest.approx(13 / 22) and planned["audits"] == 93
 
 
 def test_metrics_name_the_audit_sample_and_the_measured_se_sp(

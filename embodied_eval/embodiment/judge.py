@@ -225,8 +225,8 @@ def judge_summary(
     def summary(**kw: Any) -> JudgeSummary:
         return JudgeSummary(judges, accuracy, benchmark, audited=audited, **kw)
 
-    if not correction:
-        return summary(note=note)
+    if not correction:  # the unaudited judge is named where the accuracy is shown
+        return summary()
     if not real:
         return summary(correction_asked=True, note="no real episode")
     if not accuracy or len(judges) != 1:
