@@ -64,6 +64,10 @@ def window_episodes(tmp: Path | None = None) -> list[Any]:
                 tmp,
                 status="aborted",
                 status_reason="cannot judge: object hidden",
+                # As the runner stores it: no verdict, so no judge; the detector that tried
+                # is in control.
+                judge={},
+                control={"detector": {**DETECTOR, "success": None}},
             )
         )
         eps.append(

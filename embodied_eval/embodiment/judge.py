@@ -41,7 +41,11 @@ from embodied_eval.embodiment.beyond import rogan_gladen
 from embodied_eval.embodiment.detector_accuracy import counts_of
 from embodied_eval.embodiment.resampling import success_rate_draws
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, OutcomeArrays, outcome_arrays
-from embodied_eval.embodiment.window_audit import AuditAccuracy, window_audit_accuracy
+from embodied_eval.embodiment.window_audit import (
+    AuditAccuracy,
+    detector_of_episode,
+    window_audit_accuracy,
+)
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode
 from embodied_eval.stats import Estimate, cluster_weights
@@ -175,9 +179,7 @@ def audit_of(
     labelled = [
         e
         for e in window_real
-        if e.audited_success is not None
-        and e.judge.get("kind") == "detector"
-        and (e.judge.get("name"), e.judge.get("version")) == (name, version)
+        if e.audited_success is not None and detector_of_episode(e) == (name, version)
     ]
     labels = {e.episode_id: "success" if e.audited_success else "failure" for e in labelled}
     accuracy = window_audit_accuracy(labelled, labels)

@@ -50,6 +50,20 @@ def verdict_of(e: Episode) -> str | None:
     return "cannot_judge" if kind == "cannot_judge" else None
 
 
+def detector_of_episode(e: Episode) -> tuple[str, str] | None:
+    """(name, version) of the detector that judged `e`, or tried to: its `judge` when a detector
+    gave the verdict; for a cannot-judge episode (no verdict, so no `judge`), the detector
+    recorded in `control.detector`. None otherwise."""
+    if e.judge:
+        if e.judge.get("kind") != "detector":
+            return None
+        return str(e.judge.get("name", "")), str(e.judge.get("version", ""))
+    tried = e.control.get("detector") if isinstance(e.control, Mapping) else None
+    if verdict_of(e) == "cannot_judge" and isinstance(tried, Mapping) and tried.get("name"):
+        return str(tried["name"]), str(tried.get("version", ""))
+    return None
+
+
 def recording_of(e: Episode) -> str:
     """Where the episode's recording is: the paths of its artifacts (camera strip, MCAP), or
     "no recording stored"."""

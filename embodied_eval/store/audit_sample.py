@@ -29,6 +29,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from embodied_eval.embodiment.window_audit import (
     LABELS,
     AuditDraw,
+    detector_of_episode,
     draw_audit,
     recording_of,
     verdict_of,
@@ -43,15 +44,14 @@ from embodied_eval.store.core import Store, default_db_path, transaction
 
 def detector_of(episodes: list[Episode]) -> dict[str, str]:
     """{kind, name, version, code_hash} of the judge of most of these episodes ({} if none)."""
-    judges = Counter(
-        (
-            str(e.judge.get("kind", "")),
-            str(e.judge.get("name", "")),
-            str(e.judge.get("version", "")),
-        )
-        for e in episodes
-        if e.judge
-    )
+    judges: Counter[tuple[str, str, str]] = Counter()
+    for e in episodes:
+        found = detector_of_episode(e)  # a cannot-judge episode names its detector in control
+        if found is not None:
+            judges["detector", *found] += 1
+        elif e.judge:
+            kind, name, version = (str(e.judge.get(k, "")) for k in ("kind", "name", "version"))
+            judges[kind, name, version] += 1
     if not judges:
         return {}
     (kind, name, version), _ = judges.most_common(1)[0]
