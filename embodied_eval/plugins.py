@@ -66,6 +66,9 @@ STEP_READERS: dict[str, str] = {
 #: The measured accuracy of a success detector: `lookup(name, version) -> {counts...} | None`
 #: (confusion counts against the twin's oracle, shipped with the detector).
 JUDGE_ACCURACY = "real_bridge.judge_accuracy:stored_accuracy"
+#: The code hash of a success detector: `code_hash(name, version) -> str` (SHA-256 of its source;
+#: "" for a detector the harness does not ship), named in the window's audit records.
+DETECTOR_CODE_HASH = "real_bridge.detector:code_hash"
 #: Fits a calibration from a window's recorded real episodes (`embodied-eval calibrate`).
 CALIBRATE = "real_bridge.calibration.window:calibrate_window"
 

@@ -81,3 +81,24 @@ def test_a_changed_new_entry_does_not_verify(issued: dict[str, Path]) -> None:
     bad = _resign(issued["out"], issued["tmp"] / "bad", issued["key"], tampered)
     with pytest.raises(EvalError, match=r"unsafe_successes\.all\.unsafe"):
         recompute_check(verify_bundle(bad), issued["db"])
+
+
+def test_an_older_certificates_benchmark_accuracy_is_not_recomputed(
+    issued: dict[str, Path],
+) -> None:
+    # Before the window's own audit measured the judge, judge.accuracy was the shipped benchmark
+    # table (outside the store): such a certificate (no judge.benchmark) still verifies.
+    def older(cert: dict[str, Any]) -> None:
+        cert["embodiment"]["judge"].pop("benchmark")
+        cert["embodiment"]["judge"]["accuracy"] = {"measured_on": "the twin against its oracle"}
+
+    old = _resign(issued["out"], issued["tmp"] / "old-judge", issued["key"], older)
+    recompute_check(verify_bundle(old), issued["db"])
+
+    # A new certificate's accuracy is recomputed from the store's audit labels.
+    def tampered(cert: dict[str, Any]) -> None:
+        cert["embodiment"]["judge"]["accuracy"] = {"measured_on": "the twin against its oracle"}
+
+    bad = _resign(issued["out"], issued["tmp"] / "bad-judge", issued["key"], tampered)
+    with pytest.raises(EvalError, match=r"judge\.accuracy"):
+        recompute_check(verify_bundle(bad), issued["db"])

@@ -9,6 +9,13 @@ Hand values (scipy.stats.beta; α = 0.05 split in three, tail a = 1/60):
                 = 0.652731  (uncorrected exact one-sided 95 %: beta.ppf(0.05, 18, 3) = 0.717381)
     20/20: p_L = (1/60)^(1/20) = 0.814878
            AR_L = 0.780775/0.965337 = 0.808811  (uncorrected: 0.05^(1/20) = 0.860892)
+    29/148 (every episode of the window audited, TP 29, FN 1, TN 118):
+           p_L = beta.ppf(1/60, 29, 120) = 0.130898
+           AR_L = (0.130898 + 0.965897 − 1)/0.965337 = 0.100271
+           (uncorrected: beta.ppf(0.05, 29, 120) = 0.143871)
+
+The audits are the window's own labelled episodes (`audited_success`); the shipped benchmark
+table is never used for the correction.
 """
 
 from __future__ import annotations
@@ -18,7 +25,6 @@ import itertools
 import numpy as np
 import pytest
 
-from embodied_eval import plugins
 from embodied_eval.embodiment.judge import judge_summary
 from embodied_eval.embodiment.judge_coverage import (
     JudgeScenario,
@@ -27,6 +33,7 @@ from embodied_eval.embodiment.judge_coverage import (
 )
 from embodied_eval.stats import clopper_pearson_interval
 from embodied_eval.stats.misclassified import corrected_bound, corrected_lower_bound
+from tests.conftest import make_episode
 from tests.test_judge_accuracy import real_episodes
 
 pytestmark = pytest.mark.timeout(60)
@@ -43,8 +50,24 @@ NO_FAILURES_AUDITED = {"true_positive": 30, "false_negative": 0, "false_positive
 ENTRIES = {"1": ISSUE_ENTRY, "2": PERFECT_FEW, "3": CHANCE, "4": NO_FAILURES_AUDITED}
 
 
-def lookup(name: str, version: str):
-    return ENTRIES.get(version) if name == "scene-detector" else None
+def labelled(entry: dict[str, int], judge_: dict[str, str]) -> list:
+    """Audited real episodes of the window with the entry's counts: judged success and truly
+    so (TP), judged failure but a success (FN), judged success but a failure (FP), judged
+    failure and truly so (TN)."""
+    kinds = [(True, True)] * entry["true_positive"] + [(False, True)] * entry["false_negative"]
+    kinds += [(True, False)] * entry["false_positive"] + [(False, False)] * entry["true_negative"]
+    return [
+        make_episode(episode_id=f"a{i:03d}-real-a1", pair_id=f"a{i:03d}", seed=1000 + i,
+                     quality=0.9 if judged else 0.1, judge=dict(judge_), audited_success=truth)
+        for i, (judged, truth) in enumerate(kinds)
+    ]  # fmt: skip
+
+
+def summary(successes: int, n: int, version: str, rng, resamples: int):
+    """The judge summary of n counted episodes, with the window's audit of `version`."""
+    real = real_episodes(successes, n, judge(version))
+    extra = labelled(ENTRIES[version], judge(version))
+    return judge_summary(real, True, rng, resamples, 0.95, window_real=real + extra)
 
 
 def judge(version: str) -> dict[str, str]:
@@ -66,12 +89,10 @@ def test_corrected_bound_by_hand() -> None:
     assert low18.bound < 0.717381 and low20.bound < 0.860892
 
 
-def test_the_window_bound_is_the_hand_value_within_monte_carlo_error(monkeypatch) -> None:
+def test_the_window_bound_is_the_hand_value_within_monte_carlo_error() -> None:
     """One task instance: the cluster bootstrap's bound is the exact one up to Monte Carlo
     error, and the smaller of the two is used, so the gate bound is at most the hand value."""
-    monkeypatch.setattr(plugins, "JUDGE_ACCURACY", "tests.test_judge_correction:lookup")
-    s = judge_summary(real_episodes(18, 20, judge("1")), True, np.random.default_rng(5), 4000,
-                      0.95)  # fmt: skip
+    s = summary(18, 20, "1", np.random.default_rng(5), 4000)
     assert s.corrected is not None and s.corrected_bound is not None and s.corner is not None
     # Point: Rogan–Gladen (0.9 + 1 − 1)/(29/30 + 1 − 1) = 0.9 · 30/29 = 0.931034.
     assert s.corrected.value == pytest.approx(0.931034, abs=1e-6)
@@ -95,39 +116,40 @@ def test_a_perfect_judge_from_few_audits_never_raises_the_bound() -> None:
         assert np.all(bound <= exact + 1e-12), (n, audits)
 
 
-def test_the_correction_is_not_made_without_audits_or_information(monkeypatch) -> None:
-    monkeypatch.setattr(plugins, "JUDGE_ACCURACY", "tests.test_judge_correction:lookup")
+def test_the_correction_is_not_made_without_audits_or_information() -> None:
     rng = np.random.default_rng(1)
-    chance = judge_summary(real_episodes(12, 20, judge("3")), True, rng, 300, 0.95)
+    unaudited = judge_summary(real_episodes(12, 20, judge("1")), True, rng, 300, 0.95)
+    assert unaudited.corrected is None and "no audit of scene-detector 1" in unaudited.note
+    chance = summary(12, 20, "3", rng, 300)
     # Se + Sp = 0.5 + 0.4 ≤ 1.
     assert chance.corrected is None and "Se + Sp ≤ 1" in chance.note
-    none = judge_summary(real_episodes(12, 20, judge("4")), True, rng, 300, 0.95)
+    none = summary(12, 20, "4", rng, 300)
     assert none.corrected is None and "true successes and failures" in none.note
     # 20/20 judged, Se audited 5/5 and Sp 5/5: Sp_L = (1/60)^(1/5) = 0.4410, Se_U = 1, so
     # Se_U + Sp_L > 1 and the corrected bound is (p_L + Sp_L − 1)/Sp_L with p_L = 0.8149:
     # (0.814878 + 0.441054 − 1)/0.441054 = 0.579 < 0.8609 uncorrected.
-    few = judge_summary(real_episodes(20, 20, judge("2")), True, rng, 300, 0.95)
+    few = summary(20, 20, "2", rng, 300)
     assert few.corrected_bound is not None
     assert few.corrected_bound.low == pytest.approx(0.579, abs=0.005)
 
 
-def test_the_report_gate_uses_the_corrected_bound(monkeypatch) -> None:
+def test_the_report_gate_uses_the_corrected_bound() -> None:
     import tomllib
 
     from embodied_eval.embodiment import compute_embodiment
     from embodied_eval.protocol.reader import protocol_from_mapping
     from tests.test_embodiment_data import DATA
 
-    monkeypatch.setattr(plugins, "JUDGE_ACCURACY", "tests.test_judge_correction:lookup")
     raw = tomllib.loads((DATA / "embodiment_protocol.toml").read_text())
     raw.setdefault("real", {})["judge_correction"] = True
     proto = protocol_from_mapping(raw)
-    out = compute_embodiment(real_episodes(18, 20, judge("1")), [], [], 10.0, proto,
-                             resamples=2000).to_json()  # fmt: skip
+    window = labelled(ISSUE_ENTRY, judge("1"))  # every counted episode audited: 29/148 judged
+    out = compute_embodiment(window, [], [], 10.0, proto, resamples=2000).to_json()
     level = proto.confidence
     assert level == 0.95  # the hand values above are at 95 %
-    assert out["gate_bounds"]["AR"]["low"] == pytest.approx(0.652731, abs=0.03)  # MC, as above
-    assert out["gate_bounds"]["AR"]["low"] <= 0.652731 + 1e-12
+    assert out["judge"]["AR_corrected"]["value"] == pytest.approx(29 / 148 * 30 / 29, abs=1e-12)
+    assert out["gate_bounds"]["AR"]["low"] == pytest.approx(0.100271, abs=0.03)  # MC, as above
+    assert out["gate_bounds"]["AR"]["low"] <= 0.100271 + 1e-6
 
 
 SMALL_GRID = list(itertools.product((0.6, 0.9), (0.85, 1.0), (0.85, 1.0), (20, 60), (10, 30)))

@@ -78,7 +78,12 @@ ADDED_ENTRIES = (
     "embodiment.AR_every_attempt",
     "embodiment.judge.AR_corrected_bound",
     "embodiment.AR_ppi.floor.coverage",
+    "embodiment.judge.benchmark",
 )
+#: Entries whose meaning changed, by the entry that marks certificates issued after the change:
+#: before the window's own audit measured the judge, `judge.accuracy` was the shipped benchmark
+#: table, a file outside the store that cannot be recomputed from it.
+CHANGED_ENTRIES = {"embodiment.judge.benchmark": ("embodiment.judge.accuracy",)}
 
 
 def _holds(cert: Mapping[str, Any], dotted: str) -> bool:
@@ -393,7 +398,12 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
         rebuilt["analyses"] = window_analyses(db_path, inputs.window_id, head)
     again = _plain(rebuilt)
     absent = tuple(p for p in ADDED_ENTRIES if not _holds(cert, p))
-    diff = first_difference(_drop(cert, NOT_RECOMPUTED), _drop(again, NOT_RECOMPUTED + absent))
+    changed = tuple(
+        old for mark, olds in CHANGED_ENTRIES.items() if not _holds(cert, mark) for old in olds
+    )
+    diff = first_difference(
+        _drop(cert, NOT_RECOMPUTED + changed), _drop(again, NOT_RECOMPUTED + absent + changed)
+    )
     if diff is not None:
         where, certified_value, now_value = diff
         raise EvalError(

@@ -379,7 +379,13 @@ def compute_embodiment(
             ppi_parts = (ar_ppi.parts, ar_ppi.result.lam)
     ar_as_judged = ar
     judge = judge_summary(
-        sets.real, protocol.judge_correction and not use_ppi, g_judge, r, level, sets.arrays
+        sets.real,
+        protocol.judge_correction and not use_ppi,
+        g_judge,
+        r,
+        level,
+        sets.arrays,
+        window_real=sets.real_all,
     )
     if protocol.judge_correction and use_ppi:
         notes.append("judge correction is not combined with ar_estimator = 'ppi': AR as judged")

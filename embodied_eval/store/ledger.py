@@ -61,6 +61,9 @@ KINDS = (
     "version",
     "analysis",
     "checkpoint", "countersignature",
+    "audit_draw",
+    "audit_label",
+    "judge_accuracy",
 )  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation", "checkpoint"})
@@ -269,6 +272,9 @@ def changes_of(row: ChainRow) -> dict[str, Any]:
     """The field changes an audit or amendment record makes to the scored episode."""
     if row.kind == "audit":
         return {"audited_success": bool(row.data["succeeded"])}
+    if row.kind == "audit_label":  # a window audit's label; "cannot_tell" changes nothing
+        label = row.data["label"]
+        return {} if label == "cannot_tell" else {"audited_success": label == "success"}
     return {c["field"]: c["new"] for c in row.data.get("changes", [])}
 
 
@@ -278,7 +284,7 @@ def scored_view(conn: sqlite3.Connection, episodes: Iterable[Episode]) -> Scored
     if not originals or not table_exists(conn):
         return ScoredView(originals, [])
     by_id: dict[str, list[ChainRow]] = {}
-    for row in rows(conn, "kind != 'episode' AND kind IN ('audit', 'amendment')"):
+    for row in rows(conn, "kind != 'episode' AND kind IN ('audit', 'amendment', 'audit_label')"):
         by_id.setdefault(row.subject or "", []).append(row)
     out: list[Episode] = []
     used: list[dict[str, Any]] = []
@@ -293,7 +299,7 @@ def scored_view(conn: sqlite3.Connection, episodes: Iterable[Episode]) -> Scored
                     "seq": row.seq,
                     "episode_id": row.subject,
                     "changes": changes,
-                    "by": row.data.get("auditor") or row.data.get("author"),
+                    "by": row.data.get("auditor") or row.data.get("author") or row.data.get("by"),
                     "role": row.data.get("role"),
                     "signer": row.signer,
                     "at": row.at,

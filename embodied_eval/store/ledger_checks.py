@@ -80,7 +80,10 @@ class LedgerWalk:
                 self.manifests[data["manifest_hash"]] = (seq, data["json_sha256"])
             elif kind == "import":
                 self.imports.add(str(rid))
-            elif kind in ("audit", "amendment") and env.get("subject") not in self.episodes:
+            elif (
+                kind in ("audit", "amendment", "audit_label")
+                and env.get("subject") not in self.episodes
+            ):
                 return Problem(seq, rid, "content", f"{kind} of an episode not chained before it")
             elif kind == "revocation":
                 self.revoked[str(data["fingerprint"])] = seq
