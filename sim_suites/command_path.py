@@ -298,31 +298,18 @@ class JointFollower:
         self.set_target(self.q_des, 0.0)
         self.finger_goal = self.finger
 
-    def command(
-        self,
-        dt: float,
-        rots: np.ndarray,
-        origins: np.ndarray,
-        tcp_speed_cap_mps: float | None = None,
-    ) -> ControlCommand:
+    def command(self, dt: float, rots: np.ndarray, origins: np.ndarray) -> ControlCommand:
         """One update of the controller: the servo command for the next control period.
 
         Args:
             dt: control period, s. rots, origins: link frames at the measured posture (for the
                 nominal gravity feed-forward).
-            tcp_speed_cap_mps: the safety controller's speed override (speed-and-separation
-                monitoring with a person near): the set-point's TCP moves at most this fast,
-                m/s (None: no override).
         """
         self.elapsed_s += dt
         s = 1.0 if self.duration_s <= 0 else min(1.0, self.elapsed_s / self.duration_s)
         ramp = self.start + s * (self.goal - self.start)
         previous = self.q_des
         self.q_des = previous + first_order_alpha(self.bandwidth_hz, dt) * (ramp - previous)
-        if tcp_speed_cap_mps is not None:
-            moved = float(np.linalg.norm(self.kin.forward(self.q_des)[0] - self.tcp_target))
-            if moved > tcp_speed_cap_mps * dt:
-                self.q_des = previous + (self.q_des - previous) * (tcp_speed_cap_mps * dt / moved)
         qd_des = (self.q_des - previous) / dt
         ff = self.kin.gravity_from_frames(rots, origins) + ARM_KV * qd_des
         step = self.finger_speed_mps * dt
@@ -397,20 +384,14 @@ class RobotController:
         self.queue.push(now_s + self.delay_s, (np.array(target, dtype=float), duration_s, finger))
 
     def update(
-        self,
-        now_s: float,
-        dt: float,
-        rots: np.ndarray,
-        origins: np.ndarray,
-        tcp_speed_cap_mps: float | None = None,
+        self, now_s: float, dt: float, rots: np.ndarray, origins: np.ndarray
     ) -> ControlCommand:
-        """The commands due at `now_s` reach the follower; the servo command for the period
-        (under the safety controller's speed override, when one is given, m/s)."""
+        """The commands due at `now_s` reach the follower; the servo command for the period."""
         follower = self.follower
         for target, duration, finger in self.queue.due(now_s):
             follower.set_target(target, duration)
             follower.set_finger(finger)
-        return follower.command(dt, rots, origins, tcp_speed_cap_mps)
+        return follower.command(dt, rots, origins)
 
 
 def follower_bandwidth(value: Any) -> float:

@@ -64,6 +64,8 @@ from sim_suites.variations import (
 )
 
 __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
+#: What `step` returns: observation, reward, terminated, truncated, info.
+StepResult = tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]
 
 #: An object faster than this (m/s) means the simulation blew up: the episode is an error.
 DIVERGED_SPEED_MPS = 50.0
@@ -313,19 +315,20 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
 
     # ------------------------------------------------------------------ step
 
-    def step(
-        self, action: np.ndarray
-    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.ndarray) -> StepResult:
         if not self._episode_ready:
             raise EvalError("call reset() before step()", key="reset")
         act = np.array(action, dtype=np.float64).reshape(4)
         if np.abs(act).max() > 1.0:
             np.clip(act, -1.0, 1.0, out=act)
             self._clipped += 1
+        cap = V_MAX_MPS  # speed-and-separation monitoring: slower with a person near
+        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
+            cap = min(cap, SSM_SPEED_FRACTION * self.config.safety.reduced_speed_mps)
         slip = self._faults.injector.running("grasp_slip", self._step)
         if slip is not None:
             act[3] = (self.grasp.width / 2 + 0.01) / FINGER_MAX_M * 2.0 - 1.0
-        sent = self.command_path.step(act, self._q, V_MAX_MPS, (self._rots, self._origins))
+        sent = self.command_path.step(act, self._q, cap, (self._rots, self._origins))
         self.send_joint_command(sent.target, sent.duration_s, sent.finger)
         return self.robot_step(sent.tcp_target)
 
@@ -342,9 +345,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         """This episode's delay from a joint command to the follower, s."""
         return self.robot.delay_s
 
-    def robot_step(
-        self, tcp_target: np.ndarray | None = None
-    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def robot_step(self, tcp_target: np.ndarray | None = None) -> StepResult:
         """Advance one control period on the robot's side of the command path: the commands due
         reach the follower, the servos follow it, the physics steps, the monitors watch.
 
@@ -357,12 +358,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         task, cfg, dt = self.task, self.config, self._dt
         step = self._step
         injector = self._faults.injector
-        # Speed-and-separation monitoring is the robot's safety controller: with a person near,
-        # it overrides the set-point's speed (both halves run it here).
-        cap = None
-        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
-            cap = SSM_SPEED_FRACTION * cfg.safety.reduced_speed_mps
-        command = self.robot.update(step * dt, dt, self._rots, self._origins, cap)
+        command = self.robot.update(step * dt, dt, self._rots, self._origins)
         self._tcp_target = command.tcp_target if tcp_target is None else tcp_target
         slip = injector.running("grasp_slip", step)
         stall = injector.running("actuator_stall", step)
