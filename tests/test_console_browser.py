@@ -54,7 +54,11 @@ def test_the_page_shows_the_stored_windows_numbers_and_needs_the_token(browser, 
 
 def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_path: Path):
     pytest.importorskip("sim_suites.episode")
-    protocol = protocol_from_mapping(SIM_PROTOCOL)
+    # 200 planned episodes (about 30 s): the run is still going when the page pauses it after
+    # its third episode, whatever the order of the pages' connections and the run's start.
+    protocol = protocol_from_mapping(
+        {**SIM_PROTOCOL, "sampling": {**SIM_PROTOCOL["sampling"], "seeds_per_instance": 40}}
+    )
     db, out = tmp_path / "store.db", tmp_path / "out"
     live = LiveState("technician")
     result: dict = {}
@@ -78,9 +82,11 @@ def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_p
         first, second = open_page(browser, server.url), open_page(browser, server.url)
         for page in (first, second):
             page.evaluate("window.__marker = 'no reload'")
-            assert page.inner_text('[data-side="sim"] b') == "0 / 20"
+            assert page.inner_text('[data-side="sim"] b') == "0 / 200"
         thread = threading.Thread(target=run)
         thread.start()
+        for page in (first, second):  # the pages show the run as running before anything else
+            page.wait_for_selector('body[data-run-status="running"]', timeout=30_000)
         first.wait_for_function(
             "document.querySelector('[data-side=\"sim\"] b').textContent.split(' / ')[0] >= 3",
             timeout=60_000,
