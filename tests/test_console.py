@@ -119,6 +119,59 @@ def test_every_request_needs_the_token_and_the_store_is_only_read(tmp_path: Path
         store.conn.execute("DELETE FROM schema_migrations")
 
 
+class EventStream:
+    """The console's server-sent events read with urllib: (event name, data) one at a time."""
+
+    def __init__(self, url: str) -> None:
+        self.response = urllib.request.urlopen(url, timeout=30)
+
+    def next(self) -> tuple[str, dict]:
+        name, data = "message", ""
+        while True:
+            line = self.response.readline().decode("utf-8").rstrip("\r\n")
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data += line[5:].strip()
+            elif not line and data:
+                return name, json.loads(data)
+
+    def until(self, name: str, test, timeout_s: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert time.monotonic() < deadline, f"no {name} event in {timeout_s} s"
+            got, data = self.next()
+            if got == name and test(data):
+                return data
+
+    def close(self) -> None:
+        self.response.close()
+
+
+def test_the_event_stream_shows_the_runs_status_whatever_the_order_of_connect_and_start(
+    tmp_path: Path,
+):
+    protocol, db, _ = stored_window(tmp_path)
+    live = LiveState("ana")
+    with ConsoleServer(db, protocol, live=live, port=0, max_retries=0) as server:
+        base = server.url.split("/?")[0]
+        early = EventStream(f"{base}/api/events?token={server.token}")
+        name, first = early.next()
+        assert (name, first["run"]["status"]) == ("state", "idle")
+        live.attach_run({"run_id": "r1", "window": "w"}, lambda: None, lambda request: "OPR-1")
+        # Connected before the run started: told as soon as it runs, not at the next store read.
+        assert early.until("run", lambda d: True)["status"] == "running"
+        late = EventStream(f"{base}/api/events?token={server.token}")
+        name, first = late.next()
+        assert (name, first["run"]["status"], first["run"]["run_id"]) == ("state", "running", "r1")
+        assert [e["kind"] for e in first["events"]] == ["run"]  # read together with the status
+        live.request("pause", "bo")
+        for stream in (early, late):
+            assert stream.until("run", lambda d: True)["status"] == "paused"
+        early.close()
+        late.close()
+
+
 def test_a_missing_store_is_a_one_line_error(tmp_path: Path):
     with pytest.raises(EvalError, match="does not exist"):
         Store(tmp_path / "nope.db", read_only=True)

@@ -5,8 +5,10 @@ Routes (every one needs the session token, as `?token=` or `Authorization: Beare
 without it: 401):
 
 - `GET /` the page; `GET /api/state` everything it shows, as JSON; `GET /api/events` the same as
-  server-sent events: `state` (the window read from the store, re-read when an episode is stored
-  and every STORE_POLL_S), `real` (the real episode in progress, up to REAL_HZ), `frame` (the
+  server-sent events: `state` (first, on connect: everything `/api/state` holds, the run's
+  status read together with the events it lists; then the window read from the store, re-read
+  when an episode is stored and every STORE_POLL_S), `run` (the run's status whenever it
+  changes: running, paused, stopping, finished), `real` (the real episode in progress, up to REAL_HZ), `frame` (the
   latest camera frame as a JPEG data URI, up to FRAME_HZ) and `event` (each published event:
   episodes stored, real episodes started and ended, safety events, operator requests);
 - `GET /api/frame.jpg` the latest camera frame; `GET /files/{episode}/{n}` an episode's n-th
@@ -139,13 +141,15 @@ class ConsoleServer:
         """Everything the page shows, as JSON."""
         version, window = self.view()
         _, real = self.live.real()
+        run, events, seq = self.live.snapshot(50)
         return {
             "version": version,
-            "run": self.live.run_info(),
+            "run": run,
             "user": self.live.user,
             "window": window,
             "real": real,
-            "events": self.live.events_since(max(0, self.live.last_seq - 50)),
+            "events": events,
+            "seq": seq,
         }
 
     def frame_uri(self) -> tuple[int, str]:

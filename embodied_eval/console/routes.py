@@ -52,10 +52,8 @@ async def event_stream(console: Any) -> Any:
     from fastapi.sse import ServerSentEvent
 
     live = console.live
-    seq = max(0, live.last_seq - 50)
     state = await asyncio.to_thread(console.state)
-    version = state["version"]
-    seq = max([seq, *(e["seq"] for e in state["events"])])
+    version, seq, run = state["version"], state["seq"], state["run"]
     yield ServerSentEvent(data=state, event="state")
     real_version, frame_count = -1, 0
     real_due = frame_due = 0.0
@@ -64,6 +62,10 @@ async def event_stream(console: Any) -> Any:
         for event in live.events_since(seq):
             seq = event["seq"]
             yield ServerSentEvent(data=event, event="event", id=str(seq))
+        current_run = live.run_info()
+        if current_run != run:
+            run = current_run
+            yield ServerSentEvent(data=run, event="run")
         current, window = console.view()
         if current != version:
             version = current

@@ -119,6 +119,8 @@
       if (d.real) { showReal(d.real); }
       (d.events || []).forEach(function (e) { addEvent(e, false); });
     });
+    // The run's status on every change (the first `state` holds it at connect).
+    source.addEventListener("run", function (m) { showRun(JSON.parse(m.data)); });
     source.addEventListener("real", function (m) { showReal(JSON.parse(m.data)); });
     source.addEventListener("frame", function (m) {
       var d = JSON.parse(m.data);
@@ -126,13 +128,7 @@
       $("frame-count").textContent = String(d.count);
       document.body.dataset.frame = String(d.count);
     });
-    source.addEventListener("event", function (m) {
-      var e = JSON.parse(m.data);
-      addEvent(e, true);
-      if (e.kind === "run" || e.kind === "operator") {
-        showRun({run_id: e.run_id, status: e.kind === "run" ? e.status : document.body.dataset.runStatus, manifest_hash: e.manifest_hash});
-      }
-    });
+    source.addEventListener("event", function (m) { addEvent(JSON.parse(m.data), true); });
   }
 
   function ask(action) {
