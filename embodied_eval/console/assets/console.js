@@ -46,6 +46,11 @@
       div.children[2].textContent = "ETA " + duration(s.eta_s);
       sides.appendChild(div);
     });
+    // Recorded files: followed with this page's own token (the store's view is shared).
+    var links = document.querySelectorAll('a[href^="/files/"]');
+    for (var i = 0; i < links.length; i++) {
+      links[i].href = links[i].getAttribute("href") + "?token=" + encodeURIComponent(token);
+    }
     document.body.dataset.stateVersion = String(version);
   }
 
@@ -113,7 +118,7 @@
     source.addEventListener("error", function () { document.body.dataset.connected = "no"; });
     source.addEventListener("state", function (m) {
       var d = JSON.parse(m.data);
-      if (d.user && !$("user").value) { $("user").value = d.user; }
+      if (d.user) { $("user").textContent = d.user; }
       showRun(d.run);
       showWindow(d.window, d.version);
       if (d.real) { showReal(d.real); }
@@ -137,7 +142,7 @@
     return fetch("/api/" + action, {
       method: "POST",
       headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json", "X-Console-Via": "page"},
-      body: JSON.stringify({user: $("user").value})
+      body: "{}"
     }).then(function (r) { return r.json().then(function (d) { return [r.status, d]; }); })
       .then(function (res) {
         note.textContent = res[0] === 200 ? action + " recorded (" + res[1].record_id + ")" : res[1].error;
