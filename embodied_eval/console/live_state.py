@@ -96,7 +96,8 @@ class LiveState:
     """The live view of one run (see the module docstring).
 
     Args:
-        user: the default name recorded with operator requests (`--user`).
+        user: the name recorded with operator requests made in process without one (the
+            console's requests name the operator whose token they carried).
     """
 
     def __init__(self, user: str = "") -> None:
