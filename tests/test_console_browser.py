@@ -3,8 +3,8 @@
 - Against a stored window the page shows the store's numbers (the hand-checked vectors of
   tests/console_support.py); without the token the page is 401.
 - During a live sim run two pages update without a reload, agree with each other, and pause and
-  stop the run from their buttons (the stop after its confirmation); both requests are chained
-  ledger records naming the person typed into the page.
+  stop the run from their buttons (the stop after its confirmation); each page is opened with
+  its own operator's link, and both requests are chained ledger records naming that operator.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from embodied_eval.console.access import Operators
 from embodied_eval.console.app import ConsoleServer
 from embodied_eval.console.live_state import LiveState
 from embodied_eval.protocol.reader import protocol_from_mapping
@@ -78,8 +79,13 @@ def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_p
         protocol, RunOptions(sides=("sim",), dry_run=True), db_path=db, out_dir=out,
         show_progress=False,
     )  # fmt: skip
-    with ConsoleServer(db, protocol, live=live, port=0) as server:
-        first, second = open_page(browser, server.url), open_page(browser, server.url)
+    operators = Operators.issue(["ana", "bo"])
+    with ConsoleServer(db, protocol, live=live, port=0, operators=operators) as server:
+        first, second = (
+            open_page(browser, server.url_for("ana")),
+            open_page(browser, server.url_for("bo")),
+        )
+        assert (first.inner_text("#user"), second.inner_text("#user")) == ("ana", "bo")
         for page in (first, second):
             page.evaluate("window.__marker = 'no reload'")
             assert page.inner_text('[data-side="sim"] b') == "0 / 200"
@@ -91,7 +97,6 @@ def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_p
             "document.querySelector('[data-side=\"sim\"] b').textContent.split(' / ')[0] >= 3",
             timeout=60_000,
         )
-        first.fill("#user", "ana")
         first.click("#pause")
         for page in (first, second):
             page.wait_for_selector('body[data-run-status="paused"]', timeout=30_000)
@@ -105,7 +110,6 @@ def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_p
         assert cell(first, "sim/mujoco/push/d0/successes") == cell(
             second, "sim/mujoco/push/d0/successes"
         )
-        second.fill("#user", "bo")
         second.click("#stop")  # confirmation accepted by the page's dialog handler
         thread.join(60)
         assert not thread.is_alive()
