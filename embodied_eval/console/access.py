@@ -151,6 +151,30 @@ def is_loopback(host: str) -> bool:
     return bool(found) and all(ipaddress.ip_address(f[4][0]).is_loopback for f in found)
 
 
+def listening_socket(host: str, port: int, *, what: str, option: str, key: str) -> socket.socket:
+    """A socket listening on (host, port) (port 0: a free one); EvalError naming the option to
+    change when the address cannot be taken.
+
+    Args:
+        what: the server, for the message ("console", "the Foxglove server").
+        option: the command-line option that sets the port. key: the error's key.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise EvalError(
+            f"{what}: cannot listen on {host}:{port} ({exc.strerror}); pass another {option} "
+            "(0 picks a free one)",
+            key=key,
+        ) from None
+    sock.listen(64)
+    return sock
+
+
 def check_bind(host: str, *, tls: bool, insecure_remote: bool, what: str, option: str) -> None:
     """Refuse a listening address other machines can reach without TLS, unless the operator
     said `--insecure-remote` (EvalError naming the option to change)."""

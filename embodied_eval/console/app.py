@@ -24,13 +24,12 @@ an address other machines can reach needs TLS or `insecure_remote` (`access.chec
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.console.access import Operators, TLSFiles, check_bind
+from embodied_eval.console.access import Operators, TLSFiles, check_bind, listening_socket
 from embodied_eval.console.live_state import LiveState, default_user, frame_jpeg
 from embodied_eval.console.window import window_view
 from embodied_eval.errors import EvalError
@@ -235,19 +234,9 @@ class ConsoleServer:
                 key="console",
             ) from None
 
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError as exc:
-            sock.close()
-            raise EvalError(
-                f"console: cannot listen on {self.host}:{self.port} ({exc.strerror}); pass "
-                f"another {self.port_option} (0 picks a free one)",
-                key="console_port",
-            ) from None
-        sock.listen(64)
+        sock = listening_socket(
+            self.host, self.port, what="console", option=self.port_option, key="console_port"
+        )
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(
             build_app(self),

@@ -23,7 +23,7 @@ import threading
 from http import HTTPStatus
 from typing import Any
 
-from embodied_eval.console.access import Operators, token_in_request
+from embodied_eval.console.access import Operators, listening_socket, token_in_request
 from embodied_eval.errors import EvalError
 
 #: The only subprotocol foxglove-sdk's server speaks.
@@ -67,19 +67,10 @@ class FoxgloveGate:
 
     def start(self) -> int:
         """Bind (EvalError when the port is taken), serve in a thread; returns the port."""
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError as exc:
-            sock.close()
-            raise EvalError(
-                f"--foxglove-port {self.port}: cannot listen on {self.host} ({exc.strerror}); "
-                "pass another port (0 picks a free one)",
-                key="foxglove_port",
-            ) from None
-        sock.listen(64)
+        sock = listening_socket(
+            self.host, self.port, what="the Foxglove server", option="--foxglove-port",
+            key="foxglove_port",
+        )  # fmt: skip
         self.port = int(sock.getsockname()[1])
         ready = threading.Event()
         self._thread = threading.Thread(
