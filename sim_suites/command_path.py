@@ -31,7 +31,7 @@ import math
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -160,14 +160,12 @@ class PathCommand:
         target: (7,) joint target, rad (one-point trajectory). duration_s: its time from start.
         finger: the gripper's wanted opening per finger, m (the robot's gripper drive moves
             toward it at its rated speed). tcp_target: (3,) the controller's TCP set-point, m.
-        q_ik: (7,) the IK step's goal before the limiter, rad.
     """
 
     target: np.ndarray
     duration_s: float
     finger: float
     tcp_target: np.ndarray
-    q_ik: np.ndarray
 
 
 class ArmCommandPath:
@@ -182,6 +180,9 @@ class ArmCommandPath:
         self.controller = ArmController(kin)
         self.limiter = JointLimiter(limits, dt_s)
         self.dt_s = dt_s
+        # The TCP of the target last sent, and the target it belongs to (the step's own FK).
+        self._sent_tcp: np.ndarray | None = None
+        self._sent_tcp_of: np.ndarray | None = None
 
     @property
     def tcp_target(self) -> np.ndarray:
@@ -217,13 +218,15 @@ class ArmCommandPath:
         ctl.q_des = sent.copy()
         cartesian = ctl.command(capped_velocity(action, speed_cap_mps), float(action[3]), dt, tcp)
         goal = cartesian.q_goal
-        goal_speed = float(np.linalg.norm(kin.forward(goal)[0] - kin.forward(sent)[0])) / dt
+        if self._sent_tcp_of is not sent or self._sent_tcp is None:  # reset from outside
+            self._sent_tcp = kin.forward(sent)[0]
+        goal_speed = float(np.linalg.norm(kin.forward(goal)[0] - self._sent_tcp)) / dt
         if goal_speed > TCP_SPEED_MAX_MPS:  # a stale or lagging arm must not be chased fast
             goal = sent + (goal - sent) * (TCP_SPEED_MAX_MPS / goal_speed)
         target = self.limiter.step(goal)
-        ctl.q_des = target.copy()
         # Anti-windup: the TCP set-point stays within SETPOINT_LEAD_MAX_M of the target's TCP.
         reached = kin.forward(target)[0]
+        self._sent_tcp, self._sent_tcp_of = reached, self.limiter.sent_q
         lead = ctl.tcp_target - reached
         norm = float(np.linalg.norm(lead))
         if norm > SETPOINT_LEAD_MAX_M:
@@ -233,7 +236,6 @@ class ArmCommandPath:
             duration_s=dt,
             finger=cartesian.finger,
             tcp_target=ctl.tcp_target.copy(),
-            q_ik=cartesian.q_goal,
         )
 
 
@@ -346,14 +348,8 @@ class CommandQueue(Generic[Item]):
     def clear(self) -> None:
         self._items.clear()
 
-    def __len__(self) -> int:
-        return len(self._items)
-
     def __bool__(self) -> bool:
         return bool(self._items)
-
-    def __getitem__(self, index: int) -> tuple[float, Item]:
-        return self._items[index]
 
 
 class RobotController:
@@ -392,9 +388,3 @@ class RobotController:
             follower.set_target(target, duration)
             follower.set_finger(finger)
         return follower.command(dt, rots, origins)
-
-
-def follower_bandwidth(value: Any) -> float:
-    """A bandwidth (Hz) as the follower takes it: ∞ or ≤ 0 both mean no filter (0)."""
-    hz = float(value)
-    return 0.0 if math.isinf(hz) or hz <= 0 else hz

@@ -392,9 +392,8 @@ class SafetyMonitor:
                 touched = self.hardest_touched(contacts)
                 # A part is an "object" to the incident log (its closed list of environment
                 # partners names fixtures, not parts); the detail keeps the part's name.
-                partner = touched if touched in self._fixture_keys else "object"
-                if touched == "environment":
-                    partner = touched
+                named = touched in self._fixture_keys or touched == "environment"
+                partner = touched if named else "object"
                 decision = self._stop(
                     step,
                     t,

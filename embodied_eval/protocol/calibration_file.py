@@ -112,11 +112,10 @@ class Calibration:
     values: dict[str, float]
     data: dict[str, Any]
 
-    def sim_gap(self, control_dt_s: float = 0.0) -> dict[str, Any]:
+    def sim_gap(self) -> dict[str, Any]:
         """The simulator's reality-gap fields this calibration sets (`SIM_FIELDS`), in the
         file's units: the delay in seconds, the bandwidth in Hz (an unfiltered actuator, fitted
-        at τ = 0, has no finite bandwidth and is left out: the sim's default is no filter).
-        `control_dt_s` is not used (kept for callers)."""
+        at τ = 0, has no finite bandwidth and is left out: the sim's default is no filter)."""
         return {
             SIM_FIELDS[name]: float(value)
             for name, value in self.values.items()

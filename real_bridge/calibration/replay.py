@@ -111,8 +111,6 @@ class EpisodeReplay:
 
     def run(self, recorded: RecordedEpisode, values: Mapping[str, float]) -> ReplayTrace:
         """Replay the episode's commands with the parameter values (see the module docstring)."""
-        from sim_suites.command_path import follower_bandwidth
-
         self.reset(recorded, values)
         env = self.env
         backend, kin, task = env.backend, env.kin, env.task
@@ -120,8 +118,7 @@ class EpisodeReplay:
         substeps = int(env.params.substeps)
         # The robot side of the one command path (`sim_suites.command_path`).
         follower = env.follower
-        tau = float(values["actuator_bandwidth"])
-        follower.bandwidth_hz = follower_bandwidth(bandwidth_hz(tau))
+        follower.bandwidth_hz = bandwidth_hz(float(values["actuator_bandwidth"]))  # ∞: no filter
         q, _ = backend.joint_state()
         follower.reset(q, finger=float(q[7]))
         commands = recorded.commands

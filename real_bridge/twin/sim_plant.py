@@ -131,7 +131,7 @@ class SimSuitesPlant:
 
     def __init__(self, settings: TwinSettings) -> None:
         from sim_suites.engines.base import PHYSICS_DT
-        from sim_suites.robot import ARM_JOINTS, FINGER_JOINTS, FINGER_MAX_M
+        from sim_suites.robot import ARM_JOINTS, FINGER_JOINTS
         from sim_suites.variations import NOMINAL_CONTROL_RATE_HZ
 
         self.settings = settings
@@ -140,13 +140,11 @@ class SimSuitesPlant:
         self.arm_joints = tuple(ARM_JOINTS)
         self.finger_joints = tuple(FINGER_JOINTS)
         self.joint_names = self.arm_joints + self.finger_joints
-        self._finger_max = float(FINGER_MAX_M)
         self.env: Any = None
         self.contact_model: dict[str, Any] = {}
         self.command_latency_s = 0.0
         self._envs: dict[str, Any] = {}
         self._inner_backends: dict[str, Any] = {}
-        self._followers: dict[str, Any] = {}
         self._buffer: deque[Sample] = deque()
         self._events: list[SafetyEvent] = []
         self._live = False
@@ -186,14 +184,13 @@ class SimSuitesPlant:
             env = PandaTaskEnv(task_id, self.settings.engine, **kwargs)
             self._inner_backends[task_id] = env.backend
             env.backend = _RecordingBackend(env.backend, self._buffer)
-            self._followers[task_id] = env.follower
             self._envs[task_id] = env
         else:
             env.configure(**kwargs)
         self.env = env
         self._task_id = task_id
         self._inner_backend = self._inner_backends[task_id]
-        self.follower = self._followers[task_id]
+        self.follower = env.follower
 
     def _reset_env(self, seed: int, scene_seed: int | None = None) -> None:
         self._buffer.clear()
