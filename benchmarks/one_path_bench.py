@@ -23,6 +23,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from embodied_eval.embodiment.transfer import episode_cause
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
 from sim_suites.episode import run_episode
 from sim_suites.tasks.catalog import TASK_SPECS
@@ -53,17 +54,12 @@ def spec_for(task_id: str, seed: int, side: str, engine: str) -> EpisodeSpec:
 
 
 def half_of(outcome: EpisodeOutcome, force_key: str) -> Half:
+    """One half's outcome, whether it stopped, its peak force and its cause as S2R's discordant
+    pairs state it (`episode_cause`)."""
     ep = outcome.episode
-    stops = [e for e in outcome.safety_events if e.kind == "protective_stop"]
-    success = ep.status == "ok" and ep.quality >= ep.target_quality
-    if stops:
-        cause = f"protective stop: {stops[0].detail}"
-    elif ep.status != "ok":
-        cause = f"{ep.status}: {ep.status_reason}"
-    else:
-        cause = f"quality {ep.quality:.2f} {'≥' if success else '<'} {ep.target_quality}"
+    stopped = any(e.kind == "protective_stop" for e in outcome.safety_events)
     peak = ep.control.get(force_key, ep.control.get("peak_contact_n", 0.0))  # (older records)
-    return Half(success, bool(stops), float(peak or 0.0), cause)
+    return Half(ep.success, stopped, float(peak or 0.0), episode_cause(ep))
 
 
 def main() -> None:

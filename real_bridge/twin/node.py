@@ -36,9 +36,8 @@ import json
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,8 +67,11 @@ from real_bridge.twin.sensors import (
     image_message,
     pose_message,
 )
-from real_bridge.twin.settings import SAME_INSTANT_S, TwinSettings
+from real_bridge.twin.settings import TwinSettings
 from real_bridge.twin.tracker import TrackerSensor
+
+if TYPE_CHECKING:
+    from sim_suites.command_path import CommandQueue
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
@@ -148,7 +150,9 @@ class TwinNode:
         self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
-        self.pending: deque[tuple[float, str, str, np.ndarray, float, float]] = deque()
+        from sim_suites.command_path import CommandQueue
+
+        self.pending: CommandQueue[tuple[str, str, np.ndarray, float, float]] = CommandQueue()
         self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray, float]] = []
         self.sim_s = 0.0
         self._state_msg = mc("sensor_msgs/msg/JointState")()
@@ -221,8 +225,8 @@ class TwinNode:
             # The gap's actuator delay plus the drift's and firmware's command latency.
             delay_s = self.settings.gap.actuator_delay_s + self.plant.command_latency_s
             now = self._sim_time_now()
-            self.pending.append(
-                (now + delay_s, kind, str(msg.header.frame_id), positions, duration, now)
+            self.pending.push(
+                now + delay_s, (kind, str(msg.header.frame_id), positions, duration, now)
             )
 
     def _sim_time_now(self) -> float:
@@ -413,8 +417,7 @@ class TwinNode:
         monitors."""
         dt = self.plant.physics_dt_s
         while self.sim_s + 0.5 * dt < target_s:
-            while self.pending and self.pending[0][0] <= self.sim_s + SAME_INSTANT_S:
-                _, kind, command_id, positions, duration, arrived = self.pending.popleft()
+            for kind, command_id, positions, duration, arrived in self.pending.due(self.sim_s):
                 if kind == "arm":
                     applied = self.plant.set_arm_target(positions, duration)
                     names = self.plant.arm_joints
