@@ -102,24 +102,17 @@ def _differs(
         tables[digest] = log.threshold_table(digest)
     table = tables[digest] if digest else default_table()
     stored, stored_rules = _top(rec.rules_fired)
+    now: str | None = None
+    now_rules: tuple[str, ...] = ()
+    refused = ""
     try:
         result = rec.classify(table)
     except EvalError as exc:
-        return [
-            Reclassification(
-                rec.incident_id,
-                state.original.sequence,
-                state.severity,
-                stored,
-                stored_rules,
-                None,
-                (),
-                str(exc),
-            )
-        ]
-    now, now_rules = _top(r.to_dict() for r in result.rules)
-    if now == stored:
-        return []
+        refused = str(exc)
+    else:
+        now, now_rules = _top(r.to_dict() for r in result.rules)
+        if now == stored:
+            return []
     return [
         Reclassification(
             rec.incident_id,
@@ -129,5 +122,6 @@ def _differs(
             stored_rules,
             now,
             now_rules,
+            refused,
         )
     ]

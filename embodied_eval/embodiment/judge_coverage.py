@@ -85,16 +85,7 @@ def exact_coverage(
 ) -> JudgeCoverage:
     """Coverage of the bound with the judged rate's exact bound only (see the module docstring)."""
     k, tp, tn = _draw(s, reps, rng)
-    total = k.sum(axis=1)
-    bound, ok = corrected_lower_bound(total, s.n, tp, s.positives, tn, s.negatives, level)
-    plain = cp_lower(total, s.n, 1.0 - level)
-    return JudgeCoverage(
-        float(np.mean(bound <= s.ar)),
-        float(np.mean(plain <= s.ar)),
-        float(np.mean(ok)),
-        float(np.mean(bound)),
-        reps,
-    )
+    return _coverage(s, k, tp, tn, level, None)
 
 
 def procedure_coverage(
@@ -114,9 +105,26 @@ def procedure_coverage(
         w = cluster_weights(s.instances, rng, resamples)
         low, _ = success_rate_draws(w, k[r], counts, rng.random(resamples))
         clustered[r] = np.nanquantile(low, tail)
+    return _coverage(s, k, tp, tn, level, clustered)
+
+
+def _coverage(
+    s: JudgeScenario,
+    k: np.ndarray,
+    tp: np.ndarray,
+    tn: np.ndarray,
+    level: float,
+    judged_low: np.ndarray | None,
+) -> JudgeCoverage:
+    """Coverage of the corrected and the plain exact bound over simulated windows.
+
+    Args:
+        k: (reps, instances) judged successes. tp, tn: (reps,) audited true positives and
+            negatives. judged_low: (reps,) a clustered bound of the judged rate, or None.
+    """
     total = k.sum(axis=1)
     bound, ok = corrected_lower_bound(
-        total, s.n, tp, s.positives, tn, s.negatives, level, judged_low=clustered
+        total, s.n, tp, s.positives, tn, s.negatives, level, judged_low=judged_low
     )
     plain = cp_lower(total, s.n, 1.0 - level)
     return JudgeCoverage(
@@ -124,5 +132,5 @@ def procedure_coverage(
         float(np.mean(plain <= s.ar)),
         float(np.mean(ok)),
         float(np.mean(bound)),
-        reps,
+        len(total),
     )
