@@ -19,8 +19,10 @@ The tracker is a sensor (`real_bridge.twin.tracker`): noisy, late by the gap's
 `tracker_latency_s` (stamped when the pose was true) and blind while the hand hides the object.
 
 Deadman: once a harness has sent a heartbeat, the twin follows commands only while heartbeats
-keep arriving; when none came for `deadlines.deadman_s` it holds its posture at once (checked every
-tick) and reports `mode = hold` with the wall time it did so. A latched protective stop also holds
+keep arriving; when none came for `deadlines.deadman_s` of the robot's own (simulated) time it
+holds its posture at once (checked every tick) and reports `mode = hold` with the time it did so
+and the time of the last heartbeat, both on its stamp clock: a load that holds the control loop up
+holds the simulated robot with it, so neither the robot nor its deadman moves meanwhile. A latched protective stop also holds
 until the scene is reset. `robot/state` also names the last arm command received and when it
 arrived (`last_arm_command`, `last_arm_command_ns`, wall clock). The twin runs no policy.
 
@@ -144,9 +146,11 @@ class TwinNode:
         self.episode_id = ""
         self.episode_started_sim_s: float | None = None
         self.mode = "follow"  # follow | hold (deadman) | stopped (latched protective stop)
-        self.last_heartbeat_s: float | None = None
-        self.last_heartbeat_ns = 0  # wall time of the last heartbeat received (the robot's log)
-        self.held_at_ns = 0
+        # The deadman runs on the robot's own clock (its simulated time, the clock of its state
+        # stamps): a machine load that holds the control loop up holds the simulated robot too.
+        self.last_heartbeat_s: float | None = None  # sim time of the last heartbeat received
+        self.last_heartbeat_ns = 0  # the same on the robot's stamp clock (the robot's log)
+        self.held_at_ns = 0  # robot stamp clock of the deadman hold
         self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
@@ -175,6 +179,7 @@ class TwinNode:
         self.tracker = TrackerSensor(settings.gap)
         self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
         self._epoch = time.monotonic()
+        self._epoch_ns = time.time_ns()
         self._slip = 0.0
         self._stop = threading.Event()
 
@@ -186,14 +191,18 @@ class TwinNode:
 
     def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
-            self.last_heartbeat_s = time.monotonic()
-            self.last_heartbeat_ns = time.time_ns()
+            self.last_heartbeat_s = self._sim_time_now()
+            self.last_heartbeat_ns = self._robot_clock_ns(self.last_heartbeat_s)
             if self.mode == "hold" and not self.latched:
                 self.mode = "follow"
 
     def _supervised(self) -> bool:
         last = self.last_heartbeat_s
-        return last is not None and time.monotonic() - last <= self.settings.bridge.deadlines.deadman_s
+        return last is not None and self.sim_s - last <= self.settings.bridge.deadlines.deadman_s
+
+    def _robot_clock_ns(self, sim_s: float) -> int:
+        """The robot's stamp clock at simulated time `sim_s` (what its joint states carry)."""
+        return self._epoch_ns + round(sim_s * 1e9)
 
     def _check_trajectory(self, msg: Any, joints: tuple[str, ...]) -> str:
         return trajectory_problem(
@@ -406,7 +415,7 @@ class TwinNode:
             self.mode = "hold"
             self.pending.clear()
             self.plant.hold_here()
-            self.held_at_ns = time.time_ns()
+            self.held_at_ns = self._robot_clock_ns(self.sim_s)
             self.stats["deadman_holds"] += 1
             self._publish_statuses(
                 [(ROBOT_STATE_STATUS, LEVEL_WARN, "hold: heartbeat lost", self.robot_state_values())]
@@ -441,7 +450,7 @@ class TwinNode:
         period_ns = round(period_sim * 1e9)
         camera_period = 1.0 / self.settings.camera_hz if self.settings.camera_hz > 0 else 0.0
         next_camera = 0.0
-        epoch_ns = time.time_ns()
+        epoch_ns = self._epoch_ns = time.time_ns()
         epoch = self._epoch = time.monotonic()
         slip = self._slip = 0.0
         next_diag = epoch
