@@ -78,12 +78,17 @@ ADDED_ENTRIES = (
     "embodiment.AR_every_attempt",
     "embodiment.judge.AR_corrected_bound",
     "embodiment.AR_ppi.floor.coverage",
+    "validity.safety_settings",
     "embodiment.judge.benchmark",
 )
 #: Entries whose meaning changed, by the entry that marks certificates issued after the change:
 #: before the window's own audit measured the judge, `judge.accuracy` was the shipped benchmark
 #: table, a file outside the store that cannot be recomputed from it.
-CHANGED_ENTRIES = {"embodiment.judge.benchmark": ("embodiment.judge.accuracy",)}
+CHANGED_ENTRIES = {
+    "embodiment.judge.benchmark": ("embodiment.judge.accuracy",),
+    # Issued before the safety settings were a validity condition: its void_if lacks their line.
+    "validity.safety_settings": ("validity.void_if",),
+}
 
 
 def _holds(cert: Mapping[str, Any], dotted: str) -> bool:

@@ -12,12 +12,15 @@ for a limited time. Its `validity` entry states:
                       the last drift-day calibration's parameter values at certification
                       (`calibrate --by-drift` records) and the drift tolerance
                       (`[real] calibration_drift_tolerance`, relative; default 0.25)
+    safety_settings   {"record", "seq", "digest"} of the robot's safety settings in force at
+                      certification (`store.safety_settings`), or null when none were recorded
     void_if           the same conditions as sentences, for a reader
 
 `void_since(cert, db)` reads the trial ledger records after the certified head: the first that
 breaks a condition voids the certificate from that record on — a `version` record of a component
 with another version, or a `calibration` record of the robot with a parameter more than the
-tolerance (relative) from its certified value; the validity period's end voids it too.
+tolerance (relative) from its certified value, or a `safety_settings` record of the robot with
+other settings (limits, workspace, deadman, safe stop); the validity period's end voids it too.
 `embodied-eval verify --db` reports "void since <record>".
 """
 
@@ -32,7 +35,7 @@ from typing import Any
 
 from embodied_eval.certificate.inputs import WindowInputs
 from embodied_eval.errors import EvalError
-from embodied_eval.store import ledger
+from embodied_eval.store import ledger, safety_settings
 from embodied_eval.store.core import Store, transaction
 
 #: Ledger record kind of a software/firmware version change.
@@ -136,6 +139,8 @@ def validity_section(
             if (m.get("manifest") or {}).get("sim_calibration_sha256")
         }
     )
+    with Store(inputs.db_path, create=False) as store:
+        settings = safety_settings.certified_entry(store.conn, robot, head)
     issued = dt.datetime.fromisoformat(issued_at.replace("Z", "+00:00")).date()
     expires = add_months(issued, protocol.certificate_valid_months)
     tolerance = protocol.calibration_drift_tolerance
@@ -151,6 +156,12 @@ def validity_section(
         ),
         f"a later drift-day calibration of {robot} moves a parameter more than "
         f"{tolerance:g} (relative) from its certified value",
+        f"a later safety-settings record of {robot} sets other limits, workspace or deadlines "
+        + (
+            f"than record {settings['record']}"
+            if settings
+            else "(none was recorded at certification)"
+        ),
     ]
     return {
         "expires": expires.isoformat(),
@@ -165,6 +176,7 @@ def validity_section(
             "parameters": {} if last is None else _calibration_values(last),
             "drift_tolerance": tolerance,
         },
+        "safety_settings": settings,
         "void_if": void_if,
     }
 
@@ -228,6 +240,13 @@ def void_since(
                     )
                 )
                 break
+    if "safety_settings" in validity:  # certificates issued before it was stated do not say
+        with Store(Path(db), create=False) as store:
+            changed = safety_settings.voided_by(
+                store.conn, str(robot), head, validity.get("safety_settings")
+            )
+        if changed is not None:
+            found.append(changed)
     if found:
         return min(found)[1]
     today = now or dt.datetime.now(dt.UTC).date()

@@ -64,6 +64,7 @@ KINDS = (
     "audit_draw",
     "audit_label",
     "judge_accuracy",
+    "safety_settings",
 )  # fmt: skip
 #: Kinds that must carry a signature.
 SIGNED_KINDS = frozenset({"audit", "seal", "revocation", "checkpoint"})
