@@ -110,10 +110,11 @@ def real_episodes(successes: int, n: int, judge=DETECTOR, labels=None):
 
 
 def audited_window(judge=DETECTOR):
-    """80 real episodes, 48 judged successes (AR as judged 0.6); 72 labelled by the window's
-    audit: judged successes p000–p044 true (TP 45), p045–p047 false (FP 3); judged failures
-    p048–p062 true (FN 15), p063–p071 false (TN 9): Se = 45/60, Sp = 9/12."""
-    labels = {i: i < 45 or 48 <= i < 63 for i in range(72)}
+    """80 real episodes, 48 judged successes (AR as judged 0.6); 60 labelled by the window's
+    audit, the same share (3/4) of each verdict: judged successes p000–p032 true (TP 33),
+    p033–p035 false (FP 3); judged failures p048–p058 true (FN 11), p059–p071 false (TN 13):
+    Se = 33/44 = 0.75, Sp = 13/16 = 0.8125."""
+    labels = {i: i < 33 for i in range(36)} | {i: i < 59 for i in range(48, 72)}
     return real_episodes(48, 80, judge, labels)
 
 
@@ -121,14 +122,15 @@ def test_judge_correction_by_hand(monkeypatch):
     monkeypatch.setattr(plugins, "JUDGE_ACCURACY", "tests.test_judge_accuracy:lookup")
     real = audited_window()
     s = judge_summary(real, True, np.random.default_rng(3), 2000, 0.95)
-    # Rogan–Gladen: (0.6 + 0.75 − 1)/(0.75 + 0.75 − 1) = 0.35/0.5 = 0.7.
-    assert s.corrected is not None and s.corrected.value == pytest.approx(0.7, abs=1e-12)
-    assert s.corrected.low < 0.7 < s.corrected.high and s.corrected.n == 80
+    # Rogan–Gladen: (0.6 + 0.8125 − 1)/(0.75 + 0.8125 − 1) = 0.4125/0.5625 = 0.733333 — the
+    # same as 0.6 · PPV + 0.4 · (1 − NPV) = 0.6 · 33/36 + 0.4 · 11/24 (a proportional audit).
+    assert s.corrected is not None and s.corrected.value == pytest.approx(0.733333, abs=1e-6)
+    assert s.corrected.low < 0.733333 < s.corrected.high and s.corrected.n == 80
     # The gate's one-sided 95 % bound (α/3 per proportion) is above the two-sided one (α/6).
     bound = s.corrected_bound
-    assert bound is not None and s.corrected.low <= bound.low < 0.7
+    assert bound is not None and s.corrected.low <= bound.low < 0.733333
     assert s.judges == [{**DETECTOR, "episodes": 80}]
-    assert len(s.audited) == 72 and s.accuracy["all"].positives == 60
+    assert len(s.audited) == 60 and s.accuracy["all"].positives == 44
     # Not asked: the accuracy is reported, AR is left alone.
     plain = judge_summary(real, False, np.random.default_rng(3), 2000, 0.95)
     assert plain.corrected is None and plain.accuracy == s.accuracy
@@ -158,14 +160,14 @@ def test_protocol_judge_correction_corrects_ar_and_names_the_judge(monkeypatch):
     assert protocol_from_mapping(raw).protocol_hash == plain.protocol_hash  # default: unchanged
     real = audited_window()
     out = compute_embodiment(real, [], [], 10.0, corrected, resamples=300).to_json()
-    assert out["AR"]["value"] == pytest.approx(0.7, abs=1e-12)
+    assert out["AR"]["value"] == pytest.approx(0.733333, abs=1e-6)
     assert out["judge"]["AR_as_judged"]["value"] == pytest.approx(0.6)
     assert out["judge"]["judges"][0]["name"] == "scene-detector"
     assert out["judge"]["accuracy"]["sensitivity"]["value"] == 0.75
-    assert out["AR"]["low"] <= out["gate_bounds"]["AR"]["low"] < 0.7
+    assert out["AR"]["low"] <= out["gate_bounds"]["AR"]["low"] < 0.733333
     base = compute_embodiment(real, [], [], 10.0, plain, resamples=300).to_json()
     assert base["AR"]["value"] == pytest.approx(0.6) and base["judge"]["correction"] is False
-    assert base["judge"]["accuracy"]["specificity"]["n"] == 12  # named even when not corrected
+    assert base["judge"]["accuracy"]["specificity"]["n"] == 16  # named even when not corrected
     bench = base["judge"]["benchmark"]  # shown, labelled, hashed; not the window's accuracy
     assert bench["label"] == "benchmark (twin vs its oracle), not this window's audit"
     assert len(bench["sha256"]) == 64 and bench["specificity"]["method"].startswith("Wilson")
@@ -181,12 +183,12 @@ def test_the_certificate_text_names_the_judge_and_its_accuracy(monkeypatch):
                                 resamples=300).to_json()  # fmt: skip
     text = html.unescape(judge_line(report["judge"]))
     assert "detector scene-detector 1.0.0 (80 episodes)" in text
-    # The window's audit, exact: scipy.stats.beta.ppf(0.025, 45, 16) = 0.6214, ppf(0.975, 46,
-    # 15) = 0.8528; beta.ppf(0.025, 9, 4) = 0.4281, ppf(0.975, 10, 3) = 0.9451.
-    assert "Accuracy on this window's audit (72 labelled episodes" in text
-    assert "sensitivity 0.750 [0.621, 0.853] (95 % Clopper-Pearson, n=60)" in text
-    assert "specificity 0.750 [0.428, 0.945] (95 % Clopper-Pearson, n=12)" in text
+    # The window's audit, exact: scipy.stats.beta.ppf(0.025, 33, 12) = 0.5966, ppf(0.975, 34,
+    # 11) = 0.8681; beta.ppf(0.025, 13, 4) = 0.5435, ppf(0.975, 14, 3) = 0.9595.
+    assert "Accuracy on this window's audit (60 labelled episodes" in text
+    assert "sensitivity 0.750 [0.597, 0.868] (95 % Clopper-Pearson, n=44)" in text
+    assert "specificity 0.812 [0.544, 0.960] (95 % Clopper-Pearson, n=16)" in text
     # The benchmark, labelled as such (Wilson values from notes/statistics.md).
     assert "benchmark (twin vs its oracle), not this window's audit" in text
     assert "sensitivity 0.750 [0.628, 0.842] (95 % Wilson, n=60)" in text
-    assert "AR corrected for the judge (Rogan–Gladen): 0.700" in text
+    assert "AR corrected for the judge (Rogan–Gladen): 0.733" in text

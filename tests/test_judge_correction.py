@@ -64,10 +64,12 @@ def labelled(entry: dict[str, int], judge_: dict[str, str]) -> list:
 
 
 def summary(successes: int, n: int, version: str, rng, resamples: int):
-    """The judge summary of n counted episodes, with the window's audit of `version`."""
+    """The judge summary of n counted episodes, with an audit of `version` whose labelled
+    episodes are the judged population the correction measures Se and Sp on (every one of them
+    labelled, so the proportional sample keeps them all and Se, Sp are the entry's)."""
     real = real_episodes(successes, n, judge(version))
     extra = labelled(ENTRIES[version], judge(version))
-    return judge_summary(real, True, rng, resamples, 0.95, window_real=real + extra)
+    return judge_summary(real, True, rng, resamples, 0.95, window_real=extra)
 
 
 def judge(version: str) -> dict[str, str]:

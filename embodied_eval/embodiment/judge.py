@@ -13,7 +13,10 @@ this window's audit", with the SHA-256 of its entry, and never used for the corr
 
 With `[real] judge_correction = true`, AR is corrected for the detector's errors with the
 Rogan–Gladen estimator (`beyond.rogan_gladen`): AR_RG = (AR + Sp − 1)/(Se + Sp − 1), clipped to
-[0, 1]. Its bounds never claim more than the data support (`stats.misclassified`): α is split
+[0, 1]. Its Se and Sp are the judge's on the window's judged episodes: counted on a proportional
+subsample of the audit's labels over family × verdict (`window_audit.proportional_labels`: the
+audit draws its strata at different rates, and the counts of such a sample are not the window's),
+cannot-judge episodes left out (AR over every attempt bounds them). Its bounds never claim more than the data support (`stats.misclassified`): α is split
 over the judged rate, Se and Sp; the judged rate's bound is the smaller of the exact
 Clopper–Pearson one and a cluster bootstrap over task instances (exact binomial draws inside each
 resample, `resampling.success_rate_draws`), Se's and Sp's are exact Clopper–Pearson bounds, and
@@ -43,7 +46,10 @@ from embodied_eval.embodiment.resampling import success_rate_draws
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, OutcomeArrays, outcome_arrays
 from embodied_eval.embodiment.window_audit import (
     AuditAccuracy,
+    ProportionalLabels,
     detector_of_episode,
+    proportional_labels,
+    verdict_of,
     window_audit_accuracy,
 )
 from embodied_eval.errors import EvalError
@@ -77,6 +83,7 @@ class JudgeSummary:
     note: str = ""
     corner: CorrectedBound | None = None
     audited: tuple[str, ...] = ()
+    sample: ProportionalLabels | None = None
 
     def to_json(self, level: float) -> dict[str, Any]:
         bench = self.benchmark
@@ -109,6 +116,16 @@ class JudgeSummary:
                     "AR_corrected_bound": {
                         **self.corrected_bound.to_json(),
                         "corner": self.corner.to_json(),
+                        "sample": None
+                        if self.sample is None
+                        else {
+                            "fraction": self.sample.fraction,
+                            "labels": sorted(self.sample.labels),
+                            "strata": {
+                                h: dict(zip(("judged", "labelled", "kept"), c, strict=True))
+                                for h, c in self.sample.strata.items()
+                            },
+                        },
                     }
                 }
             ),
@@ -236,8 +253,19 @@ def judge_summary(
         return summary(correction_asked=True, note=f"AR not corrected: {why}")
     outcomes = arrays if arrays is not None else outcome_arrays(real, [])
     n, k = len(real), int(outcomes.real_z.sum())
-    total = accuracy["all"]
-    pos, neg = total.positives, total.negatives
+    window = real if window_real is None else window_real
+    sample = correction_sample(window, judges[0])
+    if sample.missing:
+        return summary(
+            correction_asked=True,
+            note=f"AR not corrected: the window's audit has no label among its {sample.missing} "
+            "episodes, so the judge's errors there are unmeasured",
+        )
+    total = window_audit_accuracy(window, sample.labels)["all"]
+    # Judged episodes only: the correction corrects the judged rate (cannot-judge ones are
+    # bounded by AR over every attempt).
+    pos = total.true_positive + total.false_negative
+    neg = total.true_negative + total.false_positive
     if pos == 0 or neg == 0:
         return summary(
             correction_asked=True,
@@ -286,7 +314,26 @@ def judge_summary(
         corrected=corrected,
         corrected_bound=bound,
         resamples=(se_b, sp_b),
-        note=f"AR corrected for {name} (Se {se:.3f}, Sp {sp:.3f} from {pos + neg} audited "
-        "episodes of this window): E and the AR gate use it",
+        note=f"AR corrected for {name} (Se {se:.3f}, Sp {sp:.3f} from {pos + neg} labels of "
+        f"this window's audit: a proportional sample, {sample.fraction:.3f} of each family × "
+        "verdict stratum of its judged episodes): E and the AR gate use it",
         corner=corner,
+        sample=sample,
     )
+
+
+def correction_sample(window_real: Sequence[Episode], judge: dict[str, Any]) -> ProportionalLabels:
+    """The audit labels the correction uses: `window_audit.proportional_labels` over the
+    window's episodes `judge` judged (success/failure), from their `audited_success`."""
+    key = (str(judge["name"]), str(judge["version"]))
+    judged = [
+        e
+        for e in window_real
+        if detector_of_episode(e) == key and verdict_of(e) in ("success", "failure")
+    ]
+    labels = {
+        e.episode_id: "success" if e.audited_success else "failure"
+        for e in judged
+        if e.audited_success is not None
+    }
+    return proportional_labels(judged, labels)

@@ -13,7 +13,14 @@ the judge's own outcome, so it lowers the numerator, never the denominator (`Aud
 Intervals are exact (Clopper–Pearson). A `cannot_tell` label counts in no rate.
 
 The strata are sampled at different rates (every cannot-judge episode, up to `per_stratum` of
-the others), so Se and Sp are those of the audited episodes, not reweighted to the window.
+the others), so Se and Sp above are those of the audited episodes. The AR correction needs the
+judge's Se and Sp on the window's *judged* episodes: `proportional_labels` keeps, from each family
+× verdict stratum of the judged episodes, the same fraction f of the window's episodes among its
+labelled ones (f is the smallest labelled share of any stratum; a seeded order picks which), so the
+kept labels are a proportionally allocated stratified sample of the judged episodes — self-weighting,
+so its counts estimate the window's Se and Sp without reweighting and their exact intervals apply.
+Cannot-judge episodes are left out there: the correction corrects the judged rate, and AR over
+every attempt bounds them separately (`embodiment.every_attempt`).
 
 `audits_for_width` is the planner: how many audits give Se and Sp exact intervals no wider than
 a width, at the window's success rate.
@@ -21,6 +28,7 @@ a width, at the window's success rate.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -216,6 +224,69 @@ def window_audit_accuracy(
         if label is not None and verdict is not None:
             triples.append((e.family, verdict, label))
     return audit_accuracy(triples)
+
+
+@dataclass(frozen=True)
+class ProportionalLabels:
+    """The labels the AR correction uses (`proportional_labels`).
+
+    Attributes:
+        labels: {episode_id: "success" | "failure"} kept. fraction: f, the share of each
+            stratum's judged episodes kept. strata: {"family/verdict": (judged, labelled, kept)}.
+        missing: the first stratum with judged episodes but no label ("" when none).
+    """
+
+    labels: dict[str, str]
+    fraction: float
+    strata: dict[str, tuple[int, int, int]]
+    missing: str = ""
+
+
+def _stratum_order(episode_id: str) -> str:
+    """The seeded order labels are kept in within a stratum: SHA-256 of the episode id (fixed,
+    recomputable by anyone from the id alone)."""
+    return hashlib.sha256(episode_id.encode("utf-8")).hexdigest()
+
+
+def proportional_labels(
+    judged: Sequence[Episode], labels: Mapping[str, str]
+) -> ProportionalLabels:
+    """A proportional subsample of the audit labels over the family × verdict strata of the
+    judged episodes (module docstring).
+
+    With N_h judged episodes and m_h labelled ones ("success"/"failure"; cannot-tell labels name
+    no truth) in stratum h, f = min_h m_h/N_h and stratum h keeps ⌊f·N_h⌋ = ⌊m_min·N_h/N_min⌋
+    labels, the first in `_stratum_order`. A stratum with judged episodes but no label makes
+    f = 0 (nothing kept, `missing` names it).
+
+    Args:
+        judged: the window's episodes the judge gave a success/failure verdict (others ignored).
+        labels: {episode_id: technician's label}.
+    """
+    members: dict[str, list[str]] = {}
+    for e in judged:
+        verdict = verdict_of(e)
+        if verdict in ("success", "failure"):
+            members.setdefault(f"{e.family}/{verdict}", []).append(e.episode_id)
+    with_truth = {
+        name: sorted(
+            (i for i in ids if labels.get(i) in ("success", "failure")), key=_stratum_order
+        )
+        for name, ids in members.items()
+    }
+    if not members:
+        return ProportionalLabels({}, 0.0, {})
+    # The stratum with the smallest labelled share sets f (exact, as a ratio of integers).
+    low = min(members, key=lambda h: (len(with_truth[h]) / len(members[h]), h))
+    m_min, n_min = len(with_truth[low]), len(members[low])
+    kept: dict[str, str] = {}
+    strata: dict[str, tuple[int, int, int]] = {}
+    for name in sorted(members):
+        take = m_min * len(members[name]) // n_min
+        for episode_id in with_truth[name][:take]:
+            kept[episode_id] = labels[episode_id]
+        strata[name] = (len(members[name]), len(with_truth[name]), take)
+    return ProportionalLabels(kept, m_min / n_min, strata, "" if m_min else low)
 
 
 def cp_width(k: int, n: int, level: float = 0.95) -> float:
