@@ -52,12 +52,13 @@ from sim_suites.engines.base import (
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
+from sim_suites.engines.mobile_base import PybulletMobileBase
 from sim_suites.engines.pybullet_contacts import contacts_now
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
-    panda_urdf_file,
+    urdf_file,
 )
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
@@ -72,6 +73,7 @@ from sim_suites.robot import (
     GRIP_FORCE_N,
     PandaKinematics,
 )
+from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Constraint-solver iterations per step (PyBullet's default; enough for the grasps here).
 PYBULLET_SOLVER_ITERATIONS = 50
@@ -110,8 +112,10 @@ class PybulletBackend:
         kinematics: PandaKinematics,
         *,
         image_size: tuple[int, int] | None = None,
+        profile: RobotProfile = PANDA,
     ) -> None:
         self.scene = scene
+        self.profile = profile
         self.image_size = image_size
         self._renderer: PybulletRenderer | None = None
         self.kin = kinematics
@@ -127,7 +131,7 @@ class PybulletBackend:
             numSolverIterations=PYBULLET_SOLVER_ITERATIONS,
         )
         self.robot = client.loadURDF(
-            str(panda_urdf_file(armature_in_links=True)),
+            str(urdf_file(profile.urdf_text(True))),
             useFixedBase=True,
             flags=pybullet.URDF_USE_INERTIA_FROM_FILE
             | pybullet.URDF_USE_SELF_COLLISION
@@ -143,6 +147,21 @@ class PybulletBackend:
         self._hand = link_index["panda_hand"]
         self._fingers = (link_index["panda_leftfinger"], link_index["panda_rightfinger"])
         self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
+        names = {j: n for n, j in link_index.items()}
+        # The links `link_mass_scale` scales: the arm's (a mobile base's links and the arm's
+        # mount are not arm links).
+        self._arm_links = (
+            [
+                j
+                for j in self._robot_links
+                if names.get(j, "")[:6] == "panda_" and names[j] != "panda_link0"
+            ]
+            if profile.mobile
+            else self._robot_links
+        )
+        self.mobile = (
+            PybulletMobileBase(client, self.robot, joint_index) if profile.mobile else None
+        )
         client.changeDynamics(self.robot, -1, linearDamping=0.0, angularDamping=0.0)
         for link in self._robot_links:
             # A separate call: combined with the damping arguments, PyBullet leaves the links'
@@ -215,7 +234,7 @@ class PybulletBackend:
         self._net_peak = np.zeros(3)
         c.restoreState(self._state_id)
         self._resize_parts(params.object_size_scale)
-        for link in self._robot_links:
+        for link in self._arm_links:
             mass = self._nominal_link_mass[link]
             if mass <= 0.0:
                 continue
@@ -249,6 +268,13 @@ class PybulletBackend:
                     force=body.slide_friction_n * params.friction_scale,
                 )
         set_contact_softness(self, params.contact_timeconst_s)
+        c.changeDynamics(
+            self.table, -1, lateralFriction=self.scene.table_friction * params.floor_friction_scale
+        )
+        if self.mobile is not None:
+            base = self.mobile.base_link
+            nominal = (self._nominal_link_mass[base], self._nominal_link_inertia[base])
+            self.mobile.reset(nominal, init, params)
         self._gain = params.actuator_gain_scale
         self._limit = self._nominal_limit.copy()
         self._limit[7:] *= params.grip_force_scale
@@ -327,7 +353,10 @@ class PybulletBackend:
         kp, kv = self._kp * self._gain, self._kv * self._gain
         peak: dict[tuple[str, str], float] = {}
         net_peak = np.zeros(3)
+        mobile = self.mobile
         for _ in range(substeps):
+            if mobile is not None:
+                mobile.apply()
             states = c.getJointStates(self.robot, self._joints)
             q = np.array([s[0] for s in states])
             qd = np.array([s[1] for s in states])
@@ -457,6 +486,18 @@ class PybulletBackend:
             best = min((float(p[8]) for p in points), default=max_m)
             out[name] = max(0.0, min(best, max_m))
         return out
+
+    def drive_base(self, wheel_velocity: np.ndarray, lift_m: float) -> None:
+        """The mobile base's wheel velocity and lift set-point (see `PhysicsBackend`)."""
+        if self.mobile is None:
+            raise EvalError("drive_base: this robot has a fixed base", key="robot")
+        self.mobile.command(wheel_velocity, lift_m)
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The mobile base's x, y, yaw, lift and their velocities (see `PhysicsBackend`)."""
+        if self.mobile is None:
+            raise EvalError("base_state: this robot has a fixed base", key="robot")
+        return self.mobile.state()
 
     def diverged(self) -> bool:
         # PyBullet reports no instability flag; the environment checks state and speeds.
