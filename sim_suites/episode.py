@@ -28,9 +28,10 @@ from embodied_eval.errors import EvalError
 from embodied_eval.protocol.policy_contract import CLIP, ActionCheck
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
-from sim_suites.env import ENGINES, PandaTaskEnv
+from sim_suites.env import ENGINES
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
+from sim_suites.registration import TaskEnv, task_env
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import task_spec
@@ -38,11 +39,11 @@ from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
 #: restore the whole simulator state, so reuse does not change results (tested).
-_ENV_CACHE: dict[tuple[str, str, str], PandaTaskEnv] = {}
+_ENV_CACHE: dict[tuple[str, str, str], TaskEnv] = {}
 _ENV_CACHE_MAX = 8
 
 
-def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> PandaTaskEnv:
+def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> TaskEnv:
     """A process-local environment for (task, engine, observation mode), built on first use."""
     key = (task_id, engine, observation_mode)
     env = _ENV_CACHE.get(key)
@@ -50,7 +51,7 @@ def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> Pa
         if len(_ENV_CACHE) >= _ENV_CACHE_MAX:
             oldest = next(iter(_ENV_CACHE))
             _ENV_CACHE.pop(oldest).close()
-        env = PandaTaskEnv(task_id, engine, observation_mode=observation_mode)
+        env = task_env(task_id, engine, observation_mode=observation_mode)
         _ENV_CACHE[key] = env
     return env
 

@@ -61,7 +61,7 @@ BASE_TOP_M = 0.36
 MOUNT_X_M = 0.12
 MOUNT_Z0_M = 0.40
 #: The lift column (half-extents, m), hanging below the mount inside the base.
-COLUMN_HALF_M = (0.07, 0.07, 0.30)
+COLUMN_HALF_M = (0.07, 0.07, 0.19)
 #: A carriage's token mass and inertia (kg, kg·m²): present so every engine takes the joint.
 CARRIAGE_MASS_KG = 0.001
 CARRIAGE_INERTIA_KGM2 = 1e-6
@@ -78,7 +78,7 @@ class BaseLimits:
 
     speed_mps: float = 1.0
     acceleration_mps2: float = 1.0
-    yaw_rate_rps: float = 1.0
+    yaw_rate_rps: float = 0.8
     yaw_acceleration_rps2: float = 2.0
     lift_speed_mps: float = LIFT_SPEED_MPS
 
@@ -119,7 +119,7 @@ def _joint(
     if axis is not None:
         ET.SubElement(joint, "axis", xyz=axis)
     if limit is not None:
-        ET.SubElement(joint, "limit", **limit)
+        ET.SubElement(joint, "limit", attrib=dict(limit))
 
 
 def _box_collision(link: ET.Element, half: tuple[float, float, float], z: float) -> None:
@@ -198,10 +198,14 @@ def lifted_mass_kg() -> float:
     return total
 
 
+#: The set-point offset that feeds the nominal lifted weight forward, m.
+LIFT_FEED_FORWARD_M = lifted_mass_kg() * 9.81 / LIFT_KP
+
+
 def lift_force(q: float, qd: float, target: float, gain_scale: float = 1.0) -> float:
     """The lift servo's force, N: clip(kp·(target + m·g/kp − q) − kv·q̇, ±effort), the nominal
     lifted weight m·g fed forward (`sim_suites.engines.base.pd_torque`'s law)."""
     kp, kv = LIFT_KP * gain_scale, LIFT_KV * gain_scale
-    command = target + lifted_mass_kg() * 9.81 / LIFT_KP
+    command = target + LIFT_FEED_FORWARD_M
     force = kp * (command - q) - kv * qd
     return min(LIFT_EFFORT_N, max(-LIFT_EFFORT_N, force))

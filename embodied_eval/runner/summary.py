@@ -35,6 +35,7 @@ RUNNER_MIGRATIONS = (
     """,
 )
 
+
 def progress_rows(
     manifest: Manifest,
     attempts: Mapping[Slot, Sequence[Episode]],

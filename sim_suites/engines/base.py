@@ -148,7 +148,7 @@ class PhysicsBackend(Protocol):
         """Whether the simulator reported an instability since the last reset."""
 
     def drive_base(self, wheel_velocity: np.ndarray, lift_m: float) -> None:
-        """A mobile base's wheel velocity (3,): vx, vy world frame m/s, yaw rate rad/s, and the
+        """A mobile base's wheel velocity (3,): vx, vy in the base's frame m/s, yaw rate rad/s, and the
         torso lift's set-point (m), held from the next `step` on (`sim_suites.engines.
         wheel_traction`); a fixed base has none."""
 

@@ -13,7 +13,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from sim_suites.engines.base import InitialState, PhysicsParams
+from sim_suites.engines.base import PHYSICS_DT, InitialState, PhysicsParams
 from sim_suites.engines.wheel_traction import FLOOR_FRICTION, GRAVITY_MPS2, WheelDrive
 from sim_suites.mobile_description import BASE_JOINTS, LIFT_JOINT, LIFT_RANGE_M, lift_force
 
@@ -28,7 +28,8 @@ class MobileBaseState:
         self.lift_target = LIFT_RANGE_M[0]
         self.gain = 1.0
 
-    def reset(self, robot_mass_kg: float, params: PhysicsParams, lift_m: float) -> None:
+    def start(self, robot_mass_kg: float, params: PhysicsParams, lift_m: float) -> None:
+        """A new episode: the floor and the load (the robot's mass, kg), the lift at `lift_m`."""
         self.drive = WheelDrive(
             robot_mass_kg * GRAVITY_MPS2,
             FLOOR_FRICTION * params.floor_friction_scale,
@@ -41,12 +42,10 @@ class MobileBaseState:
         self.drive.wheel = np.array(wheel_velocity, dtype=float).reshape(3)
         self.lift_target = float(np.clip(lift_m, *LIFT_RANGE_M))
 
-    def forces(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        """Generalized forces (4,) on x, y, yaw, lift at joint state q, qd (4,) each."""
-        out = np.empty(4)
-        out[:3] = self.drive.generalized_force(qd[:3])
-        out[3] = lift_force(float(q[3]), float(qd[3]), self.lift_target, self.gain)
-        return out
+    def forces(self, q: list[float], qd: list[float]) -> list[float]:
+        """Generalized forces on x, y, yaw, lift at joint state q, qd (4 each)."""
+        fx, fy, torque = self.drive.generalized_force(qd[0], qd[1], qd[2], q[2], PHYSICS_DT)
+        return [fx, fy, torque, lift_force(q[3], qd[3], self.lift_target, self.gain)]
 
 
 class MujocoMobileBase(MobileBaseState):
@@ -69,11 +68,13 @@ class MujocoMobileBase(MobileBaseState):
         """Place the base and set the floor and the load (after `mj_resetData`)."""
         pose = np.asarray(init.base_q if init.base_q is not None else np.zeros(4), dtype=float)
         data.qpos[self.qadr] = pose
-        super().reset(float(model.body_mass[self.robot_bodies].sum()), params, float(pose[3]))
+        self.start(float(model.body_mass[self.robot_bodies].sum()), params, float(pose[3]))
 
     def apply(self, data: Any) -> None:
         """Write this physics step's floor and lift forces."""
-        data.qfrc_applied[self.vadr] = self.forces(data.qpos[self.qadr], data.qvel[self.vadr])
+        data.qfrc_applied[self.vadr] = self.forces(
+            data.qpos[self.qadr].tolist(), data.qvel[self.vadr].tolist()
+        )
 
     def state(self, data: Any) -> tuple[np.ndarray, np.ndarray]:
         return data.qpos[self.qadr].copy(), data.qvel[self.vadr].copy()
@@ -119,14 +120,15 @@ class PybulletMobileBase(MobileBaseState):
         total = sum(
             c.getDynamicsInfo(self.robot, link)[0] for link in range(c.getNumJoints(self.robot))
         )
-        super().reset(float(total), params, float(pose[3]))
+        self.start(float(total), params, float(pose[3]))
 
     def apply(self) -> None:
         import pybullet
 
-        q, qd = self.state()
+        states = self.client.getJointStates(self.robot, self.joints)
+        q, qd = [s[0] for s in states], [s[1] for s in states]
         self.client.setJointMotorControlArray(
-            self.robot, self.joints, pybullet.TORQUE_CONTROL, forces=list(self.forces(q, qd))
+            self.robot, self.joints, pybullet.TORQUE_CONTROL, forces=self.forces(q, qd)
         )
 
     def state(self) -> tuple[np.ndarray, np.ndarray]:
