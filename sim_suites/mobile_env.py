@@ -40,31 +40,25 @@ from embodied_eval.errors import EvalError
 from sim_suites.arena import Workspace
 from sim_suites.command_path import ArmCommandPath, BaseLimiter, JointLimits, RobotController
 from sim_suites.control_quality import ControlRecorder, unintended_contact
-from sim_suites.controller import V_MAX_MPS
-from sim_suites.engines.base import ROBOT, InitialState
+from sim_suites.engines.base import InitialState
 from sim_suites.engines.factory import check_engine, make_backend
 from sim_suites.env_config import env_config
 from sim_suites.grasping import GraspTracker
 from sim_suites.mobile_description import LIFT_RANGE_M, MOUNT_X_M, MOUNT_Z0_M
 from sim_suites.mobile_metrics import collisions_per_metre, time_to_goal_s
-from sim_suites.mobile_observations import MobileReading, mobile_observation, mobile_space
+from sim_suites.mobile_observations import (
+    MobileReading,
+    floor_plan_array,
+    mobile_observation,
+    mobile_space,
+)
+from sim_suites.mobile_safety import CollisionCounter, governing_speed, speed_caps
 from sim_suites.robot import FINGER_MAX_M, panda_kinematics, tcp_linear_velocity
 from sim_suites.robot_profiles import MOBILE_PANDA
-from sim_suites.room import (
-    ROBOT_RADIUS_M,
-    ROOM_X,
-    ROOM_Y,
-    draw_floor_plan,
-    path_length,
-    shortest_path,
-    stand_pose,
-)
+from sim_suites.room import ROBOT_RADIUS_M, ROOM_X, ROOM_Y, draw_floor_plan, task_shortest_path
 from sim_suites.safety_monitors import (
-    SSM_MARGIN_M,
-    SSM_SPEED_FRACTION,
     SafetyMonitor,
     StopDecision,
-    protective_separation,
 )
 from sim_suites.scenes import SCENE_KNOBS, check_scene_seed, scene_record
 from sim_suites.tasks import TaskState, graded_quality, make_task
@@ -90,8 +84,6 @@ ROOM_WORKSPACE = Workspace(
 #: Separation is measured up to this distance (m): beyond the largest S_p the base can need
 #: (at 1 m/s with its braking time, about 2.3 m).
 MOBILE_SEPARATION_RANGE_M = 4.0
-#: A robot contact with a fixture or the person above this force counts as a collision (N).
-COLLISION_FORCE_N = 1.0
 #: Why the scene knobs do nothing here: the floor plan places the parts.
 _PLAN_PLACES = "the room's floor plan places the parts (drawn from the scene seed)"
 DIVERGED_SPEED_MPS = 50.0
@@ -145,7 +137,8 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.command_path = ArmCommandPath(self.kin, JointLimits.panda(self.kin), dt)
         self.robot = RobotController(self.kin)
         assert self.profile.base is not None
-        self.base_path = BaseLimiter(self.profile.base, dt)
+        self._base_limits = self.profile.base
+        self.base_path = BaseLimiter(self._base_limits, dt)
         self.grasp = GraspTracker(task)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(8,), dtype=np.float32)
         self.observation_space = mobile_space()
@@ -202,6 +195,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.not_applied = {v.knob: _PLAN_PLACES for v in variations if v.knob in SCENE_KNOBS}
         self.params = episode_params(self.sampled, cfg.drift, cfg.reality_gap)
         self.plan, self.goal, self._human = plan, goal, human
+        self._floor_plan = floor_plan_array(plan.obstacles())
         self._noise_rng, self._noise = noise_rng, self.params.sensor_noise_std
         positions = plan.body_positions()
         positions["cube"] = start_obj
@@ -243,15 +237,14 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._status, self._status_reason = "ok", ""
         self._events_seen = 0
         self._path_m = 0.0
-        self._touching: set[str] = set()
-        self._collisions = 0
+        self._collisions = CollisionCounter("cube")
         self._stopped_steps = 0
         self._clipped = 0
         self._ssm_stop = False
         self._ready = True
         self._read_state()
         self.object_start = self._obj_pos.copy()
-        self.shortest_m = self._shortest_path(plan, start_obj, goal)
+        self.shortest_m = task_shortest_path(plan, task.source, start_obj, task.target, goal)
         self.start_scene = scene_record(
             "setup",
             self._obj_pos,
@@ -276,20 +269,6 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         }
         return self._observation(), info
 
-    def _shortest_path(self, plan: Any, start_obj: np.ndarray, goal: np.ndarray) -> float | None:
-        """l_i of SPL: the shortest base path start → pick stand-off → place stand-off, m (None
-        when the place cannot be reached)."""
-        rects = plan.obstacles()
-        pick = stand_pose(plan.counter_rect(self.task.source), start_obj, rects)
-        place = stand_pose(plan.counter_rect(self.task.target), goal, rects)
-        if pick is None or place is None:
-            return None
-        first = shortest_path(np.array(plan.start[:2]), pick[:2], rects)
-        second = shortest_path(pick[:2], place[:2], rects)
-        if first is None or second is None:
-            return None
-        return path_length(first) + path_length(second)
-
     # ------------------------------------------------------------------ state
 
     def _read_state(self) -> None:
@@ -308,9 +287,12 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         lever = self._tcp - np.array([x, y, 0.0])
         self._tcp_vel = arm_vel + np.array([vx - wz * lever[1], vy + wz * lever[0], vl])
         self._base_speed = math.hypot(vx, vy)
-        self._ssm_speed = self._governing_speed(
-            self._base_speed + abs(wz) * ROBOT_RADIUS_M,
+        rim = self._base_speed + abs(wz) * ROBOT_RADIUS_M
+        self._ssm_speed = governing_speed(
+            rim,
             math.sqrt(float(self._tcp_vel @ self._tcp_vel)),
+            self._base_limits.stopping_time_s(rim),
+            self._limits,
         )
         if self._human is not None:
             # Part by part, each query bounded by the closest so far (only the minimum counts).
@@ -323,21 +305,6 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._obj_pos, self._obj_quat = b.body_pose("cube")
         vel = b.body_velocity("cube")
         self._obj_speed = math.sqrt(float(vel @ vel))
-
-    def _governing_speed(self, rim_mps: float, tcp_mps: float) -> tuple[float, float]:
-        """The robot speed and stopping time that S_p takes (m/s, s): the base's rim speed with
-        the base's braking time, or the TCP's speed with the arm's stopping time — whichever
-        needs the larger protective separation."""
-        base = self.profile.base
-        assert base is not None
-        lim = self._limits
-        options = ((rim_mps, base.stopping_time_s(rim_mps)), (tcp_mps, lim.stopping_time_s))
-        return max(
-            options,
-            key=lambda o: protective_separation(
-                o[0], dataclasses.replace(lim, stopping_time_s=o[1])
-            ),
-        )
 
     def _task_state(self) -> TaskState:
         return TaskState(self._obj_pos, self._obj_speed, 0.0, self._held)
@@ -367,7 +334,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             point=self._to_map(self._obj_pos),
             goal=self.goal,
             grasped=self._held,
-            floor_plan=self.plan.obstacles(),
+            floor_plan=self._floor_plan,
         )
         return mobile_observation(reading, eps)
 
@@ -380,34 +347,21 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         if np.abs(act).max() > 1.0:
             np.clip(act, -1.0, 1.0, out=act)
             self._clipped += 1
-        limits, profile = self._limits, self.profile
-        assert profile.base is not None
-        sep = self._separation
-        tcp_cap, base_cap = V_MAX_MPS, profile.base.speed_mps
-        self._ssm_stop = False
-        if sep is not None:
-            if self._monitor.reduced_speed_required(sep):
-                tcp_cap = min(tcp_cap, SSM_SPEED_FRACTION * limits.reduced_speed_mps)
-            if sep < profile.reduced_speed_zone_m:
-                base_cap = profile.reduced_speed_mps
-            speed, stopping = self._ssm_speed
-            required = protective_separation(
-                speed, dataclasses.replace(limits, stopping_time_s=stopping)
-            )
-            self._ssm_stop = sep < required + SSM_MARGIN_M
-        if self._ssm_stop:
+        profile, base = self.profile, self._base_limits
+        caps = speed_caps(self._separation, self._ssm_speed, profile, self._limits, self._monitor)
+        self._ssm_stop = caps.stop
+        if caps.stop:
             act[[0, 1, 2, 4, 5, 6, 7]] = 0.0
             self._stopped_steps += 1
         dt = self._dt
-        sent = self.command_path.step(act[:4], self._q, tcp_cap, (self._rots, self._origins))
+        sent = self.command_path.step(act[:4], self._q, caps.tcp_mps, (self._rots, self._origins))
         self.robot.send(self._step * dt, sent.target, sent.duration_s, sent.finger)
         wanted = np.array(
-            [act[4] * profile.base.speed_mps, act[5] * profile.base.speed_mps,
-             act[6] * profile.base.yaw_rate_rps]
-        )  # fmt: skip
-        body = self.base_path.step(wanted, base_cap)
+            [act[4] * base.speed_mps, act[5] * base.speed_mps, act[6] * base.yaw_rate_rps]
+        )
+        body = self.base_path.step(wanted, caps.base_mps)
         self._lift_target = float(
-            np.clip(self._lift_target + act[7] * profile.base.lift_speed_mps * dt, *LIFT_RANGE_M)
+            np.clip(self._lift_target + act[7] * base.lift_speed_mps * dt, *LIFT_RANGE_M)
         )
         self.backend.drive_base(body, self._lift_target)
         self._wheel_body = body
@@ -441,7 +395,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self.backend, command.finger, float(self._q[7] + self._q[8]), part_in_tcp, False
         )
         contacts = self.backend.contact_forces()
-        self._count_collisions(contacts)
+        self._collisions.update(contacts)
         external = self.backend.robot_external_force()
         decision: StopDecision | None = self._monitor.update(
             self._step,
@@ -502,16 +456,6 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         }
         return self._observation(), float(self._quality), terminated, truncated, info
 
-    def _count_collisions(self, contacts: Mapping[tuple[str, str], float]) -> None:
-        """Count each new robot contact with a wall, furniture or the person (not the cube)."""
-        now = {
-            b if a == ROBOT else a
-            for (a, b), force in contacts.items()
-            if ROBOT in (a, b) and force > COLLISION_FORCE_N and "cube" not in (a, b)
-        }
-        self._collisions += len(now - self._touching)
-        self._touching = now
-
     @property
     def object_point(self) -> np.ndarray:
         """True position (3,) of the cube now, m."""
@@ -539,8 +483,10 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
                 "path_length_m": round(self._path_m, 6),
                 "shortest_path_m": None if shortest is None else round(shortest, 6),
                 "spl": round(done * shortest / max(self._path_m, shortest), 9) if shortest else 0.0,
-                "collisions": self._collisions,
-                "collisions_per_m": round(collisions_per_metre(self._collisions, self._path_m), 9),
+                "collisions": self._collisions.count,
+                "collisions_per_m": round(
+                    collisions_per_metre(self._collisions.count, self._path_m), 9
+                ),
                 "time_to_goal_s": time_to_goal_s(self._completed_step if done else None, self._dt),
                 "monitored_stop_s": round(self._stopped_steps * self._dt, 6),
                 "odometry_error_m": round(

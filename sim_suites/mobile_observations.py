@@ -61,7 +61,7 @@ class MobileReading:
     point: np.ndarray
     goal: np.ndarray
     grasped: bool
-    floor_plan: list[tuple[float, float, float, float]]
+    floor_plan: np.ndarray  # (4·MAX_FOOTPRINTS,) `floor_plan_array` of the room
 
 
 def floor_plan_array(footprints: list[tuple[float, float, float, float]]) -> np.ndarray:
@@ -98,7 +98,7 @@ def mobile_observation(reading: MobileReading, eps: np.ndarray) -> dict[str, np.
         "object_visible": np.array([1.0]),
         "goal_pos": reading.goal.copy(),
         "grasped": np.array([1.0 if reading.grasped else 0.0]),
-        "floor_plan": floor_plan_array(reading.floor_plan),
+        "floor_plan": reading.floor_plan.copy(),
     }
 
 

@@ -344,3 +344,21 @@ def stand_pose(
         if best is None or reach < best[0]:
             best = (reach, np.array([sx, sy, yaw]))
     return None if best is None else best[1]
+
+
+def task_shortest_path(
+    plan: FloorPlan, source: int, start: np.ndarray, target: int, goal: np.ndarray
+) -> float | None:
+    """The l_i of SPL for a pick-and-place: the shortest base path from the start to the
+    stand-off serving `start` on counter `source`, then to the one serving `goal` on counter
+    `target`, m (None when a stand-off or a leg cannot be reached)."""
+    rects = plan.obstacles()
+    pick = stand_pose(plan.counter_rect(source), start, rects)
+    place = stand_pose(plan.counter_rect(target), goal, rects)
+    if pick is None or place is None:
+        return None
+    first = shortest_path(np.array(plan.start[:2]), pick[:2], rects)
+    second = shortest_path(pick[:2], place[:2], rects)
+    if first is None or second is None:
+        return None
+    return path_length(first) + path_length(second)

@@ -237,3 +237,65 @@ OPEN_ROOM_AHEAD = FloorPlan(
     clutter=(),
     start=(1.0, 0.0, 0.0),
 )
+
+
+# --------------------------------------------------------------------------- downstream
+
+MOBILE_PROTOCOL = """
+[protocol]
+name = "mobile-lab"
+version = "1"
+base_seed = 11
+m_min = 1
+
+[window]
+id = "w-mobile"
+start = "2026-11-01"
+end = "2026-11-30"
+
+[battery.mobile_pick_place]
+target_quality = 0.8
+instances = ["mobile_pick_place/cube_across"]
+
+[drift.nominal]
+day = 0
+
+[sampling]
+seeds_per_instance = 1
+real_fraction = 0.0
+
+[randomization]
+friction_scale = [0.9, 1.1]
+floor_friction_scale = [0.8, 1.2]
+base_mass_scale = [0.9, 1.1]
+odometry_drift = [-0.005, 0.005]
+
+[sim]
+engines = ["mujoco", "pybullet"]
+max_steps = 3000
+"""
+
+
+def test_the_family_is_listed_and_runs_in_a_sim_protocol_in_both_engines(tmp_path, capsys):
+    from embodied_eval.cli.main import main
+    from embodied_eval.store.core import Store
+
+    assert main(["protocol", "tasks"]) == 0
+    listing = capsys.readouterr().out
+    assert "mobile_pick_place  (engines: mujoco, pybullet)" in listing
+    assert "mobile_pick_place/cube_across" in listing
+    proto = tmp_path / "protocol.toml"
+    proto.write_text(MOBILE_PROTOCOL)
+    db = tmp_path / "s.db"
+    args = ["run", str(proto), "--side", "sim", "--executor", "sequential"]
+    code = main([*args, "--db", str(db), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    with Store(db) as store:
+        episodes = store.episodes()
+    assert sorted(e.engine for e in episodes) == ["mujoco", "pybullet"]
+    for e in episodes:
+        assert e.family == "mobile_pick_place" and e.status == "ok"
+        assert {"spl", "collisions_per_m", "time_to_goal_s", "min_separation_m"} <= set(e.control)
+        assert set(e.randomization) >= {"floor_friction_scale", "base_mass_scale"}
+    # The pair's two engines start from one room.
+    assert episodes[0].scene == episodes[1].scene
