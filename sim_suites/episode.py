@@ -31,7 +31,7 @@ from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from sim_suites.env import ENGINES
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
-from sim_suites.registration import TaskEnv, task_env
+from sim_suites.registration import FAMILY_ENTRY_POINTS, TaskEnv, task_env
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import task_spec
@@ -78,7 +78,8 @@ def run_episode(
             the task's q*).
         policy: a policy object or import path; None uses `spec.policy`.
         faults: fault kinds or `FaultRequest`s to inject (none by default).
-        max_steps: overrides the protocol's max_steps (control steps at 50 Hz).
+        max_steps: overrides the protocol's max_steps (control steps at 50 Hz; without either,
+            `default_max_steps` of the family).
         record_dir: if given, the per-step trajectory is written there as
             `<episode_id>.npz` and listed in `Episode.artifacts`: `action`, `tcp`, `object`,
             `q` after each step, and `time` plus every observation array as `obs.<key>` as
@@ -104,7 +105,7 @@ def run_episode(
     target_quality = spec.target_quality
     qc_tolerance = None
     randomization: dict[str, Any] = dict(DEFAULT_RANDOMIZATION)
-    steps = 400
+    steps = default_max_steps(task.family)
     limits = safety or SafetyLimits()
     grasp_mode = grasp or (protocol.sim_grasp if protocol is not None else "contact")
     if protocol is not None:
@@ -219,6 +220,12 @@ def run_episode(
         status_reason=summary["status_reason"],
     )
     return EpisodeOutcome(episode=episode, safety_events=summary["safety_events"])
+
+
+def default_max_steps(family: str) -> int:
+    """Control steps an episode gets without a protocol: 400 (8 s at 50 Hz) at a table, 3000
+    (60 s) for a family that drives through a room."""
+    return 3000 if family in FAMILY_ENTRY_POINTS else 400
 
 
 def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:

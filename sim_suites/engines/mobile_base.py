@@ -13,6 +13,7 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from embodied_eval.errors import EvalError
 from sim_suites.engines.base import PHYSICS_DT, InitialState, PhysicsParams
 from sim_suites.engines.wheel_traction import FLOOR_FRICTION, GRAVITY_MPS2, WheelDrive
 from sim_suites.mobile_description import BASE_JOINTS, LIFT_JOINT, LIFT_RANGE_M, lift_force
@@ -48,12 +49,42 @@ class MobileBaseState:
         return [fx, fy, torque, lift_force(q[3], qd[3], self.lift_target, self.gain)]
 
 
+class MobileDrive:
+    """What both backends add for a mobile base: `drive_base` and `base_state` (see
+    `PhysicsBackend`), through their `mobile` part (None on a fixed base)."""
+
+    mobile: MujocoMobileBase | PybulletMobileBase | None
+
+    def drive_base(self, wheel_velocity: np.ndarray, lift_m: float) -> None:
+        """The mobile base's wheel velocity and lift set-point (see `PhysicsBackend`)."""
+        if self.mobile is None:
+            raise EvalError("drive_base: this robot has a fixed base", key="robot")
+        self.mobile.command(wheel_velocity, lift_m)
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The mobile base's x, y, yaw, lift and their velocities (see `PhysicsBackend`)."""
+        if self.mobile is None:
+            raise EvalError("base_state: this robot has a fixed base", key="robot")
+        return self.mobile.state()
+
+
+def arm_links(link_names: dict[int, str]) -> list[int]:
+    """The links of a mobile robot that `link_mass_scale` scales: the Panda's, but its mount
+    (`panda_link0`, part of the lift) — not the base's or the lift's."""
+    return [
+        j for j, name in link_names.items() if name.startswith("panda_") and name != "panda_link0"
+    ]
+
+
 class MujocoMobileBase(MobileBaseState):
     """The base in a compiled MuJoCo model (forces through `qfrc_applied`)."""
 
-    def __init__(self, model: mujoco.MjModel, robot_bodies: set[int], base_body: int) -> None:
+    def __init__(
+        self, model: mujoco.MjModel, data: Any, robot_bodies: set[int], base_body: int
+    ) -> None:
         super().__init__()
         m = model
+        self.data = data
         self.qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in BASE_AND_LIFT])
         self.vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in BASE_AND_LIFT])
         self.robot_bodies = np.array(sorted(robot_bodies))
@@ -76,8 +107,8 @@ class MujocoMobileBase(MobileBaseState):
             data.qpos[self.qadr].tolist(), data.qvel[self.vadr].tolist()
         )
 
-    def state(self, data: Any) -> tuple[np.ndarray, np.ndarray]:
-        return data.qpos[self.qadr].copy(), data.qvel[self.vadr].copy()
+    def state(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.data.qpos[self.qadr].copy(), self.data.qvel[self.vadr].copy()
 
 
 class PybulletMobileBase(MobileBaseState):

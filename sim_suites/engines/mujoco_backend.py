@@ -37,7 +37,7 @@ from sim_suites.engines.base import (
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
-from sim_suites.engines.mobile_base import MujocoMobileBase
+from sim_suites.engines.mobile_base import MobileDrive, MujocoMobileBase
 from sim_suites.engines.mujoco_contacts import MujocoContacts
 from sim_suites.engines.mujoco_scene import WORLD_CONAFFINITY, WORLD_CONTYPE, add_scene_body
 from sim_suites.panda_description import (
@@ -93,7 +93,7 @@ def _mujoco_body(link: str) -> str:
     return "panda_link7" if link in _FUSED_INTO_LINK7 else link
 
 
-class MujocoBackend:
+class MujocoBackend(MobileDrive):
     """One MuJoCo model/data pair for one scene. See `PhysicsBackend`."""
 
     engine = "mujoco"
@@ -200,9 +200,10 @@ class MujocoBackend:
         robot_bodies = arm_bodies | {m.body(name).id for name in profile.base_links}
         self.contacts = MujocoContacts(m, scene, self._body_id, robot_bodies)
         self._floor_geom = m.geom(TABLE).id
-        self.mobile = (
+        self.mobile: MujocoMobileBase | None = (
             MujocoMobileBase(
                 m,
+                self.data,
                 robot_bodies | {m.body(n).id for n in ("base_x_link", "base_y_link")},
                 m.body("mobile_base").id,
             )
@@ -463,18 +464,6 @@ class MujocoBackend:
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
         """Distance from the robot's geometry to each body (see `MujocoContacts.separation`)."""
         return self.contacts.separation(self.model, self.data, bodies, max_m)
-
-    def drive_base(self, wheel_velocity: np.ndarray, lift_m: float) -> None:
-        """The mobile base's wheel velocity and lift set-point (see `PhysicsBackend`)."""
-        if self.mobile is None:
-            raise EvalError("drive_base: this robot has a fixed base", key="robot")
-        self.mobile.command(wheel_velocity, lift_m)
-
-    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The mobile base's x, y, yaw, lift and their velocities (see `PhysicsBackend`)."""
-        if self.mobile is None:
-            raise EvalError("base_state: this robot has a fixed base", key="robot")
-        return self.mobile.state(self.data)
 
     def diverged(self) -> bool:
         counts = self._warning_counts.tolist()

@@ -52,7 +52,7 @@ from sim_suites.engines.base import (
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
-from sim_suites.engines.mobile_base import PybulletMobileBase
+from sim_suites.engines.mobile_base import MobileDrive, PybulletMobileBase, arm_links
 from sim_suites.engines.pybullet_contacts import contacts_now
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import (
@@ -101,7 +101,7 @@ def _close_live_backends() -> None:
         backend.close()
 
 
-class PybulletBackend:
+class PybulletBackend(MobileDrive):
     """One PyBullet DIRECT client for one scene. See `PhysicsBackend`."""
 
     engine = "pybullet"
@@ -148,18 +148,8 @@ class PybulletBackend:
         self._fingers = (link_index["panda_leftfinger"], link_index["panda_rightfinger"])
         self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
         names = {j: n for n, j in link_index.items()}
-        # The links `link_mass_scale` scales: the arm's (a mobile base's links and the arm's
-        # mount are not arm links).
-        self._arm_links = (
-            [
-                j
-                for j in self._robot_links
-                if names.get(j, "")[:6] == "panda_" and names[j] != "panda_link0"
-            ]
-            if profile.mobile
-            else self._robot_links
-        )
-        self.mobile = (
+        self._arm_links = arm_links(names) if profile.mobile else self._robot_links
+        self.mobile: PybulletMobileBase | None = (
             PybulletMobileBase(client, self.robot, joint_index) if profile.mobile else None
         )
         client.changeDynamics(self.robot, -1, linearDamping=0.0, angularDamping=0.0)
@@ -486,18 +476,6 @@ class PybulletBackend:
             best = min((float(p[8]) for p in points), default=max_m)
             out[name] = max(0.0, min(best, max_m))
         return out
-
-    def drive_base(self, wheel_velocity: np.ndarray, lift_m: float) -> None:
-        """The mobile base's wheel velocity and lift set-point (see `PhysicsBackend`)."""
-        if self.mobile is None:
-            raise EvalError("drive_base: this robot has a fixed base", key="robot")
-        self.mobile.command(wheel_velocity, lift_m)
-
-    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """The mobile base's x, y, yaw, lift and their velocities (see `PhysicsBackend`)."""
-        if self.mobile is None:
-            raise EvalError("base_state: this robot has a fixed base", key="robot")
-        return self.mobile.state()
 
     def diverged(self) -> bool:
         # PyBullet reports no instability flag; the environment checks state and speeds.
