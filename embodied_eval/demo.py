@@ -243,9 +243,7 @@ def run_demo(
     if conditions:
         console.print(f"      expansion audit: ran condition(s) {', '.join(conditions)} (sim)")
 
-    _step(
-        console, 4, "auditing the judge, computing metrics, certifying with a new demo key", started
-    )
+    _step(console, 4, "auditing the judge, computing metrics, certifying with a new demo key", started)
     audit_judge_with_oracle(db, protocol, console)
     key = out / "keys" / "demo-signer.pem"
     create_private_key(key)

@@ -43,7 +43,9 @@ def _fmt(value: Any) -> str:
 
 def _print_not_calibrated_from(out: dict[str, Any]) -> None:
     for row in out.get("not_calibrated_from", []):
-        console.print(f"  not calibrated from {row['episode_id']}: {row['reason']}", markup=False)
+        console.print(
+            f"  not calibrated from {row['episode_id']}: {row['reason']}", markup=False
+        )
 
 
 def _print(out: dict[str, Any]) -> None:

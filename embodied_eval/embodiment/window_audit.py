@@ -248,7 +248,9 @@ def _stratum_order(episode_id: str) -> str:
     return hashlib.sha256(episode_id.encode("utf-8")).hexdigest()
 
 
-def proportional_labels(judged: Sequence[Episode], labels: Mapping[str, str]) -> ProportionalLabels:
+def proportional_labels(
+    judged: Sequence[Episode], labels: Mapping[str, str]
+) -> ProportionalLabels:
     """A proportional subsample of the audit labels over the family × verdict strata of the
     judged episodes (module docstring).
 

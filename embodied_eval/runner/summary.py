@@ -35,7 +35,6 @@ RUNNER_MIGRATIONS = (
     """,
 )
 
-
 def progress_rows(
     manifest: Manifest,
     attempts: Mapping[Slot, Sequence[Episode]],

@@ -280,9 +280,7 @@ def run_trials(
                         real_side.run()
                 try:
                     if sim_due:
-                        _run_sim(
-                            protocol, settings, options, sim_due, db, out, recorder, stop, live
-                        )
+                        _run_sim(protocol, settings, options, sim_due, db, out, recorder, stop, live)
                 except BaseException as exc:
                     # The sim side failed: let the real episode in progress finish and be
                     # recorded (unless this is the second Ctrl-C), then report the failure.

@@ -36,7 +36,9 @@ def settings_digest(settings: Mapping[str, Any]) -> str:
     return ledger.sha256_text(canonical_json(dict(settings)))
 
 
-def changed_settings(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[Any]]:
+def changed_settings(
+    before: Mapping[str, Any], after: Mapping[str, Any]
+) -> dict[str, list[Any]]:
     """{setting: [old, new]} for every setting whose value differs, appears or disappears
     (None stands for absent)."""
     return {
