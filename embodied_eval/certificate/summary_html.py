@@ -223,7 +223,8 @@ def summary_html(cert: Mapping[str, Any]) -> str:
     window = protocol.get("window", {})
     verdict = certificate_verdict(cert)
     steps = "".join(
-        f"<li>{_code(s)}</li>" for s in next_steps(verdict, has_evidence=bool(cert.get("evidence")))
+        f"<li>{_code(s)}</li>"
+        for s in next_steps(verdict, has_evidence=bool(cert.get("evidence")))
     )
     word = verdict.colour.upper()
     return (
