@@ -11,8 +11,11 @@ of a pair, and both engines, get the same room. Body sizes are fixed; only posit
 so each engine builds its room once and a reset moves the bodies.
 
 Shortest paths (`shortest_path`) run on a visibility graph among the obstacles' footprints grown
-by the robot's radius: exact for that configuration space (straight segments between grown
-corners). The same planner gives the reference policy its route and the task its shortest path
+by the robot's radius r — each footprint's Minkowski sum with a disc of radius r, taken as the
+octagon circumscribing it (the box grown by r, its corners cut at r from the footprint's
+corners): straight segments between the octagons' vertices. The octagon overestimates the
+rounded corners by at most r·(1/cos 22.5° − 1) ≈ 0.08·r, so the paths are the shortest ones up
+to that. The same planner gives the reference policy its route and the task its shortest path
 length for SPL (`sim_suites.mobile_metrics`).
 """
 
@@ -235,30 +238,62 @@ def counter_point(plan: FloorPlan, k: int, along_m: float) -> np.ndarray:
 # --------------------------------------------------------------------------- planning
 
 
-def _grown(rects: list[Rect], radius: float) -> np.ndarray:
-    return np.array([(x, y, hx + radius, hy + radius) for x, y, hx, hy in rects]).reshape(-1, 4)
+#: The octagon's outward normals: ±x, ±y and the four diagonals.
+_NORMALS = np.array(
+    [[1, 0], [-1, 0], [0, 1], [0, -1], [1, 1], [1, -1], [-1, 1], [-1, -1]], dtype=float
+)
+_NORMALS[4:] /= math.sqrt(2.0)
+_TAN_22_5 = math.tan(math.pi / 8)
+
+
+def _octagons(rects: list[Rect], radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each footprint grown by `radius` as 8 half-planes n·p ≤ d: normals (8, 2) and the
+    offsets (R, 8), m (see the module docstring)."""
+    g = np.array(rects, dtype=float).reshape(-1, 4)
+    cx, cy, hx, hy = g.T
+    axis = np.stack([cx + hx, -(cx - hx), cy + hy, -(cy - hy)], axis=1) + radius
+    diag = np.stack(
+        [sx * cx + sy * cy + hx + hy for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1))], axis=1
+    ) / math.sqrt(2.0) + radius
+    return _NORMALS, np.concatenate([axis, diag], axis=1)
+
+
+def _vertices(rects: list[Rect], radius: float, pad: float) -> list[tuple[float, float]]:
+    """The octagons' vertices, pushed `pad` outward."""
+    out = []
+    r, c = radius + pad, (radius + pad) * _TAN_22_5
+    for x, y, hx, hy in rects:
+        for sx in (-1, 1):
+            for sy in (-1, 1):
+                out.append((x + sx * (hx + r), y + sy * (hy + c)))
+                out.append((x + sx * (hx + c), y + sy * (hy + r)))
+    return out
 
 
 def blocked(point: np.ndarray, rects: list[Rect], radius: float) -> bool:
-    """Whether a robot of `radius` centred at `point` (2,) overlaps an obstacle footprint."""
-    g = _grown(rects, radius)
-    inside = (np.abs(point[0] - g[:, 0]) < g[:, 2]) & (np.abs(point[1] - g[:, 1]) < g[:, 3])
-    return bool(inside.any())
+    """Whether a robot of `radius` centred at `point` (2,) overlaps an obstacle footprint
+    (its octagon, see the module docstring)."""
+    normals, offsets = _octagons(rects, radius)
+    inside = (normals @ np.asarray(point[:2], dtype=float))[None, :] < offsets
+    return bool(inside.all(axis=1).any())
 
 
-def _segments_clear(a: np.ndarray, b: np.ndarray, grown: np.ndarray) -> np.ndarray:
-    """For segments a[i] → b[i] ((n, 2) each), whether each misses every grown box's interior
-    (slab test; touching a box's boundary is allowed)."""
-    d = (b - a)[:, None, :]  # (n, 1, 2)
-    lo = (grown[None, :, :2] - grown[None, :, 2:]) - a[:, None, :]
-    hi = (grown[None, :, :2] + grown[None, :, 2:]) - a[:, None, :]
+def _segments_clear(
+    a: np.ndarray, b: np.ndarray, normals: np.ndarray, offsets: np.ndarray
+) -> np.ndarray:
+    """For segments a[i] → b[i] ((n, 2) each), whether each misses every octagon's interior
+    (Cyrus–Beck clipping against the 8 half-planes; touching a boundary is allowed)."""
+    na = a @ normals.T  # (n, 8)
+    nd = (b - a) @ normals.T  # (n, 8)
+    room = offsets[None, :, :] - na[:, None, :]  # (n, R, 8): d − n·a
+    step = np.broadcast_to(nd[:, None, :], room.shape)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t1, t2 = lo / d, hi / d
-    tmin = np.where(d != 0, np.minimum(t1, t2), np.where((lo < 0) & (hi > 0), -np.inf, np.inf))
-    tmax = np.where(d != 0, np.maximum(t1, t2), np.where((lo < 0) & (hi > 0), np.inf, -np.inf))
-    enter = np.maximum(tmin.max(axis=2), 0.0)
-    leave = np.minimum(tmax.min(axis=2), 1.0)
-    hits = leave - enter > 1e-9
+        t = room / step
+    enter = np.where(step < 0, t, -np.inf).max(axis=2)
+    leave = np.where(step > 0, t, np.inf).min(axis=2)
+    parallel_out = ((step == 0) & (room <= 0)).any(axis=2)
+    enter, leave = np.maximum(enter, 0.0), np.minimum(leave, 1.0)
+    hits = (leave - enter > 1e-9) & ~parallel_out
     return np.asarray(~hits.any(axis=1))
 
 
@@ -271,23 +306,16 @@ def shortest_path(
     start, goal = np.asarray(start[:2], float), np.asarray(goal[:2], float)
     if blocked(start, rects, radius) or blocked(goal, rects, radius):
         return None
-    grown = _grown(rects, radius)
-    pad = 1e-3
-    corners = [
-        (x + sx * (hx + pad), y + sy * (hy + pad))
-        for x, y, hx, hy in grown
-        for sx in (-1, 1)
-        for sy in (-1, 1)
-    ]
+    normals, offsets = _octagons(rects, radius)
     nodes = [start, goal] + [
         np.array(c)
-        for c in corners
+        for c in _vertices(rects, radius, 1e-3)
         if 0 < c[0] < ROOM_X and abs(c[1]) < ROOM_Y / 2 and not blocked(np.array(c), rects, radius)
     ]
     pts = np.array(nodes)
     n = len(pts)
     ii, jj = np.triu_indices(n, 1)
-    clear = _segments_clear(pts[ii], pts[jj], grown)
+    clear = _segments_clear(pts[ii], pts[jj], normals, offsets)
     edges: list[list[tuple[float, int]]] = [[] for _ in range(n)]
     for i, j in zip(ii[clear].tolist(), jj[clear].tolist(), strict=True):
         w = float(np.linalg.norm(pts[i] - pts[j]))

@@ -3,9 +3,11 @@
 Hand-computed values:
 
 - Shortest path on the fixed floor plan `OPEN_ROOM` (no counters, no clutter, doorway centred at
-  y = 1.0 m, robot radius 0.45 m): the partition's south panel ends at y = 1.0 − 0.65 = 0.35 m,
-  grown by 0.45 m to y = 0.80 m over x ∈ [4.0, 5.0] m. From (1, 0) to (8, 0) the path runs to
-  (4.0, 0.8), along to (5.0, 0.8), down to (8, 0): 2·√(3² + 0.8²) + 1.0 = 7.2097 m.
+  y = 1.0 m, robot radius r = 0.45 m): the partition's south panel (x ∈ [4.45, 4.55]) ends at
+  y = 1.0 − 0.65 = 0.35 m; its octagon's top edge is at y = 0.35 + r = 0.80 m between
+  x = 4.5 ± (0.05 + r·tan 22.5°) = 4.5 ± 0.236396 m. From (1, 0) to (8, 0) the path runs to
+  (4.263604, 0.8), along to (4.736396, 0.8), down to (8, 0):
+  2·√(3.263604² + 0.8²) + 0.472792 = 2·3.360225 + 0.472792 = 7.193242 m.
 - SPL (Anderson et al. 2018, eq. 1) of S = (1, 1, 1), l = (6, 5, 4), p = (8, 5, 2):
   (6/8 + 5/5 + 4/4) / 3 = 0.91667; with S = (1, 0, 1): (0.75 + 0 + 1) / 3 = 0.58333.
 - Protective separation at rest (SafetyLimits defaults): S_p = 1.6·(0.05 + 0.1) + 0.02 = 0.26 m;
@@ -15,7 +17,6 @@ Hand-computed values:
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pytest
@@ -68,7 +69,7 @@ def play(env: MobileTaskEnv, seed: int, scene_seed: int) -> dict:
 def test_shortest_path_on_a_fixed_floor_plan_by_hand():
     path = shortest_path(np.array([1.0, 0.0]), np.array([8.0, 0.0]), OPEN_ROOM.obstacles())
     assert path is not None
-    assert path_length(path) == pytest.approx(2 * math.sqrt(9 + 0.64) + 1.0, abs=2e-3)
+    assert path_length(path) == pytest.approx(7.193242, abs=2e-3)
     # The doorway straight ahead: a straight line, 7 m.
     ahead = dataclasses.replace(OPEN_ROOM, doorway_y=0.0)
     straight = shortest_path(np.array([1.0, 0.0]), np.array([8.0, 0.0]), ahead.obstacles())
