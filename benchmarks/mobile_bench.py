@@ -145,33 +145,34 @@ def bare_episode(backend: object, task: MobilePickPlace, seed: int) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--seeds", type=int, default=20, help="0: timing only")
     parser.add_argument("--timing-seeds", type=int, default=3)
     parser.add_argument("--engines", default="mujoco,pybullet")
     args = parser.parse_args()
     task = make_task(TASK)
     assert isinstance(task, MobilePickPlace)
     for engine in args.engines.split(","):
-        episodes = [
-            run_episode(spec_for(engine, seed), max_steps=MAX_STEPS).episode
-            for seed in range(args.seeds)
-        ]
-        wins = [e.success for e in episodes]
-        controls = [e.control for e in episodes]
-        metres = sum(c["path_length_m"] for c in controls)
-        collisions = sum(c["collisions"] for c in controls)
-        shortest = [c["shortest_path_m"] or 0.0 for c in controls]
-        taken = [c["path_length_m"] for c in controls]
-        times = [c["time_to_goal_s"] for c in controls if c["time_to_goal_s"] is not None]
-        seps = [c["min_separation_m"] for c in controls if c["min_separation_m"] is not None]
-        print(
-            f"{engine:9s} {args.seeds} seeds: success {success_rate(wins):.2f} "
-            f"({sum(wins)}/{len(wins)}), mean SPL {spl(wins, shortest, taken):.3f}, "
-            f"collisions/m {collisions_per_metre(collisions, metres):.4f} "
-            f"({collisions} in {metres:.1f} m), mean time to goal "
-            f"{np.mean(times) if times else float('nan'):.1f} s, "
-            f"min separation {min(seps) if seps else float('nan'):.2f} m"
-        )
+        if args.seeds:
+            episodes = [
+                run_episode(spec_for(engine, seed), max_steps=MAX_STEPS).episode
+                for seed in range(args.seeds)
+            ]
+            wins = [e.success for e in episodes]
+            controls = [e.control for e in episodes]
+            metres = sum(c["path_length_m"] for c in controls)
+            collisions = sum(c["collisions"] for c in controls)
+            shortest = [c["shortest_path_m"] or 0.0 for c in controls]
+            taken = [c["path_length_m"] for c in controls]
+            times = [c["time_to_goal_s"] for c in controls if c["time_to_goal_s"] is not None]
+            seps = [c["min_separation_m"] for c in controls if c["min_separation_m"] is not None]
+            print(
+                f"{engine:9s} {args.seeds} seeds: success {success_rate(wins):.2f} "
+                f"({sum(wins)}/{len(wins)}), mean SPL {spl(wins, shortest, taken):.3f}, "
+                f"collisions/m {collisions_per_metre(collisions, metres):.4f} "
+                f"({collisions} in {metres:.1f} m), mean time to goal "
+                f"{np.mean(times) if times else float('nan'):.1f} s, "
+                f"min separation {min(seps) if seps else float('nan'):.2f} m"
+            )
         # Timing: both sides built beforehand (the harness's environment is cached), each seed's
         # harness episode and bare episode run back to back.
         backend = make_backend(engine, task.scene(), profile=MOBILE_PANDA)

@@ -84,6 +84,12 @@ ROOM_WORKSPACE = Workspace(
 #: Separation is measured up to this distance (m): beyond the largest S_p the base can need
 #: (at 1 m/s with its braking time, about 2.3 m).
 MOBILE_SEPARATION_RANGE_M = 4.0
+#: A sphere holding the whole robot (centre height above its base, radius; the arm stretched
+#: straight up from the highest lift reaches 1.33 m from it) and one holding any body part of
+#: the person (m): a cheap lower bound that skips exact separation queries far away.
+ROBOT_SPHERE_Z_M = 0.8
+ROBOT_SPHERE_RADIUS_M = 1.5
+PART_SPHERE_RADIUS_M = 0.35
 #: Why the scene knobs do nothing here: the floor plan places the parts.
 _PLAN_PLACES = "the room's floor plan places the parts (drawn from the scene seed)"
 DIVERGED_SPEED_MPS = 50.0
@@ -201,6 +207,10 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         positions["cube"] = start_obj
         if human is not None:
             positions.update(human.moving_parts(0.0))
+        self._part_pos = {
+            body.name: np.asarray(positions.get(body.name, body.pos), dtype=float)
+            for body in (human.bodies() if human is not None else ())
+        }
         lift0 = start_obj[2] - MOUNT_Z0_M - 0.02
         base0 = np.array([*plan.start, float(np.clip(lift0, *LIFT_RANGE_M))])
         self.backend.reset(
@@ -295,9 +305,14 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._limits,
         )
         if self._human is not None:
-            # Part by part, each query bounded by the closest so far (only the minimum counts).
+            # Part by part, each query bounded by the closest so far (only the minimum counts),
+            # skipped when the spheres around robot and part are already that far apart.
             best = MOBILE_SEPARATION_RANGE_M
+            centre = np.array([x, y, ROBOT_SPHERE_Z_M])
             for part in self._human.part_names:
+                gap = float(np.linalg.norm(self._part_pos[part] - centre))
+                if gap - ROBOT_SPHERE_RADIUS_M - PART_SPHERE_RADIUS_M >= best:
+                    continue
                 best = min(best, b.separation((part,), best)[part])
             self._separation: float | None = best
         else:
@@ -383,6 +398,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         if self._human is not None:
             for part, pos in self._human.moving_parts(step * dt).items():
                 self.backend.move_body(part, pos)
+                self._part_pos[part] = pos
         before = self._base_q[:2].copy()
         self.backend.step(command.arm_cmd, command.finger, self._substeps)
         self._step += 1

@@ -252,9 +252,13 @@ def _octagons(rects: list[Rect], radius: float) -> tuple[np.ndarray, np.ndarray]
     g = np.array(rects, dtype=float).reshape(-1, 4)
     cx, cy, hx, hy = g.T
     axis = np.stack([cx + hx, -(cx - hx), cy + hy, -(cy - hy)], axis=1) + radius
-    diag = np.stack(
-        [sx * cx + sy * cy + hx + hy for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1))], axis=1
-    ) / math.sqrt(2.0) + radius
+    diag = (
+        np.stack(
+            [sx * cx + sy * cy + hx + hy for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1))], axis=1
+        )
+        / math.sqrt(2.0)
+        + radius
+    )
     return _NORMALS, np.concatenate([axis, diag], axis=1)
 
 
