@@ -134,10 +134,11 @@ class Ros2Robot:
         self._clock_ns = 0  # the robot's /clock (simulated time)
         self._clock_heard = False
         self._skipped_s = 0.0  # simulated time skipped while the robot did not answer
+        self._sleeping_to_ns: int | None = None  # the target of the sleep under way
         self._allowed_ns = 0  # how far this harness allows the robot's clock
         self._trajectories_sent = 0
         if self.sim_time:
-            self.taps.clock_ns = lambda: round(self.now_s() * 1e9)
+            self.taps.clock_ns = lambda: round(self.arrival_s() * 1e9)
 
     # ------------------------------------------------------------------ connection
 
@@ -247,7 +248,7 @@ class Ros2Robot:
         cls = stream_message_class(stream)
 
         def callback(raw: bytes, info: Any) -> None:
-            received_s = self.now_s()
+            received_s = self.arrival_s()
             transit = self.transit_log
             if transit is not None and stream == "joint_state":
                 transit.append(time.time_ns() - int(info.get("source_timestamp", 0)))
@@ -322,6 +323,15 @@ class Ros2Robot:
             return self._clock_ns / 1e9 + self._skipped_s
         return time.monotonic()
 
+    def arrival_s(self) -> float:
+        """When a message arriving now was received, s on `now_s`'s clock. Simulated time: what
+        arrives during a sleep arrives at its end (the harness looks then), whatever the order
+        in which the topics' messages and the clock were delivered."""
+        to_ns = self._sleeping_to_ns
+        if to_ns is None:
+            return self.now_s()
+        return to_ns / 1e9 + self._skipped_s
+
     def sleep(self, seconds: float) -> None:
         if seconds <= 0:
             return
@@ -333,7 +343,16 @@ class Ros2Robot:
             # At least one tick of the robot's (as on MuJoCo: a positive sleep steps once).
             target_ns = max(round((target_s - self._skipped_s) * 1e9), self._clock_ns + 1000)
             self._allowed_ns = max(self._allowed_ns, target_ns)
-        self._beat()
+            self._sleeping_to_ns = target_ns
+        try:
+            self._beat()
+            self._await_clock(target_ns, target_s)
+        finally:
+            self._sleeping_to_ns = None
+
+    def _await_clock(self, target_ns: int, target_s: float) -> None:
+        """Wait until the robot's clock and joint states reach `target_ns`; when the clock stops
+        for SIM_CLOCK_GRACE_S (wall), skip ours to `target_s` (the robot is found stale)."""
         seen, since = -1, time.monotonic()
         with self._lock:
             while True:
@@ -343,7 +362,6 @@ class Ros2Robot:
                 if self._clock_ns != seen:
                     seen, since = self._clock_ns, time.monotonic()
                 elif time.monotonic() - since > SIM_CLOCK_GRACE_S or self.session is None:
-                    # The robot's clock stopped: skip to the target on ours (it is found stale).
                     self._skipped_s += target_s - self.now_s()
                     return
                 self._arrived.wait(0.05)
