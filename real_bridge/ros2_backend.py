@@ -15,7 +15,6 @@ it as `Ros2Backend(protocol, **options)`.
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -185,7 +184,7 @@ class Ros2Backend(EpisodeBackend):
                                             "quality": run.judgement.quality,
                                             "success": run.judgement.success,
                                             **run.judgement.record})),
-                time.time_ns(),
+                robot.taps.now_ns(),
             )
         robot.taps.attach_recorder(None)
         robot.taps.attach_judge_log(None)

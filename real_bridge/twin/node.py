@@ -29,6 +29,8 @@ arrived (`last_arm_command`, `last_arm_command_ns`, wall clock). The twin runs n
 Clock: states are stamped with the simulation clock anchored to wall time when the node starts:
 tick k is stamped start + k / rate. Ticks are never skipped, so a gap in the stamps the harness
 receives is a lost message.
+
+Simulated time (`TwinSettings.sim_time`): see `real_bridge.twin.lockstep`.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from real_bridge.interface import (
 )
 from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
 from real_bridge.safety_state import ROBOT_STATE_STATUS
+from real_bridge.twin.lockstep import MAX_LAG_S, Lockstep
 from real_bridge.twin.monitors import monitor_event
 from real_bridge.twin.plant import Plant
 from real_bridge.twin.sensors import (
@@ -77,8 +80,8 @@ if TYPE_CHECKING:
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
-#: Behind schedule by more than this, the pacing gives up catching up (stamps stay continuous).
-MAX_LAG_S = 0.25
+#: Simulated time, before a harness comes: how often the standing state and clock are sent, s.
+IDLE_PERIOD_S = 0.02
 #: Name and version the twin's oracle publishes under (its ground truth: for measuring the
 #: harness's detector, never for judging a counted episode).
 ORACLE_NAME, ORACLE_VERSION = "twin-oracle", "1"
@@ -151,6 +154,14 @@ class TwinNode:
         self.last_heartbeat_s: float | None = None  # sim time of the last heartbeat received
         self.last_heartbeat_ns = 0  # the same on the robot's stamp clock (the robot's log)
         self.held_at_ns = 0  # robot stamp clock of the deadman hold
+        self.sim_time = settings.sim_time
+        self.lockstep = Lockstep(settings.sim_grace_s)
+        self._wake = threading.Condition(self.lock)
+        self.clock_pub = (
+            node.create_publisher(mc("rosgraph_msgs/msg/Clock"), t.clock, qos_profile(q.clock))
+            if settings.sim_time
+            else None
+        )
         self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
@@ -174,12 +185,14 @@ class TwinNode:
             "pose_dropouts": 0,
             "late_ticks": 0,
             "max_tick_lag_us": 0,
+            "sim_waits": 0,
+            "sim_grace_advances": 0,
         }
         self.last_rejection = ""
         self.tracker = TrackerSensor(settings.gap)
         self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
         self._epoch = time.monotonic()
-        self._epoch_ns = time.time_ns()
+        self._epoch_ns = 0 if settings.sim_time else time.time_ns()
         self._slip = 0.0
         self._stop = threading.Event()
 
@@ -193,15 +206,25 @@ class TwinNode:
         with self.lock:
             self.last_heartbeat_s = self._sim_time_now()
             self.last_heartbeat_ns = self._robot_clock_ns(self.last_heartbeat_s)
+            if self.sim_time:
+                self.lockstep.heard(stamp_to_ns(msg.stamp), str(msg.frame_id), self.sim_s)
+                self._wake.notify_all()
             if self.mode == "hold" and not self.latched:
                 self.mode = "follow"
 
+    def _clock_ns(self) -> int:
+        """Now on the robot's clock, ns: the simulated clock in simulated-time mode, else wall."""
+        return round(self.sim_s * 1e9) if self.sim_time else time.time_ns()
+
     def _supervised(self) -> bool:
         last = self.last_heartbeat_s
+        if self.sim_time:
+            return self.lockstep.supervised(self.sim_s, self.settings.bridge.deadlines.deadman_s)
         return last is not None and self.sim_s - last <= self.settings.bridge.deadlines.deadman_s
 
     def _robot_clock_ns(self, sim_s: float) -> int:
-        """The robot's stamp clock at simulated time `sim_s` (what its joint states carry)."""
+        """The robot's stamp clock at simulated time `sim_s` (what its joint states carry: from
+        0 in simulated-time mode, else from the wall clock when the node started)."""
         return self._epoch_ns + round(sim_s * 1e9)
 
     def _check_trajectory(self, msg: Any, joints: tuple[str, ...]) -> str:
@@ -211,7 +234,7 @@ class TwinNode:
             stamp_to_ns(msg.header.stamp),
             [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points],
             [len(p.positions) for p in msg.points],
-            time.time_ns(),
+            self._clock_ns(),
         )
 
     def _accept(self, msg: Any, joints: tuple[str, ...], kind: str) -> None:
@@ -243,14 +266,24 @@ class TwinNode:
         lags when the control loop was held up): a command is applied at the sim time it arrived
         at, so commands that arrive while the loop catches up keep their spacing."""
         wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
+        if self.sim_time:
+            return self.sim_s  # the clock stands still while the harness decides
         return max(self.sim_s, wall)
 
+    def _received(self) -> None:
+        """Count a trajectory message in (simulated time: the lockstep waits for them)."""
+        with self.lock:
+            self.lockstep.received += 1
+            self._wake.notify_all()
+
     def _on_command(self, msg: Any) -> None:
-        self.arm_received = (str(msg.header.frame_id), time.time_ns())
+        self.arm_received = (str(msg.header.frame_id), self._clock_ns())
         self._accept(msg, self.plant.arm_joints, "arm")
+        self._received()
 
     def _on_gripper(self, msg: Any) -> None:
         self._accept(msg, self.plant.finger_joints, "gripper")
+        self._received()
 
     def _on_episode(self, msg: Any) -> None:
         event = parse_episode_event(str(msg.data))
@@ -345,7 +378,7 @@ class TwinNode:
         self, statuses: list[tuple[str, int, str, list[tuple[str, str]]]]
     ) -> None:
         hardware_id = self.settings.bridge.robot_id or "twin"
-        self.diag_pub.publish(diagnostic_array(statuses, hardware_id, time.time_ns()))
+        self.diag_pub.publish(diagnostic_array(statuses, hardware_id, self._clock_ns()))
 
     def robot_state_values(self) -> list[tuple[str, str]]:
         return [
@@ -353,6 +386,11 @@ class TwinNode:
             ("supervised", "true" if self._supervised() else "false"),
             ("held_at_ns", str(self.held_at_ns)),
             ("last_heartbeat_ns", str(self.last_heartbeat_ns)),
+            *(
+                [("supervised_until_ns", str(round((self.lockstep.allowed_until_s or 0) * 1e9)))]
+                if self.sim_time
+                else []
+            ),
             ("last_arm_command", self.arm_received[0]),
             ("last_arm_command_ns", str(self.arm_received[1])),
             ("episode_id", self.episode_id),
@@ -450,30 +488,31 @@ class TwinNode:
         period_ns = round(period_sim * 1e9)
         camera_period = 1.0 / self.settings.camera_hz if self.settings.camera_hz > 0 else 0.0
         next_camera = 0.0
-        epoch_ns = self._epoch_ns = time.time_ns()
+        # Simulated time stamps from 0; otherwise from the wall clock at the start.
+        epoch_ns = self._epoch_ns = 0 if self.sim_time else time.time_ns()
         epoch = self._epoch = time.monotonic()
         slip = self._slip = 0.0
-        next_diag = epoch
+        next_diag = 0.0 if self.sim_time else epoch
         k = 0
         if on_ready is not None:
             on_ready()
         while not self._stop.is_set() and self.session.alive:
-            due = epoch + slip + k * period_wall
-            now = time.monotonic()
-            if due > now:
-                time.sleep(due - now)
-            elif now - due > MAX_LAG_S:
-                slip += now - due  # stop trying to catch up; stamps stay continuous
-                self._slip = slip
-                self.stats["late_ticks"] += 1
-            lag_us = int((time.monotonic() - due) * 1e6)
-            self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
+            if self.sim_time:
+                if not self._await_tick(period_wall):
+                    continue
+            else:
+                due = epoch + slip + k * period_wall
+                now = time.monotonic()
+                if due > now:
+                    time.sleep(due - now)
+                elif now - due > MAX_LAG_S:
+                    slip += now - due  # stop trying to catch up; stamps stay continuous
+                    self._slip = slip
+                    self.stats["late_ticks"] += 1
+                lag_us = int((time.monotonic() - due) * 1e6)
+                self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
             with self.lock:
-                if self._reset_request is not None:
-                    done, result = self._reset_request
-                    self._reset_request = None
-                    result["success"], result["message"] = self._scene_reset()
-                    done.set()
+                self._serve_reset()
                 self._deadman()
                 self._advance((k + 1) * period_sim)
                 stamp = epoch_ns + (k + 1) * period_ns
@@ -486,10 +525,46 @@ class TwinNode:
                     next_camera += camera_period
                     if next_camera < self.sim_s:
                         next_camera = self.sim_s + camera_period
-                if time.monotonic() >= next_diag:
+                clock_now = self.sim_s if self.sim_time else time.monotonic()
+                if clock_now >= next_diag:
                     self._publish_periodic_diagnostics()
                     next_diag += DIAGNOSTICS_PERIOD_S
+                self._publish_clock(stamp)  # after the tick's states: they are in
             k += 1
+
+    def _publish_clock(self, stamp_ns: int) -> None:
+        if self.clock_pub is not None:
+            clock = message_class("rosgraph_msgs/msg/Clock")()
+            ns_to_stamp(stamp_ns, clock.clock)
+            self.clock_pub.publish(clock)
+
+    def _serve_reset(self) -> None:
+        """Run a pending scene reset (control thread, lock held)."""
+        if self._reset_request is not None:
+            done, result = self._reset_request
+            self._reset_request = None
+            result["success"], result["message"] = self._scene_reset()
+            done.set()
+
+    def _await_tick(self, period_wall: float) -> bool:
+        """Simulated time: whether the next tick may run now (a free-running one paced on the
+        wall clock); False after waiting a little for the harness (the caller asks again)."""
+        with self._wake:
+            self._serve_reset()
+            permission = self.lockstep.permission(self.sim_s)
+            self.stats["sim_grace_advances"] = self.lockstep.grace_advances
+            if permission == "idle":  # the harness finds the robot's state and clock
+                stamp = round(self.sim_s * 1e9)
+                self._publish_tick(stamp)
+                self._publish_clock(stamp)
+                self._wake.wait(IDLE_PERIOD_S)
+                return False
+            if not permission:
+                self.stats["sim_waits"] += 1
+                self._wake.wait(0.05)
+                return False
+        self.lockstep.pace(permission, period_wall)
+        return True
 
     def shutdown(self) -> None:
         self._stop.set()
