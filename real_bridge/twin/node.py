@@ -35,7 +35,6 @@ Simulated time (`TwinSettings.sim_time`): see `real_bridge.twin.lockstep`.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 import time
@@ -60,18 +59,13 @@ from real_bridge.interface import (
     safety_status_name,
     trajectory_problem,
 )
-from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
+from real_bridge.ros_node import RosSession, message_class, qos_profile, stamp_to_ns
 from real_bridge.safety_state import ROBOT_STATE_STATUS
-from real_bridge.twin.lockstep import MAX_LAG_S, Lockstep
+from real_bridge.twin.handoff import Handoff
+from real_bridge.twin.lockstep import Lockstep, WallPacer
 from real_bridge.twin.monitors import monitor_event
+from real_bridge.twin.outputs import TwinOutputs
 from real_bridge.twin.plant import Plant
-from real_bridge.twin.sensors import (
-    applied_echo,
-    camera_info_message,
-    diagnostic_array,
-    image_message,
-    pose_message,
-)
 from real_bridge.twin.settings import TwinSettings
 from real_bridge.twin.tracker import TrackerSensor
 
@@ -106,19 +100,7 @@ class TwinNode:
         events_qos = qos_profile(q.events)
         mc = message_class
 
-        def pub(msgtype: str, topic: str, spec: Any) -> Any:
-            return node.create_publisher(mc(msgtype), topic, qos_profile(spec)) if topic else None
-
-        self.state_pub = pub("sensor_msgs/msg/JointState", t.joint_state, q.joint_state)
-        self.wrench_pub = pub("geometry_msgs/msg/WrenchStamped", t.wrench, q.wrench)
-        self.applied_pub = pub("trajectory_msgs/msg/JointTrajectory", t.applied, q.command)
-        self.image_pub = pub("sensor_msgs/msg/Image", t.camera_image, q.camera)
-        self.info_pub = pub("sensor_msgs/msg/CameraInfo", t.camera_info, q.camera)
-        self.pose_pub = pub("geometry_msgs/msg/PoseStamped", t.object_pose, q.object_pose)
-        # Diagnostics are offered TRANSIENT_LOCAL: compatible with volatile subscribers too.
-        diag_qos = dataclasses.replace(q.diagnostics, durability="transient_local")
-        self.diag_pub = pub("diagnostic_msgs/msg/DiagnosticArray", t.diagnostics, diag_qos)
-        self.verdict_pub = node.create_publisher(mc("std_msgs/msg/String"), t.verdict, events_qos)
+        self.out = TwinOutputs(node, settings, plant.joint_names)
         node.create_subscription(mc("std_msgs/msg/String"), t.manifest, self._on_manifest, events_qos)
         node.create_subscription(mc("std_msgs/msg/String"), t.episode, self._on_episode, events_qos)
         node.create_subscription(
@@ -157,11 +139,6 @@ class TwinNode:
         self.sim_time = settings.sim_time
         self.lockstep = Lockstep(settings.sim_grace_s)
         self._wake = threading.Condition(self.lock)
-        self.clock_pub = (
-            node.create_publisher(mc("rosgraph_msgs/msg/Clock"), t.clock, qos_profile(q.clock))
-            if settings.sim_time
-            else None
-        )
         self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
@@ -170,10 +147,6 @@ class TwinNode:
         self.pending: CommandQueue[tuple[str, str, np.ndarray, float, float]] = CommandQueue()
         self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray, float]] = []
         self.sim_s = 0.0
-        self._state_msg = mc("sensor_msgs/msg/JointState")()
-        self._state_msg.name = list(plant.joint_names)
-        self._wrench_msg = mc("geometry_msgs/msg/WrenchStamped")()
-        self._wrench_msg.header.frame_id = "tool0"
         self.stats = {
             "states_published": 0,
             "commands_applied": 0,
@@ -190,10 +163,9 @@ class TwinNode:
         }
         self.last_rejection = ""
         self.tracker = TrackerSensor(settings.gap)
-        self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
-        self._epoch = time.monotonic()
+        self._reset = Handoff()
         self._epoch_ns = 0 if settings.sim_time else time.time_ns()
-        self._slip = 0.0
+        self._pacer = WallPacer(1.0 / (settings.state_rate_hz * settings.time_scale))
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------ subscriptions
@@ -265,7 +237,7 @@ class TwinNode:
         """The simulation time corresponding to now on the wall clock (≥ the simulated time, which
         lags when the control loop was held up): a command is applied at the sim time it arrived
         at, so commands that arrive while the loop catches up keep their spacing."""
-        wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
+        wall = self._pacer.elapsed_s() * self.settings.time_scale
         if self.sim_time:
             return self.sim_s  # the clock stands still while the harness decides
         return max(self.sim_s, wall)
@@ -301,23 +273,13 @@ class TwinNode:
                 event["episode_id"], "oracle", ORACLE_NAME, ORACLE_VERSION, quality, success,
                 f"the twin's ground truth: {detail}",
             )
-        out = message_class("std_msgs/msg/String")()
-        out.data = verdict.to_json()
-        self.verdict_pub.publish(out)
+        self.out.verdict_json(verdict.to_json())
 
     # ------------------------------------------------------------------ services
 
     def _srv_scene_reset(self, request: Any, response: Any) -> Any:
-        # The reset runs on the control loop's thread (the camera's GL context lives there and a
-        # new scene's first render must not stall the state stream later); this callback waits.
-        done = threading.Event()
-        result: dict[str, Any] = {}
-        with self.lock:
-            self._reset_request = (done, result)
-        if not done.wait(30.0):
-            response.success, response.message = False, "reset did not finish within 30 s"
-            return response
-        response.success, response.message = result["success"], result["message"]
+        # The reset runs on the control loop's thread (`real_bridge.twin.handoff`).
+        response.success, response.message = self._reset.ask(self.lock, 30.0)
         return response
 
     def _scene_reset(self) -> tuple[bool, str]:
@@ -329,7 +291,7 @@ class TwinNode:
             self.plant.reset_scene(spec, manifest)
         except EvalError as exc:
             return False, f"reset failed: {exc}"
-        if self.image_pub is not None:
+        if self.out.image is not None:
             self.plant.render(self.settings.camera_size)  # warm the new scene's renderer up
         self.spec = spec
         self.pending.clear()
@@ -377,8 +339,7 @@ class TwinNode:
     def _publish_statuses(
         self, statuses: list[tuple[str, int, str, list[tuple[str, str]]]]
     ) -> None:
-        hardware_id = self.settings.bridge.robot_id or "twin"
-        self.diag_pub.publish(diagnostic_array(statuses, hardware_id, self._clock_ns()))
+        self.out.statuses(statuses, self._clock_ns())
 
     def robot_state_values(self) -> list[tuple[str, str]]:
         return [
@@ -408,40 +369,19 @@ class TwinNode:
         noise = self.settings.gap.sensor_noise_std
         if noise > 0:
             q = q + self.rng.normal(0.0, noise, size=q.shape)
-        if self.applied_pub is not None:
-            for command_id, names, applied, waited_s in self.applied_now:
-                self.applied_pub.publish(
-                    applied_echo(stamp_ns, command_id, names, applied, waited_s)
-                )
+        wrench = self.plant.wrench() if self.out.wrench is not None else None
+        self.out.tick(stamp_ns, q, qd, tau, wrench, self.applied_now)
         self.applied_now = []
-        state = self._state_msg  # reused: building messages costs more than filling them
-        ns_to_stamp(stamp_ns, state.header.stamp)
-        state.position = q.tolist()
-        state.velocity = qd.tolist()
-        state.effort = tau.tolist()
-        self.state_pub.publish(state)
         self.stats["states_published"] += 1
-        if self.wrench_pub is not None:
-            w = self.plant.wrench()
-            wrench = self._wrench_msg
-            ns_to_stamp(stamp_ns, wrench.header.stamp)
-            f, t = wrench.wrench.force, wrench.wrench.torque
-            f.x, f.y, f.z, t.x, t.y, t.z = (float(v) for v in w)
-            self.wrench_pub.publish(wrench)
 
     def _publish_camera(self, stamp_ns: int) -> None:
-        size = self.settings.camera_size
-        if self.image_pub is not None:
-            rgb = self.plant.render(size)
-            if rgb is not None:
-                self.image_pub.publish(image_message(rgb, self.settings.gap, self.rng, stamp_ns))
-                self.stats["images_published"] += 1
-        if self.info_pub is not None:
-            self.info_pub.publish(camera_info_message(size, stamp_ns))
-        if self.pose_pub is not None:
+        rgb = self.plant.render(self.settings.camera_size) if self.out.image is not None else None
+        if self.out.camera(stamp_ns, rgb, self.rng):
+            self.stats["images_published"] += 1
+        if self.out.pose is not None:
             reading = self.tracker.reading(self.sim_s, self.rng)
             if reading is not None:
-                self.pose_pub.publish(pose_message(reading))
+                self.out.object_pose(reading)
                 self.stats["poses_published"] += 1
             self.stats["pose_dropouts"] = self.tracker.dropouts
 
@@ -490,9 +430,9 @@ class TwinNode:
         next_camera = 0.0
         # Simulated time stamps from 0; otherwise from the wall clock at the start.
         epoch_ns = self._epoch_ns = 0 if self.sim_time else time.time_ns()
-        epoch = self._epoch = time.monotonic()
-        slip = self._slip = 0.0
-        next_diag = 0.0 if self.sim_time else epoch
+        pacer = self._pacer
+        pacer.restart()
+        next_diag = 0.0 if self.sim_time else pacer.start
         k = 0
         if on_ready is not None:
             on_ready()
@@ -501,23 +441,16 @@ class TwinNode:
                 if not self._await_tick(period_wall):
                     continue
             else:
-                due = epoch + slip + k * period_wall
-                now = time.monotonic()
-                if due > now:
-                    time.sleep(due - now)
-                elif now - due > MAX_LAG_S:
-                    slip += now - due  # stop trying to catch up; stamps stay continuous
-                    self._slip = slip
-                    self.stats["late_ticks"] += 1
-                lag_us = int((time.monotonic() - due) * 1e6)
-                self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
+                pacer.wait()
+                self.stats["late_ticks"] = pacer.late_ticks
+                self.stats["max_tick_lag_us"] = pacer.max_lag_us
             with self.lock:
-                self._serve_reset()
+                self._reset.serve(self._scene_reset)
                 self._deadman()
                 self._advance((k + 1) * period_sim)
                 stamp = epoch_ns + (k + 1) * period_ns
                 self._publish_tick(stamp)
-                if self.pose_pub is not None and camera_period:
+                if self.out.pose is not None and camera_period:
                     tcp, holding = self.plant.hand()
                     self.tracker.observe(self.sim_s, stamp, self.plant.object_pose(), tcp, holding)
                 if camera_period and self.sim_s >= next_camera:
@@ -529,28 +462,14 @@ class TwinNode:
                 if clock_now >= next_diag:
                     self._publish_periodic_diagnostics()
                     next_diag += DIAGNOSTICS_PERIOD_S
-                self._publish_clock(stamp)  # after the tick's states: they are in
+                self.out.clock_at(stamp)  # after the tick's states: they are in
             k += 1
-
-    def _publish_clock(self, stamp_ns: int) -> None:
-        if self.clock_pub is not None:
-            clock = message_class("rosgraph_msgs/msg/Clock")()
-            ns_to_stamp(stamp_ns, clock.clock)
-            self.clock_pub.publish(clock)
-
-    def _serve_reset(self) -> None:
-        """Run a pending scene reset (control thread, lock held)."""
-        if self._reset_request is not None:
-            done, result = self._reset_request
-            self._reset_request = None
-            result["success"], result["message"] = self._scene_reset()
-            done.set()
 
     def _await_tick(self, period_wall: float) -> bool:
         """Simulated time: whether the next tick may run now (a free-running one paced on the
         wall clock); False after waiting a little for the harness (the caller asks again)."""
         with self._wake:
-            self._serve_reset()
+            self._reset.serve(self._scene_reset)
             permission = self.lockstep.permission(self.sim_s)
             self.stats["sim_grace_advances"] = self.lockstep.grace_advances
             if permission == "idle":  # the harness finds the robot's state and clock
@@ -558,8 +477,8 @@ class TwinNode:
                 if self.stats["states_published"] == 0:
                     self._publish_tick(stamp)
                 else:  # the same reading again: how long the harness took draws no noise
-                    self.state_pub.publish(self._state_msg)
-                self._publish_clock(stamp)
+                    self.out.repeat_state()
+                self.out.clock_at(stamp)
                 self._wake.wait(IDLE_PERIOD_S)
                 return False
             if not permission:
