@@ -72,6 +72,7 @@ demo: $(STAMP_BASE) system-deps
 test: $(STAMP_ALL) system-deps browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=600
 
 # The input fuzz suite with many more examples per input kind than `make test` runs.
@@ -82,6 +83,7 @@ fuzz: $(STAMP_ALL)
 lint: $(STAMP_ALL)
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
+	$(BIN)/lint-imports
 
 bench: $(STAMP_ALL) system-deps browser-deps
 	for b in benchmarks/*_bench.py; do $(BIN)/python $$b || exit 1; done
