@@ -121,8 +121,9 @@ def detector_correction(
 def _rates_by_family_side(
     first_scored: Sequence[Episode], level: float
 ) -> dict[str, dict[str, Estimate]]:
+    cells = success_by(first_scored, lambda e: (e.family, e.side), level)
     out: dict[str, dict[str, Estimate]] = defaultdict(dict)
-    for (family, side), est in success_by(first_scored, lambda e: (e.family, e.side), level).items():
+    for (family, side), est in cells.items():
         out[family][side] = est
     return dict(out)
 
