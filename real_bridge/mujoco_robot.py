@@ -17,7 +17,7 @@ the episode loop, homing and the checks assert on this clock. The harness's own 
 robot time (the robot waits for it); a stall is modelled by sleeping on the robot's clock.
 
 This is also the example for a lab implementing `Robot` for a LeRobot arm or a vendor SDK: the
-methods below are all there is to implement (see the README's "Implementing a robot").
+methods below are all there is to implement (see "Implementing a robot" in docs/developer.md).
 """
 
 from __future__ import annotations
