@@ -14,7 +14,7 @@ family, seeds 1, 2, …), calibrates from the recordings, then runs the sim half
   effective number of real trials, before and after.
 
 Run: .venv/bin/python benchmarks/calibration_gap.py [--real 24] [--unpaired 40] [--steps 400]
-     [--twin actuator_gain=0.5 ...] (a gap that changes the sim's outcomes: see the README)
+     [--twin actuator_gain=0.5 ...] (a gap that changes the sim's outcomes: see docs/technician.md)
 """
 
 from __future__ import annotations

@@ -314,12 +314,12 @@ DEMO_AUDIT_PER_STRATUM = 3
 def audit_judge_with_oracle(db: Path, protocol: Protocol, console: Console) -> dict[str, object]:
     """Draw the window's judge audit and label the sample with the twin's oracle (module
     docstring, step 4); returns the chained `judge_accuracy` payload."""
-    from embodied_eval.embodiment.window_audit import verdict_of
-    from embodied_eval.store.audit_sample import (
+    from embodied_eval.embodiment.audit_sample import (
         draw_window_audit,
         label_episode,
         measure_window_audit,
     )
+    from embodied_eval.embodiment.window_audit import verdict_of
     from embodied_eval.store.core import Store
 
     window = protocol.window_id

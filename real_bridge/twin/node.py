@@ -70,7 +70,7 @@ from real_bridge.twin.settings import TwinSettings
 from real_bridge.twin.tracker import TrackerSensor
 
 if TYPE_CHECKING:
-    from sim_suites.command_path import CommandQueue
+    from sim_suites.robot_core import CommandQueue
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
@@ -142,7 +142,7 @@ class TwinNode:
         self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
-        from sim_suites.command_path import CommandQueue
+        from sim_suites.robot_core import CommandQueue
 
         self.pending: CommandQueue[tuple[str, str, np.ndarray, float, float]] = CommandQueue()
         self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray, float]] = []

@@ -216,7 +216,7 @@ class TwinSettings:
             raise EvalError(
                 f"camera_size: {self.camera_size!r} is not in 16..1024", key="camera_size"
             )
-        from sim_suites.faults import FAULT_KINDS
+        from sim_suites.robot_core import FAULT_KINDS
 
         for kind in self.faults:
             if kind not in FAULT_KINDS:
