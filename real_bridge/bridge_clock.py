@@ -11,7 +11,9 @@ stamped on arrival and recorded with it, and `sleep(s)` asks the robot to advanc
 a heartbeat stamped with that time whose `frame_id` announces how many trajectory messages were
 sent ("name#N") — and waits until the clock and the joint states reach it. When the clock stops
 moving for `SIM_CLOCK_GRACE_S` of wall time, the harness's clock skips to the target, so a robot
-that died is found stale as on the wall clock.
+that died is found stale as on the wall clock; until the robot's clock moves again, each further
+sleep waits its own length of wall time and skips (waiting for a lost robot's return takes as long
+as on the wall clock, not a grace per sleep).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class LinkClock:
         self.clock_heard = False
         self._skipped_s = 0.0  # simulated time skipped while the robot did not answer
         self._sleeping_to_ns: int | None = None  # the target of the sleep under way
+        self._stalled = False  # the robot's clock stopped; skipping until it moves again
         self._allowed_ns = 0  # how far this harness allows the robot's clock
         self.trajectories_sent = 0
         self._stop = threading.Event()
@@ -72,6 +75,7 @@ class LinkClock:
             self.clock_heard = True
             if ns > self.clock_ns:
                 self.clock_ns = ns
+                self._stalled = False
                 self._arrived.notify_all()
 
     def now_s(self) -> float:
@@ -111,14 +115,16 @@ class LinkClock:
         for SIM_CLOCK_GRACE_S (wall), skip ours to `target_s` (the robot is found stale)."""
         seen, since = -1, time.monotonic()
         with self._arrived:
+            grace = SIM_CLOCK_GRACE_S if not self._stalled else max(target_s - self.now_s(), 0.0)
             while True:
                 stamp = self._state_stamp_ns()
                 if self.clock_ns >= target_ns and (stamp is None or stamp >= target_ns):
                     return
                 if self.clock_ns != seen:
                     seen, since = self.clock_ns, time.monotonic()
-                elif time.monotonic() - since > SIM_CLOCK_GRACE_S or not self._connected():
+                elif time.monotonic() - since > grace or not self._connected():
                     self._skipped_s += target_s - self.now_s()
+                    self._stalled = True
                     return
                 self._arrived.wait(0.05)
 

@@ -22,6 +22,9 @@ import time
 
 from real_bridge.twin.settings import SAME_INSTANT_S
 
+#: While the clock stands (no harness yet, or gone and the robot holding): how often the standing
+#: state and clock are sent again, s (wall).
+IDLE_PERIOD_S = 0.02
 #: Behind schedule by more than this, pacing gives up catching up, s (wall).
 MAX_LAG_S = 0.25
 

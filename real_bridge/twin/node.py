@@ -62,7 +62,7 @@ from real_bridge.interface import (
 from real_bridge.ros_node import RosSession, message_class, qos_profile, stamp_to_ns
 from real_bridge.safety_state import ROBOT_STATE_STATUS
 from real_bridge.twin.handoff import Handoff
-from real_bridge.twin.lockstep import Lockstep, WallPacer
+from real_bridge.twin.lockstep import IDLE_PERIOD_S, Lockstep, WallPacer
 from real_bridge.twin.monitors import monitor_event
 from real_bridge.twin.outputs import TwinOutputs
 from real_bridge.twin.plant import Plant
@@ -74,8 +74,6 @@ if TYPE_CHECKING:
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
-#: Simulated time, before a harness comes: how often the standing state and clock are sent, s.
-IDLE_PERIOD_S = 0.02
 #: Name and version the twin's oracle publishes under (its ground truth: for measuring the
 #: harness's detector, never for judging a counted episode).
 ORACLE_NAME, ORACLE_VERSION = "twin-oracle", "1"
@@ -173,6 +171,7 @@ class TwinNode:
     def _on_manifest(self, msg: Any) -> None:
         with self.lock:
             self.manifest_text = str(msg.data)
+            self._reset.manifests += 1
 
     def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
@@ -472,6 +471,8 @@ class TwinNode:
             self._reset.serve(self._scene_reset)
             permission = self.lockstep.permission(self.sim_s)
             self.stats["sim_grace_advances"] = self.lockstep.grace_advances
+            if permission == "free" and self.mode != "follow":
+                permission = "idle"  # the harness is gone and the robot holds: its clock stands
             if permission == "idle":  # the harness finds the robot's state and clock
                 stamp = round(self.sim_s * 1e9)
                 if self.stats["states_published"] == 0:
