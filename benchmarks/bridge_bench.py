@@ -81,7 +81,7 @@ def console_with_browser(tmp: Path) -> Iterator[tuple[Any, dict[str, Any]]]:
     from playwright.sync_api import sync_playwright
 
     from embodied_eval.console.app import ConsoleServer
-    from embodied_eval.console.live_state import LiveState
+    from embodied_eval.live_channel import LiveState
     from embodied_eval.manifest import plan_manifest
     from embodied_eval.protocol.reader import protocol_from_mapping
     from embodied_eval.store.core import Store

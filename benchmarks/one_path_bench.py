@@ -67,7 +67,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--gaps", default="none,default")
     parser.add_argument("--families", default="")
-    parser.add_argument("--ros", action="store_true", help="also the ROS twin (its own process)")
+    parser.add_argument("--ros", action="store_true", help="also the ROS twin (its own process, on its simulated clock)")
     args = parser.parse_args()
     first: dict[str, str] = {}
     for task_id, spec in TASK_SPECS.items():
@@ -102,8 +102,9 @@ def run_real(
         from real_bridge.twin.process import TwinProcess
 
         domain = 40 + os.getpid() % 50
-        twin = TwinProcess(domain, no_gap=gap == "none").start()
-        runner = Ros2Backend(None, domain_id=domain, max_steps=400)
+        # On its simulated clock: the outcomes cannot depend on this machine's load.
+        twin = TwinProcess(domain, no_gap=gap == "none", sim_time=True).start()
+        runner = Ros2Backend(None, domain_id=domain, max_steps=400, profile="twin_sim")
         engine = "ros2"
     t0 = time.perf_counter()
     try:

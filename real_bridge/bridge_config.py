@@ -117,6 +117,7 @@ class TopicNames:
         manifest: std_msgs/String JSON manifest for the scene-reset service (TRANSIENT_LOCAL).
         verdict: std_msgs/String JSON verdicts from the twin's oracle; the harness also records
             the verdict it stored here.
+        clock: rosgraph_msgs/Clock of a simulated robot (read only with `loop.use_sim_time`).
     """
 
     joint_state: str = "/joint_states"
@@ -133,6 +134,7 @@ class TopicNames:
     episode: str = "/embodied_eval/episode"
     manifest: str = "/embodied_eval/manifest"
     verdict: str = "/embodied_eval/verdict"
+    clock: str = "/clock"
 
     def __post_init__(self) -> None:
         optional = (
@@ -184,6 +186,7 @@ class QosProfiles:
     camera: QosSpec = field(default_factory=lambda: QosSpec(depth=5))
     object_pose: QosSpec = field(default_factory=lambda: QosSpec(depth=50))
     heartbeat: QosSpec = field(default_factory=lambda: QosSpec(depth=10))
+    clock: QosSpec = field(default_factory=lambda: QosSpec(depth=10))
     events: QosSpec = field(default_factory=lambda: QosSpec(durability="transient_local", depth=10))
 
 

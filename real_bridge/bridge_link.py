@@ -7,8 +7,10 @@ the callbacks deserialize them for the harness's own bookkeeping. All shared sta
 one lock because callbacks run on the session's executor thread. Commands are one-point
 `trajectory_msgs/JointTrajectory` messages on the joint_trajectory_controller's topic (and the
 gripper's); the hold is header stamp 0, the current posture of the arm controller's joints,
-time_from_start 0.1 s. The heartbeat (`std_msgs/Header`, the deadman) runs on its own thread from
-`connect` to `disconnect`: when this process dies, it stops, and the robot holds.
+time_from_start 0.1 s. The clock (wall, or the robot's simulated /clock under
+`loop.use_sim_time`) and the deadman heartbeat, which runs on its own thread from `connect` to
+`disconnect` (when this process dies, it stops, and the robot holds), are
+`real_bridge.bridge_clock.LinkClock`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from rclpy.serialization import deserialize_message
 
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
+from real_bridge.bridge_clock import LinkClock
 from real_bridge.bridge_config import BridgeConfig, QosSpec
 from real_bridge.bridge_messages import (
     StateSample,
@@ -48,7 +51,11 @@ from real_bridge.robot import (
     TrackerPose,
     hold_posture,
 )
-from real_bridge.ros_node import RosSession, ns_to_stamp, qos_profile, stream_message_class
+from real_bridge.ros_node import (
+    RosSession,
+    qos_profile,
+    stream_message_class,
+)
 from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading, SafetyTracker
 
 #: How long connect waits for a robot-side heartbeat listener to appear, s (robots without one
@@ -109,11 +116,19 @@ class Ros2Robot:
         self._diagnostics: deque[DiagnosticReading] = deque(maxlen=10_000)
         self._diagnostics_total = 0
         self._arm_command: np.ndarray | None = None
-        self._heartbeat_stop = threading.Event()
-        self._heartbeat_thread: threading.Thread | None = None
         self.publishers: dict[str, Any] = {}
         self.subscriptions: dict[str, Any] = {}
         self.reset_client: Any = None
+        self.sim_time = config.loop.use_sim_time
+        self.clock = LinkClock(
+            config,
+            self._arrived,
+            lambda: None if self._state is None else self._state.stamp_ns,
+            lambda: self.publishers.get("heartbeat"),
+            lambda: self.session is not None,
+        )
+        if self.sim_time:
+            self.taps.clock_ns = lambda: round(self.clock.arrival_s() * 1e9)
 
     # ------------------------------------------------------------------ connection
 
@@ -203,12 +218,19 @@ class Ros2Robot:
 
             self.trigger_type = Trigger
             self.reset_client = node.create_client(Trigger, self.config.services.scene_reset)
+        if self.sim_time:
+            self.subscriptions["clock"] = node.create_subscription(
+                stream_message_class("clock"),
+                topics.clock,
+                self.clock.on_clock,
+                qos_profile(self.config.qos.clock),
+            )
 
     def _make_callback(self, stream: str, handler: Any) -> Any:
         cls = stream_message_class(stream)
 
         def callback(raw: bytes, info: Any) -> None:
-            received_s = time.monotonic()
+            received_s = self.clock.arrival_s()
             transit = self.transit_log
             if transit is not None and stream == "joint_state":
                 transit.append(time.time_ns() - int(info.get("source_timestamp", 0)))
@@ -279,11 +301,10 @@ class Ros2Robot:
     # ------------------------------------------------------------------ the Robot interface
 
     def now_s(self) -> float:
-        return time.monotonic()
+        return self.clock.now_s()
 
     def sleep(self, seconds: float) -> None:
-        if seconds > 0:
-            time.sleep(seconds)
+        self.clock.sleep(seconds)
 
     def get_observation(self) -> Observation | None:
         with self._lock:
@@ -322,6 +343,7 @@ class Ros2Robot:
     ) -> None:
         msg = trajectory_message(names, positions, duration_s, command_id=cid)
         self.publishers[stream].publish(msg)
+        self.clock.sent_trajectory()
         self.taps.sent(stream, msg)
 
     def applied(self, command_id: str) -> AppliedAction | None:
@@ -417,34 +439,13 @@ class Ros2Robot:
     @property
     def heartbeat_alive(self) -> bool:
         """Whether this harness's deadman heartbeat is being published."""
-        return self._heartbeat_thread is not None and self._heartbeat_thread.is_alive()
+        return self.clock.heartbeat_alive
 
     def start_heartbeat(self) -> None:
-        if self._heartbeat_thread is not None:
-            return
-        period = 1.0 / self.config.loop.heartbeat_hz
-        pub = self.publishers["heartbeat"]
-        cls = stream_message_class("heartbeat")
-
-        def beat() -> None:
-            msg = cls()
-            msg.frame_id = self.config.node_name
-            while not self._heartbeat_stop.wait(period):
-                ns_to_stamp(time.time_ns(), msg.stamp)
-                try:
-                    pub.publish(msg)
-                except Exception:  # the context is shutting down
-                    return
-
-        self._heartbeat_thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
-        self._heartbeat_thread.start()
+        self.clock.start_heartbeat()
 
     def stop_heartbeat(self) -> None:
-        self._heartbeat_stop.set()
-        if self._heartbeat_thread is not None:
-            self._heartbeat_thread.join(1.0)
-            self._heartbeat_thread = None
-        self._heartbeat_stop = threading.Event()
+        self.clock.stop_heartbeat()
 
     # ------------------------------------------------------------------ discovery
 
@@ -453,6 +454,8 @@ class Ros2Robot:
         out = []
         if self.get_observation() is None:
             out.append(f"no messages on {self.config.topics.joint_state}")
+        if self.sim_time and not self.clock.clock_heard:
+            out.append(f"no clock on {self.config.topics.clock} (loop.use_sim_time)")
         if self.reset_client is not None and not self.reset_client.service_is_ready():
             out.append(f"service {self.config.services.scene_reset} not available")
         return out
@@ -477,7 +480,7 @@ class Ros2Robot:
         until it has had time to receive one: it follows no command before.
         """
         if self.session.wait_for(lambda: not self.missing(), timeout_s, poll_s=0.01):
-            self._wait_heartbeat_heard(min(timeout_s, HEARTBEAT_MATCH_S))
+            self.clock.wait_heard(self.session, min(timeout_s, HEARTBEAT_MATCH_S))
             return
         missing = self.missing()
         if not missing:
@@ -489,10 +492,3 @@ class Ros2Robot:
             "robot is running and the [topics]/[services] names and domain_id in the robot profile",
             key="robot",
         )
-
-    def _wait_heartbeat_heard(self, timeout_s: float) -> None:
-        pub = self.publishers.get("heartbeat")
-        if pub is None or self._heartbeat_thread is None:
-            return
-        if self.session.wait_for(lambda: pub.get_subscription_count() > 0, timeout_s, 0.01):
-            time.sleep(3.0 / self.config.loop.heartbeat_hz)  # a few beats reach it

@@ -5,6 +5,7 @@ of every recorded stream as received (raw camera frames as PNG `CompressedImage`
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.serialization import deserialize_message, serialize_message
@@ -25,6 +26,13 @@ class RecordingTaps:
         self.judge_log: JudgeLog | None = None
         self.live: Any = None  # a live view's sink (the console, Foxglove): the recorded streams
         self._camera_count = 0
+        #: The recording's clock, ns (None: log times as received, on the wall clock); the
+        #: robot's simulated clock under `loop.use_sim_time`.
+        self.clock_ns: Callable[[], int] | None = None
+
+    def now_ns(self) -> int:
+        """Now on the recording's clock, ns."""
+        return self.clock_ns() if self.clock_ns is not None else time.time_ns()
 
     def _add_streams(self, sink: Any) -> None:
         """Declare the recorded streams on `sink` (camera frames as PNG `CompressedImage`)."""
@@ -64,7 +72,11 @@ class RecordingTaps:
         if not sinks or stream not in self.config.record_streams:
             return None
         topic = getattr(self.config.topics, stream)
-        log_ns = int(info.get("received_timestamp", 0)) or time.time_ns()
+        log_ns = (
+            self.clock_ns()
+            if self.clock_ns is not None
+            else int(info.get("received_timestamp", 0)) or time.time_ns()
+        )
         source_ns = int(info.get("source_timestamp", 0))
         if stream != "camera_image":
             for sink in sinks:
@@ -83,7 +95,7 @@ class RecordingTaps:
         """Tap one message the harness sent."""
         sinks = [s for s in (self.recorder, self.judge_log, self.live) if s is not None]
         if sinks and stream in self.config.record_streams:
-            now = time.time_ns()
+            now = self.now_ns()
             data = bytes(serialize_message(msg))
             for sink in sinks:
                 sink.write(getattr(self.config.topics, stream), data, now, now)

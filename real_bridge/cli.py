@@ -102,6 +102,7 @@ def _twin_settings(**opts: Any) -> Any:
         seed=opts["seed"],
         engine=opts["engine"],
         camera_hz=opts["camera_hz"],
+        sim_time=bool(opts["sim_time"]) or bridge.loop.use_sim_time,
         faults=tuple(f.strip() for f in (opts["faults"] or "").split(",") if f.strip()),
     )
 
@@ -119,6 +120,12 @@ def twin_run(
     robot_id: str = typer.Option("", "--robot-id", help="Robot id in diagnostics."),
     rate_hz: float = typer.Option(500.0, "--rate-hz", help="Joint-state publishing rate, Hz."),
     time_scale: float = typer.Option(1.0, "--time-scale", help="Sim seconds per wall second."),
+    sim_time: bool = typer.Option(
+        False,
+        "--sim-time",
+        help="Publish /clock and advance in lockstep with the harness (machine load cannot "
+        "change outcomes); also on when the profile says loop.use_sim_time.",
+    ),
     seed: int = typer.Option(0, "--seed", min=0, help="Seed of the twin's own noise."),
     engine: str = typer.Option("mujoco", "--engine", help="mujoco or pybullet."),
     friction_scale: float = typer.Option(0.85, "--friction-scale", help="Friction × this."),

@@ -62,7 +62,7 @@ def episode_manifest(
     Returns:
         A JSON-ready dict; `manifest_sha256(...)` of it is what the robot echoes on reset.
     """
-    from sim_suites.variations import DEFAULT_RANDOMIZATION
+    from sim_suites.robot_core import DEFAULT_RANDOMIZATION
 
     # Without a protocol the sim half uses the default ranges: the scene must come from them too.
     randomization = {k: [float(lo), float(hi)] for k, (lo, hi) in DEFAULT_RANDOMIZATION.items()}

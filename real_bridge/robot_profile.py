@@ -198,6 +198,11 @@ class LoopSettings:
         technician_key: Ed25519 private key (PEM) the technician's verdicts are signed with.
         technician: the technician's name recorded with the verdict.
         camera_every: record every n-th camera image (1 = all).
+        use_sim_time: the robot publishes a simulated clock on `topics.clock`
+            (rosgraph_msgs/Clock) and advances only as far as the harness allows: the loop's
+            now/sleep, deadlines, deadman heartbeat and the recordings' log times use that clock,
+            so machine load cannot change an outcome (the twin with `--sim-time`; never a real
+            robot).
     """
 
     rate_hz: float = 50.0
@@ -208,6 +213,7 @@ class LoopSettings:
     technician_key: str = ""
     technician: str = ""
     camera_every: int = 1
+    use_sim_time: bool = False
 
     def __post_init__(self) -> None:
         if not 1.0 <= self.rate_hz <= 1000.0:

@@ -37,6 +37,7 @@ STREAM_TYPES = {
     "object_pose": "geometry_msgs/msg/PoseStamped",
     "diagnostics": "diagnostic_msgs/msg/DiagnosticArray",
     "heartbeat": "std_msgs/msg/Header",
+    "clock": "rosgraph_msgs/msg/Clock",
     "episode": "std_msgs/msg/String",
     "manifest": "std_msgs/msg/String",
     "verdict": "std_msgs/msg/String",
@@ -47,6 +48,7 @@ def message_class(msgtype: str) -> Any:
     """The rclpy message class of a "pkg/msg/Type" name (one of STREAM_TYPES' values)."""
     from diagnostic_msgs.msg import DiagnosticArray
     from geometry_msgs.msg import PoseStamped, WrenchStamped
+    from rosgraph_msgs.msg import Clock
     from sensor_msgs.msg import CameraInfo, CompressedImage, Image, JointState
     from std_msgs.msg import Header, String
     from trajectory_msgs.msg import JointTrajectory
@@ -62,6 +64,7 @@ def message_class(msgtype: str) -> Any:
         "diagnostic_msgs/msg/DiagnosticArray": DiagnosticArray,
         "std_msgs/msg/String": String,
         "std_msgs/msg/Header": Header,
+        "rosgraph_msgs/msg/Clock": Clock,
     }
     return classes[msgtype]
 

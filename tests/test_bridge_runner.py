@@ -1,4 +1,5 @@
-"""The runner's real side against the twin: a killed harness, a killed robot, resume.
+"""The runner's real side against the twin: a killed harness, a killed robot, resume. The twin runs
+in real time here on purpose: deadlines, the deadman and a robot's return are about the wall clock.
 
 - SIGKILL of the harness mid-episode: the twin holds within 200 ms (its deadman), the partial
   recording is readable, and the resumed run marks that attempt as unsupervised (partial kept and

@@ -1,4 +1,5 @@
 """The deadman, asserted on what the robot's own clock recorded, over many trials (never rerun).
+The twin runs in real time here on purpose: the deadman is about the wall clock a real robot keeps.
 
 The twin logs, on its own stamp clock (its simulated time, which a loaded machine holds up together
 with the simulated robot), every heartbeat it receives and the hold it takes when they stop

@@ -29,11 +29,12 @@ arrived (`last_arm_command`, `last_arm_command_ns`, wall clock). The twin runs n
 Clock: states are stamped with the simulation clock anchored to wall time when the node starts:
 tick k is stamped start + k / rate. Ticks are never skipped, so a gap in the stamps the harness
 receives is a lost message.
+
+Simulated time (`TwinSettings.sim_time`): see `real_bridge.twin.lockstep`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 import time
@@ -58,27 +59,21 @@ from real_bridge.interface import (
     safety_status_name,
     trajectory_problem,
 )
-from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
+from real_bridge.ros_node import RosSession, message_class, qos_profile, stamp_to_ns
 from real_bridge.safety_state import ROBOT_STATE_STATUS
+from real_bridge.twin.handoff import Handoff
+from real_bridge.twin.lockstep import IDLE_PERIOD_S, Lockstep, WallPacer
 from real_bridge.twin.monitors import monitor_event
+from real_bridge.twin.outputs import TwinOutputs
 from real_bridge.twin.plant import Plant
-from real_bridge.twin.sensors import (
-    applied_echo,
-    camera_info_message,
-    diagnostic_array,
-    image_message,
-    pose_message,
-)
 from real_bridge.twin.settings import TwinSettings
 from real_bridge.twin.tracker import TrackerSensor
 
 if TYPE_CHECKING:
-    from sim_suites.command_path import CommandQueue
+    from sim_suites.robot_core import CommandQueue
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
-#: Behind schedule by more than this, the pacing gives up catching up (stamps stay continuous).
-MAX_LAG_S = 0.25
 #: Name and version the twin's oracle publishes under (its ground truth: for measuring the
 #: harness's detector, never for judging a counted episode).
 ORACLE_NAME, ORACLE_VERSION = "twin-oracle", "1"
@@ -103,19 +98,7 @@ class TwinNode:
         events_qos = qos_profile(q.events)
         mc = message_class
 
-        def pub(msgtype: str, topic: str, spec: Any) -> Any:
-            return node.create_publisher(mc(msgtype), topic, qos_profile(spec)) if topic else None
-
-        self.state_pub = pub("sensor_msgs/msg/JointState", t.joint_state, q.joint_state)
-        self.wrench_pub = pub("geometry_msgs/msg/WrenchStamped", t.wrench, q.wrench)
-        self.applied_pub = pub("trajectory_msgs/msg/JointTrajectory", t.applied, q.command)
-        self.image_pub = pub("sensor_msgs/msg/Image", t.camera_image, q.camera)
-        self.info_pub = pub("sensor_msgs/msg/CameraInfo", t.camera_info, q.camera)
-        self.pose_pub = pub("geometry_msgs/msg/PoseStamped", t.object_pose, q.object_pose)
-        # Diagnostics are offered TRANSIENT_LOCAL: compatible with volatile subscribers too.
-        diag_qos = dataclasses.replace(q.diagnostics, durability="transient_local")
-        self.diag_pub = pub("diagnostic_msgs/msg/DiagnosticArray", t.diagnostics, diag_qos)
-        self.verdict_pub = node.create_publisher(mc("std_msgs/msg/String"), t.verdict, events_qos)
+        self.out = TwinOutputs(node, settings, plant.joint_names)
         node.create_subscription(mc("std_msgs/msg/String"), t.manifest, self._on_manifest, events_qos)
         node.create_subscription(mc("std_msgs/msg/String"), t.episode, self._on_episode, events_qos)
         node.create_subscription(
@@ -151,18 +134,17 @@ class TwinNode:
         self.last_heartbeat_s: float | None = None  # sim time of the last heartbeat received
         self.last_heartbeat_ns = 0  # the same on the robot's stamp clock (the robot's log)
         self.held_at_ns = 0  # robot stamp clock of the deadman hold
+        self.sim_time = settings.sim_time
+        self.lockstep = Lockstep(settings.sim_grace_s)
+        self._wake = threading.Condition(self.lock)
         self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
-        from sim_suites.command_path import CommandQueue
+        from sim_suites.robot_core import CommandQueue
 
         self.pending: CommandQueue[tuple[str, str, np.ndarray, float, float]] = CommandQueue()
         self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray, float]] = []
         self.sim_s = 0.0
-        self._state_msg = mc("sensor_msgs/msg/JointState")()
-        self._state_msg.name = list(plant.joint_names)
-        self._wrench_msg = mc("geometry_msgs/msg/WrenchStamped")()
-        self._wrench_msg.header.frame_id = "tool0"
         self.stats = {
             "states_published": 0,
             "commands_applied": 0,
@@ -174,13 +156,14 @@ class TwinNode:
             "pose_dropouts": 0,
             "late_ticks": 0,
             "max_tick_lag_us": 0,
+            "sim_waits": 0,
+            "sim_grace_advances": 0,
         }
         self.last_rejection = ""
         self.tracker = TrackerSensor(settings.gap)
-        self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
-        self._epoch = time.monotonic()
-        self._epoch_ns = time.time_ns()
-        self._slip = 0.0
+        self._reset = Handoff()
+        self._epoch_ns = 0 if settings.sim_time else time.time_ns()
+        self._pacer = WallPacer(1.0 / (settings.state_rate_hz * settings.time_scale))
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------ subscriptions
@@ -188,20 +171,31 @@ class TwinNode:
     def _on_manifest(self, msg: Any) -> None:
         with self.lock:
             self.manifest_text = str(msg.data)
+            self._reset.manifests += 1
 
     def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
             self.last_heartbeat_s = self._sim_time_now()
             self.last_heartbeat_ns = self._robot_clock_ns(self.last_heartbeat_s)
+            if self.sim_time:
+                self.lockstep.heard(stamp_to_ns(msg.stamp), str(msg.frame_id), self.sim_s)
+                self._wake.notify_all()
             if self.mode == "hold" and not self.latched:
                 self.mode = "follow"
 
+    def _clock_ns(self) -> int:
+        """Now on the robot's clock, ns: the simulated clock in simulated-time mode, else wall."""
+        return round(self.sim_s * 1e9) if self.sim_time else time.time_ns()
+
     def _supervised(self) -> bool:
         last = self.last_heartbeat_s
+        if self.sim_time:
+            return self.lockstep.supervised(self.sim_s, self.settings.bridge.deadlines.deadman_s)
         return last is not None and self.sim_s - last <= self.settings.bridge.deadlines.deadman_s
 
     def _robot_clock_ns(self, sim_s: float) -> int:
-        """The robot's stamp clock at simulated time `sim_s` (what its joint states carry)."""
+        """The robot's stamp clock at simulated time `sim_s` (what its joint states carry: from
+        0 in simulated-time mode, else from the wall clock when the node started)."""
         return self._epoch_ns + round(sim_s * 1e9)
 
     def _check_trajectory(self, msg: Any, joints: tuple[str, ...]) -> str:
@@ -211,7 +205,7 @@ class TwinNode:
             stamp_to_ns(msg.header.stamp),
             [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points],
             [len(p.positions) for p in msg.points],
-            time.time_ns(),
+            self._clock_ns(),
         )
 
     def _accept(self, msg: Any, joints: tuple[str, ...], kind: str) -> None:
@@ -242,15 +236,25 @@ class TwinNode:
         """The simulation time corresponding to now on the wall clock (≥ the simulated time, which
         lags when the control loop was held up): a command is applied at the sim time it arrived
         at, so commands that arrive while the loop catches up keep their spacing."""
-        wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
+        wall = self._pacer.elapsed_s() * self.settings.time_scale
+        if self.sim_time:
+            return self.sim_s  # the clock stands still while the harness decides
         return max(self.sim_s, wall)
 
+    def _received(self) -> None:
+        """Count a trajectory message in (simulated time: the lockstep waits for them)."""
+        with self.lock:
+            self.lockstep.received += 1
+            self._wake.notify_all()
+
     def _on_command(self, msg: Any) -> None:
-        self.arm_received = (str(msg.header.frame_id), time.time_ns())
+        self.arm_received = (str(msg.header.frame_id), self._clock_ns())
         self._accept(msg, self.plant.arm_joints, "arm")
+        self._received()
 
     def _on_gripper(self, msg: Any) -> None:
         self._accept(msg, self.plant.finger_joints, "gripper")
+        self._received()
 
     def _on_episode(self, msg: Any) -> None:
         event = parse_episode_event(str(msg.data))
@@ -268,23 +272,13 @@ class TwinNode:
                 event["episode_id"], "oracle", ORACLE_NAME, ORACLE_VERSION, quality, success,
                 f"the twin's ground truth: {detail}",
             )
-        out = message_class("std_msgs/msg/String")()
-        out.data = verdict.to_json()
-        self.verdict_pub.publish(out)
+        self.out.verdict_json(verdict.to_json())
 
     # ------------------------------------------------------------------ services
 
     def _srv_scene_reset(self, request: Any, response: Any) -> Any:
-        # The reset runs on the control loop's thread (the camera's GL context lives there and a
-        # new scene's first render must not stall the state stream later); this callback waits.
-        done = threading.Event()
-        result: dict[str, Any] = {}
-        with self.lock:
-            self._reset_request = (done, result)
-        if not done.wait(30.0):
-            response.success, response.message = False, "reset did not finish within 30 s"
-            return response
-        response.success, response.message = result["success"], result["message"]
+        # The reset runs on the control loop's thread (`real_bridge.twin.handoff`).
+        response.success, response.message = self._reset.ask(self.lock, 30.0)
         return response
 
     def _scene_reset(self) -> tuple[bool, str]:
@@ -296,7 +290,7 @@ class TwinNode:
             self.plant.reset_scene(spec, manifest)
         except EvalError as exc:
             return False, f"reset failed: {exc}"
-        if self.image_pub is not None:
+        if self.out.image is not None:
             self.plant.render(self.settings.camera_size)  # warm the new scene's renderer up
         self.spec = spec
         self.pending.clear()
@@ -344,8 +338,7 @@ class TwinNode:
     def _publish_statuses(
         self, statuses: list[tuple[str, int, str, list[tuple[str, str]]]]
     ) -> None:
-        hardware_id = self.settings.bridge.robot_id or "twin"
-        self.diag_pub.publish(diagnostic_array(statuses, hardware_id, time.time_ns()))
+        self.out.statuses(statuses, self._clock_ns())
 
     def robot_state_values(self) -> list[tuple[str, str]]:
         return [
@@ -353,6 +346,11 @@ class TwinNode:
             ("supervised", "true" if self._supervised() else "false"),
             ("held_at_ns", str(self.held_at_ns)),
             ("last_heartbeat_ns", str(self.last_heartbeat_ns)),
+            *(
+                [("supervised_until_ns", str(round((self.lockstep.allowed_until_s or 0) * 1e9)))]
+                if self.sim_time
+                else []
+            ),
             ("last_arm_command", self.arm_received[0]),
             ("last_arm_command_ns", str(self.arm_received[1])),
             ("episode_id", self.episode_id),
@@ -370,40 +368,19 @@ class TwinNode:
         noise = self.settings.gap.sensor_noise_std
         if noise > 0:
             q = q + self.rng.normal(0.0, noise, size=q.shape)
-        if self.applied_pub is not None:
-            for command_id, names, applied, waited_s in self.applied_now:
-                self.applied_pub.publish(
-                    applied_echo(stamp_ns, command_id, names, applied, waited_s)
-                )
+        wrench = self.plant.wrench() if self.out.wrench is not None else None
+        self.out.tick(stamp_ns, q, qd, tau, wrench, self.applied_now)
         self.applied_now = []
-        state = self._state_msg  # reused: building messages costs more than filling them
-        ns_to_stamp(stamp_ns, state.header.stamp)
-        state.position = q.tolist()
-        state.velocity = qd.tolist()
-        state.effort = tau.tolist()
-        self.state_pub.publish(state)
         self.stats["states_published"] += 1
-        if self.wrench_pub is not None:
-            w = self.plant.wrench()
-            wrench = self._wrench_msg
-            ns_to_stamp(stamp_ns, wrench.header.stamp)
-            f, t = wrench.wrench.force, wrench.wrench.torque
-            f.x, f.y, f.z, t.x, t.y, t.z = (float(v) for v in w)
-            self.wrench_pub.publish(wrench)
 
     def _publish_camera(self, stamp_ns: int) -> None:
-        size = self.settings.camera_size
-        if self.image_pub is not None:
-            rgb = self.plant.render(size)
-            if rgb is not None:
-                self.image_pub.publish(image_message(rgb, self.settings.gap, self.rng, stamp_ns))
-                self.stats["images_published"] += 1
-        if self.info_pub is not None:
-            self.info_pub.publish(camera_info_message(size, stamp_ns))
-        if self.pose_pub is not None:
+        rgb = self.plant.render(self.settings.camera_size) if self.out.image is not None else None
+        if self.out.camera(stamp_ns, rgb, self.rng):
+            self.stats["images_published"] += 1
+        if self.out.pose is not None:
             reading = self.tracker.reading(self.sim_s, self.rng)
             if reading is not None:
-                self.pose_pub.publish(pose_message(reading))
+                self.out.object_pose(reading)
                 self.stats["poses_published"] += 1
             self.stats["pose_dropouts"] = self.tracker.dropouts
 
@@ -450,35 +427,29 @@ class TwinNode:
         period_ns = round(period_sim * 1e9)
         camera_period = 1.0 / self.settings.camera_hz if self.settings.camera_hz > 0 else 0.0
         next_camera = 0.0
-        epoch_ns = self._epoch_ns = time.time_ns()
-        epoch = self._epoch = time.monotonic()
-        slip = self._slip = 0.0
-        next_diag = epoch
+        # Simulated time stamps from 0; otherwise from the wall clock at the start.
+        epoch_ns = self._epoch_ns = 0 if self.sim_time else time.time_ns()
+        pacer = self._pacer
+        pacer.restart()
+        next_diag = 0.0 if self.sim_time else pacer.start
         k = 0
         if on_ready is not None:
             on_ready()
         while not self._stop.is_set() and self.session.alive:
-            due = epoch + slip + k * period_wall
-            now = time.monotonic()
-            if due > now:
-                time.sleep(due - now)
-            elif now - due > MAX_LAG_S:
-                slip += now - due  # stop trying to catch up; stamps stay continuous
-                self._slip = slip
-                self.stats["late_ticks"] += 1
-            lag_us = int((time.monotonic() - due) * 1e6)
-            self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
+            if self.sim_time:
+                if not self._await_tick(period_wall):
+                    continue
+            else:
+                pacer.wait()
+                self.stats["late_ticks"] = pacer.late_ticks
+                self.stats["max_tick_lag_us"] = pacer.max_lag_us
             with self.lock:
-                if self._reset_request is not None:
-                    done, result = self._reset_request
-                    self._reset_request = None
-                    result["success"], result["message"] = self._scene_reset()
-                    done.set()
+                self._reset.serve(self._scene_reset)
                 self._deadman()
                 self._advance((k + 1) * period_sim)
                 stamp = epoch_ns + (k + 1) * period_ns
                 self._publish_tick(stamp)
-                if self.pose_pub is not None and camera_period:
+                if self.out.pose is not None and camera_period:
                     tcp, holding = self.plant.hand()
                     self.tracker.observe(self.sim_s, stamp, self.plant.object_pose(), tcp, holding)
                 if camera_period and self.sim_s >= next_camera:
@@ -486,10 +457,37 @@ class TwinNode:
                     next_camera += camera_period
                     if next_camera < self.sim_s:
                         next_camera = self.sim_s + camera_period
-                if time.monotonic() >= next_diag:
+                clock_now = self.sim_s if self.sim_time else time.monotonic()
+                if clock_now >= next_diag:
                     self._publish_periodic_diagnostics()
                     next_diag += DIAGNOSTICS_PERIOD_S
+                self.out.clock_at(stamp)  # after the tick's states: they are in
             k += 1
+
+    def _await_tick(self, period_wall: float) -> bool:
+        """Simulated time: whether the next tick may run now (a free-running one paced on the
+        wall clock); False after waiting a little for the harness (the caller asks again)."""
+        with self._wake:
+            self._reset.serve(self._scene_reset)
+            permission = self.lockstep.permission(self.sim_s)
+            self.stats["sim_grace_advances"] = self.lockstep.grace_advances
+            if permission == "free" and self.mode != "follow":
+                permission = "idle"  # the harness is gone and the robot holds: its clock stands
+            if permission == "idle":  # the harness finds the robot's state and clock
+                stamp = round(self.sim_s * 1e9)
+                if self.stats["states_published"] == 0:
+                    self._publish_tick(stamp)
+                else:  # the same reading again: how long the harness took draws no noise
+                    self.out.repeat_state()
+                self.out.clock_at(stamp)
+                self._wake.wait(IDLE_PERIOD_S)
+                return False
+            if not permission:
+                self.stats["sim_waits"] += 1
+                self._wake.wait(0.05)
+                return False
+        self.lockstep.pace(permission, period_wall)
+        return True
 
     def shutdown(self) -> None:
         self._stop.set()

@@ -175,6 +175,13 @@ class TwinSettings:
             family has them (the "real" robot's own faults).
         camera_hz / camera_size: the camera's frame rate (0: no camera) and square image size;
             the object tracker publishes at the camera's rate.
+        sim_time: simulated-time mode (`real_bridge.twin.node`): the twin publishes its clock
+            on `topics.clock` and, once a harness supervises, advances only as far as the
+            harness's heartbeat allows and once the commands it announced are in, so machine
+            load cannot move an outcome. `time_scale` then paces only the free-running stretches.
+        sim_grace_s: in simulated-time mode, with no heartbeat for this long on the wall clock
+            the harness is gone and simulated time runs on (so the deadman trips in simulated
+            time), s.
     """
 
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
@@ -187,8 +194,14 @@ class TwinSettings:
     faults: tuple[str, ...] = ()
     camera_hz: float = 30.0
     camera_size: int = 128
+    sim_time: bool = False
+    sim_grace_s: float = 2.0
 
     def __post_init__(self) -> None:
+        if not 0.1 <= self.sim_grace_s <= 60.0:
+            raise EvalError(
+                f"sim_grace_s: {self.sim_grace_s!r} is not in 0.1..60", key="sim_grace_s"
+            )
         if not 1.0 <= self.state_rate_hz <= 2000.0:
             raise EvalError(
                 f"state_rate_hz: {self.state_rate_hz!r} is not in 1..2000", key="state_rate_hz"
@@ -203,7 +216,7 @@ class TwinSettings:
             raise EvalError(
                 f"camera_size: {self.camera_size!r} is not in 16..1024", key="camera_size"
             )
-        from sim_suites.faults import FAULT_KINDS
+        from sim_suites.robot_core import FAULT_KINDS
 
         for kind in self.faults:
             if kind not in FAULT_KINDS:
