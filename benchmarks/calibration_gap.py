@@ -203,11 +203,16 @@ def main() -> int:
           f"{result.before['joint_rms_mrad']:.2f} → {result.after['joint_rms_mrad']:.2f} mrad RMS, "
           f"object {result.before['object_rms_mm']:.2f} → {result.after['object_rms_mm']:.2f} mm"
           " RMS")  # fmt: skip
-    fields = {
-        SIM_FIELDS[n]: (round(v / 0.02) if n == "actuator_delay" else v)
-        for n, v in result.values.items()
-        if n in SIM_FIELDS and result.estimates.get(n) is not None and result.estimates[n].identified
-    }  # fmt: skip
+    # As a calibration file applies them to the sim half: the delay in seconds, the fitted time
+    # constant as its bandwidth (an unfiltered actuator, τ = 0, leaves the sim unfiltered).
+    fields: dict[str, float] = {}
+    for n, v in result.values.items():
+        est = result.estimates.get(n)
+        if n not in SIM_FIELDS or est is None or not est.identified:
+            continue
+        value = bandwidth_hz(v) if n == "actuator_bandwidth" else v
+        if math.isfinite(value):
+            fields[SIM_FIELDS[n]] = value
     print(f"sim reality gap from the calibration: {fields}; not in sim: {sorted(NOT_MAPPED)}")
     gap = RealityGap(**fields)
     paired = [spec(i, "sim", "mujoco") for i in range(len(real))]

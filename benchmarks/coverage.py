@@ -6,6 +6,8 @@ is one where the docstrings claim validity (exact: ≥ nominal − 0.01; bootstr
 "not claimed" rows show where a method is known to fall short (Wilson pointwise, cluster bootstrap
 with few clusters or a rate at 0 %/100 %).
 
+AR_ppi at its validity floor (`--only-ppi-floor`): coverage among the windows above the floor.
+
 AR_ppi (prediction-powered success rate): coverage of the iid and cluster intervals on a grid
 of sim quality (predicts well / 90 % agreement / biased / useless), cluster layouts and p, and
 the real trials it needs for the classical interval's width. Sequential A/B test: wrong-winner
@@ -19,18 +21,30 @@ mean episodes against the round-robin fixed design (every policy on each of n in
 z-tests at Bonferroni levels, n from the per-pair power 0.8 at δ), and against the same fixed
 design grown until its correct-decision rate equals the adaptive rule's (equal error).
 
+Judge-corrected AR bound (`--only-judge`): coverage of the one-sided 95 % bound the AR gate uses
+with `[real] judge_correction` over a grid of true AR, the judge's Se and Sp, window size n and
+audits per class (claimed: ≥ nominal − 1 pt), beside the uncorrected exact bound's coverage
+(which overclaims when Sp < 1), the mean bound, and clustered windows (ICC 0.1, whole procedure).
+
 Run: python benchmarks/coverage.py [--reps 1000] [--seed 7] [--only-new] [--only-allocation]
+     [--only-judge]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import os
 import time
 
 import numpy as np
 
+from embodied_eval.embodiment.judge_coverage import (
+    JudgeScenario,
+    exact_coverage,
+    procedure_coverage,
+)
 from embodied_eval.stats import (
     clopper_pearson_interval,
     mtbf_interval,
@@ -44,6 +58,7 @@ from embodied_eval.stats.coverage_ppi import (
     BIASED,
     GOOD,
     PPIScenario,
+    floor_coverage,
     ppi_coverage,
     real_trials_for_classical_width,
 )
@@ -309,6 +324,53 @@ def allocation_table(reps: int, seed: int) -> None:
     print(f"  mean ratio at equal correct rate over the unequal rows: {np.mean(ratios):.2f}×")
 
 
+def ppi_floor_table(reps: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    print(
+        f"AR_ppi at its validity floor (40 task instances; {reps} windows per row, only those "
+        "above the floor counted); columns: the gate's bound (the two-sided 95 % interval's low "
+        "end; claimed for true rates 0.3–0.8), the two-sided interval, share above the floor:"
+    )
+    for pairs, p, icc, quality in itertools.product(
+        (100, 200), (0.2, 0.3, 0.5, 0.7, 0.8), (0.0, 0.1, 0.2), (GOOD, BIASED, BAD)
+    ):
+        c = floor_coverage(PPIScenario("floor", p, quality, pairs, 2000, 40, icc), rng, reps)
+        name = f"{pairs} pairs p={p} ICC {icc} sim {quality}"
+        print(
+            row(name, c.lower_end, p >= 0.3, 0.01)
+            + f"  two-sided {c.two_sided:.4f}  above floor {c.valid:.2f}"
+        )
+
+
+def judge_table(reps: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    se_mc = math.sqrt(NOMINAL * (1 - NOMINAL) / reps)
+    print(
+        f"Judge-corrected AR bound, one-sided 95 % ({reps} windows per row, MC s.e. {se_mc:.4f}); "
+        "columns: coverage, uncorrected exact bound's coverage, share corrected, mean bound:"
+    )
+    worst = 1.0
+    for ar, se, sp, n, audits in itertools.product(
+        (0.5, 0.7, 0.9, 0.97), (0.8, 0.9, 1.0), (0.8, 0.9, 1.0), (20, 60, 200), (10, 30, 100)
+    ):
+        c = exact_coverage(JudgeScenario(ar, se, sp, n, 1, audits, audits), reps, rng)
+        worst = min(worst, c.coverage)
+        name = f"AR={ar:<4} Se={se:<3} Sp={sp:<3} n={n:<3} audits={audits:<3}"
+        print(
+            row(name, c.coverage, True, 0.01)
+            + f"  uncorrected {c.uncorrected:.4f}  corrected {c.corrected_share:.2f}"
+            + f"  mean bound {c.mean_bound:.3f}"
+        )
+    print(f"  worst coverage over the independent-episode grid: {worst:.4f}")
+    print("  clustered windows (ICC 0.1, whole procedure with the cluster bootstrap):")
+    for ar, instances in itertools.product((0.7, 0.9), (20, 40)):
+        c = procedure_coverage(
+            JudgeScenario(ar, 0.95, 0.95, instances, 3, 30, 30, icc=0.1), min(reps, 500), rng
+        )
+        name = f"AR={ar:<4} Se=0.95 Sp=0.95 {instances}×3 audits=30 ICC 0.1"
+        print(row(name, c.coverage, True, 0.01) + f"  uncorrected {c.uncorrected:.4f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=1000)
@@ -316,9 +378,19 @@ def main() -> None:
     parser.add_argument("--skip-bootstrap", action="store_true")
     parser.add_argument("--only-new", action="store_true", help="only AR_ppi and the A/B test")
     parser.add_argument("--only-allocation", action="store_true", help="only N-policy compare")
+    parser.add_argument("--only-judge", action="store_true", help="only the judge-corrected AR")
+    parser.add_argument("--only-ppi-floor", action="store_true", help="only AR_ppi at its floor")
     args = parser.parse_args()
     print(f"load average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     t0 = time.perf_counter()
+    if args.only_ppi_floor:
+        ppi_floor_table(max(args.reps, 1500), args.seed)
+        print(f"total {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}")
+        return
+    if args.only_judge:
+        judge_table(max(args.reps, 2000), args.seed)
+        print(f"total {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}")
+        return
     if args.only_allocation:
         allocation_table(args.reps, args.seed)
         print(f"total {time.perf_counter() - t0:.1f} s; load average {os.getloadavg()[0]:.2f}")
@@ -339,6 +411,8 @@ def main() -> None:
     ppi_savings_table(args.seed)
     comparison_table(max(args.reps, 2000), args.seed)
     allocation_table(args.reps, args.seed)
+    ppi_floor_table(max(args.reps, 1500), args.seed)
+    judge_table(max(args.reps, 2000), args.seed)
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 

@@ -2,7 +2,8 @@
 
 Harness: `sim_suites.episode.run_episode` with domain randomization, safety monitors, fault
 book-keeping, QC/energy signals, the Episode record and a trajectory file written per episode.
-Bare loop: the same physics model, controller, contact grasp rule and scripted policy stepping the same
+Bare loop: the same physics model, command path (`sim_suites.command_path`: controller, limiter,
+follower), contact grasp rule and scripted policy stepping the same
 task to the same completion rule, with nominal parameters and nothing else. It builds only the
 observation the scripted policy reads; for a task with a tool (tool_use) the grasp rule watches
 the fingers on the tool (the hook), the tracked and scored body is the object (the block), and
@@ -50,7 +51,7 @@ import numpy as np
 
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.stats.proportions import wilson_bounds
-from sim_suites.controller import ArmController, capped_velocity
+from sim_suites.command_path import ArmCommandPath, JointFollower, JointLimits
 from sim_suites.engines.base import InitialState, PhysicsParams
 from sim_suites.engines.factory import make_backend
 from sim_suites.episode import run_episode
@@ -86,10 +87,12 @@ def bare_episode(engine_state: dict[str, Any], seed: int, render_every: int = 0)
     (RGB) every that many control steps.
     """
     backend, task, kin = engine_state["backend"], engine_state["task"], engine_state["kin"]
-    controller = ArmController(kin)
+    path = ArmCommandPath(kin, JointLimits.panda(kin), DT)
+    follower = JointFollower(kin)
     policy = engine_state["policy"]
     backend.reset(InitialState(arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M), PhysicsParams())
-    controller.reset(HOME_Q)
+    path.reset(HOME_Q)
+    follower.reset(HOME_Q, finger=FINGER_MAX_M)
     policy.reset(seed)
     goal = task.goal_pos(np.zeros(2))
     name, grasped, tool = task.object_name, task.grasped_name, task.tool_name
@@ -104,7 +107,7 @@ def bare_episode(engine_state: dict[str, Any], seed: int, render_every: int = 0)
         attached = both_fingers_press(*backend.finger_contact_forces(grasped))
         obs = {
             "tcp_pos": tcp,
-            "tcp_target": controller.tcp_target,
+            "tcp_target": path.tcp_target,
             "object_pos": point,
             "object_visible": np.ones(1),
             "goal_pos": goal,
@@ -118,9 +121,10 @@ def bare_episode(engine_state: dict[str, Any], seed: int, render_every: int = 0)
             backend.render("scene", False)
             backend.render("wrist", False)
         action = policy.act(obs)
-        cmd = controller.command(
-            capped_velocity(action), float(action[3]), DT, q[:7], tcp, rots, origins
-        )
+        sent = path.step(action, q, frames=(rots, origins))
+        follower.set_target(sent.target, sent.duration_s)
+        follower.set_finger(sent.finger)
+        cmd = follower.command(DT, rots, origins)
         backend.step(cmd.arm_cmd, cmd.finger, SUBSTEPS)
         q, _ = backend.joint_state()
         tcp = kin.forward(q[:7])[0]

@@ -10,8 +10,12 @@
    the recorded camera and tracker streams (never the twin's oracle, which is only recorded
    beside it), so the sim-to-real agreement comes out of the data; safety events are ingested
    into the incident log as they are stored,
-4. certifies the window (embodiment metrics, robotics weights and gates, level) with a demo key
-   it creates, and signs the bundle,
+4. audits the judge on the window's own episodes: draws the audit sample (seeded, stratified by
+   family × verdict, every cannot-judge one) and, with no technician at hand, labels each drawn
+   episode with the twin's oracle recorded beside it — under a name that says so — then measures
+   Se and Sp from those labels (`trial audit`); certifies the window (embodiment metrics,
+   robotics weights and gates, level, the audit sample named) with a demo key it creates, and
+   signs the bundle,
 5. verifies the bundle (signature, file hashes, and every number recomputed from the store),
 6. prints where the report is.
 
@@ -239,7 +243,8 @@ def run_demo(
     if conditions:
         console.print(f"      expansion audit: ran condition(s) {', '.join(conditions)} (sim)")
 
-    _step(console, 4, "computing metrics and certifying with a new demo key", started)
+    _step(console, 4, "auditing the judge, computing metrics, certifying with a new demo key", started)
+    audit_judge_with_oracle(db, protocol, console)
     key = out / "keys" / "demo-signer.pem"
     create_private_key(key)
     issued = issue_certificate(
@@ -295,6 +300,58 @@ def run_demo(
     if reach:
         console.print(reach, markup=False, soft_wrap=True)
     return issued.path
+
+
+#: Who labels the demo's audit sample: a lab's technician watches each recording; the demo has none,
+#: so the twin's own ground truth (recorded beside the episode, never used to judge it) does, and
+#: every label says so.
+DEMO_AUDITOR = "twin oracle (the demo's stand-in for a technician watching the recording)"
+#: Judged episodes drawn per family × verdict in the demo's audit.
+DEMO_AUDIT_PER_STRATUM = 3
+
+
+def audit_judge_with_oracle(db: Path, protocol: Protocol, console: Console) -> dict[str, object]:
+    """Draw the window's judge audit and label the sample with the twin's oracle (module
+    docstring, step 4); returns the chained `judge_accuracy` payload."""
+    from embodied_eval.embodiment.window_audit import verdict_of
+    from embodied_eval.store.audit_sample import (
+        draw_window_audit,
+        label_episode,
+        measure_window_audit,
+    )
+    from embodied_eval.store.core import Store
+
+    window = protocol.window_id
+    with Store(db, create=False) as store:
+        real = store.scored_episodes(window=window, side="real").episodes
+    if not any(verdict_of(e) is not None for e in real):
+        console.print("      judge audit: no judged real episode to audit", markup=False)
+        return {}
+    _, record, sampled = draw_window_audit(
+        db, window, seed=protocol.base_seed, per_stratum=DEMO_AUDIT_PER_STRATUM
+    )
+    for episode in sampled:
+        truth = episode.control.get("oracle")
+        label = "cannot_tell"
+        if isinstance(truth, dict) and isinstance(truth.get("success"), bool):
+            label = "success" if truth["success"] else "failure"
+        label_episode(db, window, episode.episode_id, label, by=DEMO_AUDITOR)
+    measured = measure_window_audit(db, window)
+    whole = measured["accuracy"]["all"]
+    se, sp = whole["sensitivity"], whole["specificity"]
+
+    def rate(est: dict[str, object]) -> str:
+        if est.get("value") is None:
+            return "— (none audited)"
+        return f"{est['value']:.2f} [{est['low']:.2f}, {est['high']:.2f}]"
+
+    console.print(
+        f"      judge audit {record['record_id']}: {len(sampled)} episode(s) drawn (seed "
+        f"{protocol.base_seed}), labelled by the {DEMO_AUDITOR}; detector Se {rate(se)}, "
+        f"Sp {rate(sp)} ({measured['record_id']})",
+        markup=False,
+    )
+    return measured
 
 
 def cli_command() -> tuple[str, str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,13 @@ def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any
     except json.JSONDecodeError as exc:
         raise EvalError(
             f"{where}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            key=where,
+        ) from None
+    except ValueError:
+        # Python refuses to convert an integer of more than sys.get_int_max_str_digits() digits.
+        raise EvalError(
+            f"{where}: holds an integer with more than {sys.get_int_max_str_digits()} digits; no "
+            "measurement has that many — check the file",
             key=where,
         ) from None
     problem = first_nonfinite(value, "", max_depth=max_depth)

@@ -66,6 +66,9 @@ STEP_READERS: dict[str, str] = {
 #: The measured accuracy of a success detector: `lookup(name, version) -> {counts...} | None`
 #: (confusion counts against the twin's oracle, shipped with the detector).
 JUDGE_ACCURACY = "real_bridge.judge_accuracy:stored_accuracy"
+#: The code hash of a success detector: `code_hash(name, version) -> str` (SHA-256 of its source;
+#: "" for a detector the harness does not ship), named in the window's audit records.
+DETECTOR_CODE_HASH = "real_bridge.detector:code_hash"
 #: Fits a calibration from a window's recorded real episodes (`embodied-eval calibrate`).
 CALIBRATE = "real_bridge.calibration.window:calibrate_window"
 
@@ -89,6 +92,7 @@ INCIDENT_LOG: dict[str, str] = {
     "window_incidents": "incident_logging.store:window_incidents",
     "window_exposure": "incident_logging.store:window_exposure",
     "ingest_safety_events": "incident_logging.ingest:ingest_safety_events",
+    "check_safety_events": "incident_logging.ingest:check_safety_events",
     "chain_rows": "incident_logging.chain:rows",
     "integrity_state": "incident_logging.store:integrity_state",
     "threshold_table": "incident_logging.thresholds:threshold_table",

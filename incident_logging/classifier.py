@@ -28,6 +28,11 @@ limit is *at* the limit, not above it: a permitted contact at exactly the limit 
 equal to the limit are not breaches. A contact whose type is not given is judged against the
 quasi-static (lower) limit.
 
+Who was touched (`incident_logging.contact_rules.contact_partner`): a body region or a person word
+→ a person; a declared environment partner → the environment; nothing said → a person (unknown is
+not harmless); any other word → refused. A person without a body region is held to the lowest
+body-region limit (rule 7 when above it).
+
 Every rule that fires is returned with its measured value, the limit used, the signed margin
 (measured − limit, in the quantity's unit: > 0 above a ceiling, < 0 below a floor) and the basis
 of the limit.
@@ -62,7 +67,9 @@ __all__ = [
 
 #: rules-2: measured standards breaches are critical; environment force margins; stops never
 #: "with no contact" when a contact was measured.
-CLASSIFIER_VERSION = "rules-2"
+#: rules-3: unknown is not harmless — an unnamed contact partner is a person, a person without a
+#: body region is held to the lowest body-region limit, partners come from closed lists.
+CLASSIFIER_VERSION = "rules-3"
 
 #: Event kinds that are stops (rule 1).
 STOP_KINDS = frozenset({"protective_stop", "emergency_stop", "joint_limit", "workspace"})
@@ -183,12 +190,13 @@ def classify(
 
     Raises:
         EvalError when a kind's required measurement is missing (e.g. a `separation` event without
-        `separation_m`) or a body region / injury level is unknown.
+        `separation_m`), a body region / injury level is unknown, or `contact_with` is neither a
+        person word nor a declared environment partner.
     """
     table = table if table is not None else default_table()
     kind = kind if kind is not None else event.kind
     rules: list[RuleFired] = []
-    person_contact = is_person(event) and (
+    person_contact = is_person(event, table) and (
         kind == "contact"
         or event.contact_force_n is not None
         or event.contact_pressure_ncm2 is not None
@@ -263,8 +271,9 @@ def classify(
     # Rules 4, 5 and 7: contact with a person.
     if (
         kind == "contact"
-        and not person_contact
+        and event.body_region is None
         and event.contact_force_n is None
+        and event.contact_pressure_ncm2 is None
         and event.contact_with is None
         and event.damage_cost is None
     ):

@@ -17,6 +17,7 @@ from incident_logging.cli_support import (
     RobotIdOption,
     SafetyConfigOption,
     SoftwareVersionOption,
+    check_exposure_dates_known,
     check_exposure_in_window,
     load_key,
     load_protocol_option,
@@ -99,8 +100,9 @@ def exposure_add(
     entry_id: str | None = typer.Option(None, "--id", help="Entry id (default: new)."),
     db: Path | None = DbOption,
 ) -> None:
-    """Record a period of real-robot exposure in the ledger (with --protocol, a period outside
-    the window's dates is refused)."""
+    """Record a period of real-robot exposure in the ledger. A period outside the window's dates
+    is refused: the dates come from --protocol, else from a run manifest of the window escrowed
+    in the store; a window with no known dates is refused (give --protocol)."""
     proto = load_protocol_option(protocol)
     win = window_of(window, proto)
     entry = ExposureEntry(
@@ -116,6 +118,8 @@ def exposure_add(
     )
     if proto is not None:
         check_exposure_in_window(entry, proto)
+    else:
+        check_exposure_dates_known(entry, db)
     with open_log(db) as log:
         added = log.add_exposure(entry)
     state = "recorded" if added else "already recorded"

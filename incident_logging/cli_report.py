@@ -131,7 +131,13 @@ def report(
     ),
     body_region: str | None = typer.Option(None, "--body-region", help="ISO/TS 15066 region."),
     contact_type: str | None = typer.Option(None, "--contact-type", help="transient/quasi_static"),
-    contact_with: str | None = typer.Option(None, "--contact-with", help="person, fixture, ..."),
+    contact_with: str | None = typer.Option(
+        None,
+        "--contact-with",
+        help="Who or what was touched: a person by role (technician, operator, visitor, person, "
+        "…) or a declared environment partner (environment, table, … and the protocol's "
+        "environment_partners). Not given: a person (held to the lowest body-region limit).",
+    ),
     permitted: bool = typer.Option(False, "--permitted", help="The contact was permitted."),
     uncontrolled_hazard: bool = typer.Option(
         False,

@@ -22,6 +22,7 @@ from incident_logging.cli_support import (
     open_log,
     parse_assignments,
 )
+from incident_logging.reclassification import reclassifications
 from incident_logging.record import parse_field_text
 from incident_logging.taxonomy import DECISIONS, ROLES
 
@@ -135,7 +136,10 @@ def verify(
     db: Path | None = DbOption,
     as_json: bool = JsonOption,
 ) -> None:
-    """Walk the hash chain and signatures; exit 1 naming the first bad record if it fails."""
+    """Walk the hash chain and signatures; exit 1 naming the first bad record if it fails.
+
+    When it verifies, also lists the incidents the current classifier rules would classify
+    differently (they keep their severity; amend or review them)."""
     with open_log(db, create=False, read_only=not restore_triggers) as log:
         if restore_triggers:
             report0 = log.verify()
@@ -147,10 +151,20 @@ def verify(
             if log.restore_triggers(author):
                 console.print("append-only triggers restored (recorded in the chain)")
         result = log.verify()
+        changed = reclassifications(log) if result.ok else []
     if as_json:
-        print_json(result.to_json())
+        print_json({**result.to_json(), "reclassification": [c.to_json() for c in changed]})
     elif result.ok:
         console.print(f"[green]OK[/] {result.summary()}")
+        if changed:
+            console.print(
+                f"{len(changed)} incident(s) the current classifier rules would classify "
+                "differently (each keeps its severity until amended or reviewed):",
+                markup=False,
+                highlight=False,
+            )
+        for change in changed:
+            console.print(f"  {change.note()}", markup=False, highlight=False)
     if not result.ok:
         err_console.print(f"FAILED: {result.summary()}", markup=False, highlight=False)
         raise typer.Exit(1)

@@ -69,6 +69,61 @@ def check_exposure_in_window(entry: ExposureEntry, proto: Protocol) -> None:
     )
 
 
+def escrowed_window_dates(db: Path | None, window: str) -> tuple[str, str] | None:
+    """(first day, last day) of `window` as a run manifest escrowed in the store gives them, or
+    None when no manifest of the window is stored (or there is no store yet)."""
+    from embodied_eval.store.core import Store
+
+    path = db if db is not None else default_db_path()
+    if not path.is_file():
+        return None
+    with Store(path, create=False) as store:
+        for listed in store.manifests():
+            if listed["window"] != window:
+                continue
+            manifest = store.manifest(listed["manifest_hash"]) or {}
+            start, end = manifest.get("window_start"), manifest.get("window_end")
+            if isinstance(start, str) and isinstance(end, str):
+                return start, end
+    return None
+
+
+def check_exposure_dates_known(entry: ExposureEntry, db: Path | None) -> None:
+    """Without --protocol: the period must lie within the window's dates as an escrowed run
+    manifest gives them; a window whose dates nothing in the store names is refused (its hours
+    could not be checked and would count wherever they fall)."""
+    import datetime as dt
+
+    from embodied_eval.records import parse_utc
+
+    dates = escrowed_window_dates(db, entry.window)
+    if dates is None:
+        raise EvalError(
+            f"exposure add: the dates of window {entry.window!r} are unknown (no run manifest of "
+            "it in the store); give --protocol so the period is checked against the window's "
+            "dates",
+            key="protocol",
+        )
+    try:
+        first_day, last_day = dt.date.fromisoformat(dates[0]), dt.date.fromisoformat(dates[1])
+    except ValueError:
+        raise EvalError(
+            f"exposure add: the run manifest of window {entry.window!r} names unreadable dates "
+            f"{dates[0]!r} to {dates[1]!r}; give --protocol",
+            key="protocol",
+        ) from None
+    first = dt.datetime.combine(first_day, dt.time(), tzinfo=dt.UTC)
+    after = dt.datetime.combine(last_day + dt.timedelta(days=1), dt.time(), dt.UTC)
+    start, end = parse_utc(entry.start, key="start"), parse_utc(entry.end, key="end")
+    if start < first or end > after:
+        raise EvalError(
+            f"exposure {entry.entry_id}: {entry.start} to {entry.end} lies outside window "
+            f"{entry.window!r} ({dates[0]} to {dates[1]}, from its run manifest); record only "
+            "the hours inside the window (split the period)",
+            key="exposure",
+        )
+
+
 def check_occurred_in_window(occurred_at: str, proto: Protocol) -> None:
     """Refuse an incident of the protocol's window that occurred outside its dates (both days
     included)."""

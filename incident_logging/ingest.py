@@ -8,6 +8,7 @@ twice adds nothing. Everything is appended in one transaction: a malformed event
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -87,6 +88,18 @@ def incident_from_event(
         counts_justification="" if real else SIM_JUSTIFICATION,
     )
     return record.with_classification(result)
+
+
+def check_safety_events(events: Sequence[SafetyEvent], protocol: Protocol | None) -> None:
+    """Refuse, before they are stored, safety events the classifier would refuse (an undeclared
+    contact partner, an unknown body region, a missing measurement): EvalError naming the event
+    (1-based) and what to fix."""
+    table = threshold_table(protocol.safety_thresholds if protocol is not None else None)
+    for number, event in enumerate(events, start=1):
+        try:
+            classify(event, table)
+        except EvalError as exc:
+            raise EvalError(f"incident #{number}: {exc}", key=exc.key) from None
 
 
 def ingest_safety_events(

@@ -17,6 +17,7 @@ __all__ = [
     "EVENT_TYPES",
     "INJURY_LEVELS",
     "OPERATING_MODES",
+    "PERSON_WORDS",
     "RECORDABLE_INJURIES",
     "REVIEW_ROLES",
     "ROLES",
@@ -29,6 +30,26 @@ __all__ = [
 
 #: What happened, as a detector or a reporter names it (the safety-event kinds plus `other`).
 EVENT_TYPES: tuple[str, ...] = (*SAFETY_EVENT_KINDS, "other")
+
+#: The closed list of `contact_with` words naming a person, by role (the sim's human proxy
+#: stands for one). A contact partner that is neither one of these nor a declared environment
+#: partner (`ThresholdTable.environment_partners`) is refused; an unnamed one is a person.
+PERSON_WORDS = frozenset(
+    {
+        "person",
+        "human",
+        "human_proxy",
+        "operator",
+        "technician",
+        "visitor",
+        "worker",
+        "bystander",
+        "engineer",
+        "researcher",
+        "student",
+        "contractor",
+    }
+)
 
 #: Injury and treatment levels, mildest first.
 INJURY_LEVELS = (

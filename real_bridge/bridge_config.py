@@ -304,6 +304,28 @@ class BridgeConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
 
+    def safety_settings(self) -> dict[str, Any]:
+        """What this profile sets to keep the robot safe, by profile key: the joint limits and
+        the workspace (`[robot]`), every deadline (the deadman, the safe stop, stale state, the
+        episode) and the heartbeat rate — what the trial ledger records per change."""
+        robot = self.robot
+        settings: dict[str, Any] = {
+            f"robot.{name}": list(getattr(robot, name))
+            for name in (
+                "arm_joints",
+                "position_lower",
+                "position_upper",
+                "velocity_max",
+                "acceleration_max",
+                "workspace_min",
+                "workspace_max",
+            )
+        }
+        for f in dataclasses.fields(self.deadlines):
+            settings[f"deadlines.{f.name}"] = getattr(self.deadlines, f.name)
+        settings["loop.heartbeat_hz"] = self.loop.heartbeat_hz
+        return settings
+
 
 # --------------------------------------------------------------------------- loading
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import typer
 
-from embodied_eval.cli.store_cmd import trial_audit
+from embodied_eval.cli.audit_cmd import trial_window_audit
 from embodied_eval.errors import EvalError
 
 twin_app = typer.Typer(
@@ -203,7 +203,7 @@ def twin_main(argv: list[str]) -> int:
 
 # --------------------------------------------------------------------------- trial record
 
-trial_app.command("audit")(trial_audit)
+trial_app.command("audit")(trial_window_audit)
 
 
 #: Answers that have no default: without a terminal they must come from flags.

@@ -9,7 +9,7 @@ protective stop (`real_bridge.supervision`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -84,25 +84,6 @@ def command_problem(
                 )
         q_prev, v_prev = q, v
     return ""
-
-
-def limited_step(
-    goal: np.ndarray,
-    previous: np.ndarray,
-    previous_velocity: np.ndarray,
-    dt_s: float,
-    velocity_max: Sequence[float] | np.ndarray,
-    acceleration_max: Sequence[float] | np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """One control step toward `goal` within the velocity and acceleration limits (what a robot's
-    trajectory generator does to a Cartesian controller's set-points). Returns (target, velocity).
-    """
-    v = (np.asarray(goal, dtype=float) - previous) / dt_s
-    amax = np.asarray(acceleration_max) * dt_s
-    v = np.clip(v, previous_velocity - amax, previous_velocity + amax)
-    vmax = np.asarray(velocity_max)
-    v = np.clip(v, -vmax, vmax)
-    return previous + v * dt_s, v
 
 
 def _first(mask: np.ndarray) -> int | None:

@@ -385,3 +385,18 @@ def context_of_metadata(metadata: Mapping[str, str]) -> JudgeContext | None:
     """The judge context stored in a recording's "episode" metadata (None when absent)."""
     text = metadata.get(CONTEXT_KEY)
     return None if text is None else JudgeContext.from_json(text)
+
+
+def code_hash(name: str = DETECTOR_NAME, version: str = DETECTOR_VERSION) -> str:
+    """SHA-256 of this detector's source (this module and its camera tracker), named in the
+    window's audit records; "" for another detector."""
+    import hashlib
+    from pathlib import Path
+
+    if (name, version) != (DETECTOR_NAME, DETECTOR_VERSION):
+        return ""
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for module in ("detector.py", "detector_camera.py"):
+        digest.update((here / module).read_bytes())
+    return digest.hexdigest()

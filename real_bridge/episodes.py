@@ -96,6 +96,10 @@ class EpisodeBackend:
         fresh = deadlines.state_stale_s
         return wait_until(robot, lambda: observation_age_s(robot) <= fresh, timeout, 0.01)
 
+    def safety_settings(self) -> dict[str, Any]:
+        """The connected robot's profile's safety settings (`BridgeConfig.safety_settings`)."""
+        return self.require_robot().config.safety_settings()
+
     def adapter(self) -> Any:
         """The observation/action adapter of the robot's profile (needs its kinematics)."""
         if self._adapter_cache is None:

@@ -11,7 +11,9 @@ ones, so there are failures to measure specificity on) and writes the counts to
       "by_family": {"pick_place": {...same counts...}, ...}}}}
 
 The table (Se, Sp, Wilson intervals) is computed from those counts by
-`embodied_eval.embodiment.detector_accuracy`.
+`embodied_eval.embodiment.detector_accuracy`. It is a benchmark: reports show it labelled
+"benchmark (twin vs its oracle), not this window's audit", with its hash; a window's accuracy,
+and the judge correction, come from that window's own audit (`embodied-eval trial audit`).
 """
 
 from __future__ import annotations

@@ -148,12 +148,26 @@ def store_entry(
     """Store the episode with its safety events (one transaction), then let the incident log
     classify them (when it is installed and the protocol is known)."""
     episode = outcome.episode
+    if outcome.safety_events:
+        _check_events(outcome, protocol)
     with Store(db_path) as store:
         stored = store.write_episode(episode, [ev.to_dict() for ev in outcome.safety_events])
     note = ""
     if outcome.safety_events:
         note = ingest_incidents(db_path, protocol)
     return StoredEntry(outcome, stored, note)
+
+
+def _check_events(outcome: EpisodeOutcome, protocol: Protocol | None) -> None:
+    """Refuse events the incident log's classifier would refuse (e.g. a contact partner that is
+    neither a person word nor a declared fixture) before anything is stored."""
+    from embodied_eval.plugins import INCIDENT_LOG, resolve
+
+    try:
+        check = resolve(INCIDENT_LOG["check_safety_events"])
+    except EvalError:
+        return  # the incident log is not installed: nothing classifies the events here
+    check(outcome.safety_events, protocol)
 
 
 def ingest_incidents(db_path: str | Path, protocol: Protocol | None) -> str:

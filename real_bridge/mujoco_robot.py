@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,6 +58,9 @@ from real_bridge.robot import (
 )
 from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading
 from real_bridge.twin.settings import SAME_INSTANT_S, Monitors, TwinGap, TwinSettings
+
+if TYPE_CHECKING:
+    from sim_suites.command_path import CommandQueue
 
 #: Name and version of the in-process robot's oracle (its ground truth, as the twin's).
 ORACLE_NAME, ORACLE_VERSION = "mujoco-robot-oracle", "1"
@@ -102,7 +104,9 @@ class MujocoRobot:
         self.held_at_s: float | None = None
         self._latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration), robot seconds.
-        self._pending: deque[tuple[float, str, str, np.ndarray, float]] = deque()
+        from sim_suites.command_path import CommandQueue
+
+        self._pending: CommandQueue[tuple[str, str, np.ndarray, float]] = CommandQueue()
         self._applied: dict[str, AppliedAction] = {}
         #: Every command received: (robot time, command id, arm targets or None, duration).
         self.commands: list[tuple[float, str, np.ndarray | None, float]] = []
@@ -193,8 +197,8 @@ class MujocoRobot:
         now = self.now_s()
         self._beat(now)
         self._deadman(now)
-        while self._pending and self._pending[0][0] <= now + SAME_INSTANT_S:
-            self._apply(*self._pending.popleft()[1:])
+        for pending in self._pending.due(now):
+            self._apply(*pending)
         self.plant.step_physics()
         self._steps += 1
         now = self.now_s()
@@ -295,10 +299,10 @@ class MujocoRobot:
         delay = self.settings.gap.actuator_delay_s + self.plant.command_latency_s
         if command.positions is not None:
             arm = np.asarray(command.positions, dtype=float)
-            self._pending.append((now + delay, "arm", command_id, arm, command.duration_s))
+            self._pending.push(now + delay, ("arm", command_id, arm, command.duration_s))
         if command.gripper_m is not None and self.config.topics.gripper_command:
             finger = np.array([command.gripper_m])
-            self._pending.append((now + delay, "gripper", command_id, finger, command.duration_s))
+            self._pending.push(now + delay, ("gripper", command_id, finger, command.duration_s))
         return command_id
 
     def _apply(self, kind: str, command_id: str, positions: np.ndarray, duration: float) -> None:

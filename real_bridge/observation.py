@@ -14,10 +14,12 @@ then (`object_visible` stays 1): a held part is where the hand holds it (the TCP
 at which it was grasped), a part under the hand is where it was last seen. Only a stale pose with
 the hand elsewhere is a perception dropout (`object_visible` = 0).
 
-Actions: a Cartesian policy's (4,) action (or a (k, 4) chunk) goes through the same controller as
-in sim (`sim_suites.controller.ArmController`, nominal model), then through the robot's velocity
-and acceleration limits (`command_check.limited_step`) and a TCP speed cap, giving one joint
-target per control step.
+Actions: a Cartesian policy's (4,) action (or a (k, 4) chunk) goes through the harness side of
+the one command path the sim episode runs (`sim_suites.command_path.ArmCommandPath`: the
+controller with the nominal model, the TCP speed cap, the braking-aware joint limiter with the
+profile's velocity and acceleration limits), giving one joint target per control step and the
+gripper's wanted opening; the robot's side of the path (delay, trajectory, gripper drive, servos)
+is the robot's.
 A policy that declares `command_space = "joint_position"` returns joint targets directly, (n,) or
 (k, n). Either way the targets are checked before anything is sent.
 """
@@ -33,7 +35,6 @@ import numpy as np
 from embodied_eval.errors import EvalError
 from embodied_eval.records import EpisodeSpec
 from real_bridge.bridge_config import RobotSpec
-from real_bridge.command_check import limited_step
 from real_bridge.robot import TrackerPose
 
 #: The tracker's pose older than this, s, means the object is not seen.
@@ -43,11 +44,6 @@ POSE_FRESH_S = 0.25
 #: a stale pose is the hand covering the object, not the object being gone.
 HAND_COVER_RADIUS_M = 0.06
 HAND_COVER_HEIGHT_M = 0.20
-#: Share of the profile's velocity and acceleration limits the adapter plans with.
-LIMIT_MARGIN = 0.9
-#: The joint targets move the TCP at most this fast, m/s (1.25 × the actions' full scale of
-#: 0.4 m/s): when observations arrive late the set-point must not race ahead of the arm.
-TCP_SPEED_MAX_MPS = 0.5
 
 
 @dataclass(frozen=True)
@@ -138,7 +134,7 @@ class PandaAdapter:
     """
 
     def __init__(self, robot: RobotSpec, dt_s: float) -> None:
-        from sim_suites.controller import ArmController
+        from sim_suites.command_path import LIMIT_MARGIN, ArmCommandPath, JointLimits
         from sim_suites.robot import panda_kinematics
 
         if robot.kinematics != "panda":
@@ -150,7 +146,13 @@ class PandaAdapter:
         self.robot = robot
         self.dt_s = dt_s
         self.kin = panda_kinematics()
-        self.controller = ArmController(self.kin)
+        limits = JointLimits(
+            lower=np.asarray(robot.position_lower, dtype=float),
+            upper=np.asarray(robot.position_upper, dtype=float),
+            velocity_max=LIMIT_MARGIN * np.asarray(robot.velocity_max, dtype=float),
+            acceleration_max=LIMIT_MARGIN * np.asarray(robot.acceleration_max, dtype=float),
+        )
+        self.path = ArmCommandPath(self.kin, limits, dt_s)
         self.setup: SceneSetup | None = None
         self.finger_cmd = 0.04
         self.grasped = False
@@ -164,7 +166,7 @@ class PandaAdapter:
         return np.asarray(self.kin.forward(np.asarray(q, dtype=float))[0])
 
     def reset(self, q_arm: np.ndarray, fingers: np.ndarray, setup: SceneSetup | None) -> None:
-        self.controller.reset(np.asarray(q_arm, dtype=float))
+        self.path.reset(np.asarray(q_arm, dtype=float))
         self.setup = setup
         self.finger_cmd = float(np.mean(fingers)) if len(fingers) else 0.04
         self.grasped = False
@@ -190,7 +192,7 @@ class PandaAdapter:
         if self._first:  # the first command starts from the posture the policy first sees
             self._first = False
             self.sent_q = np.array(q[:7], dtype=float)
-            self.controller.reset(self.sent_q)
+            self.path.reset(self.sent_q)
         tcp = self.tcp_of(q[:7])
         visible = 1.0
         if has_tracker:
@@ -225,7 +227,7 @@ class PandaAdapter:
             "joint_vel": np.asarray(qd[:9], dtype=float),
             "gripper_width": np.array([min(1.0, max(0.0, opening))]),
             "tcp_pos": tcp,
-            "tcp_target": self.controller.tcp_target.copy(),
+            "tcp_target": self.path.tcp_target.copy(),
             "object_pos": np.asarray(obj_pos, dtype=float),
             "object_quat": np.asarray(obj_quat, dtype=float),
             "object_visible": np.array([visible]),
@@ -238,35 +240,25 @@ class PandaAdapter:
         return obs
 
     def targets(self, action: Any, q: np.ndarray, joint_space: bool) -> tuple[np.ndarray, float]:
-        """Joint targets (k, 7) for an action or chunk, and the finger set-point (m)."""
-        from sim_suites.controller import capped_velocity, finger_setpoint
+        """Joint targets (k, 7) for an action or chunk, and the finger set-point (m).
 
+        The limiter plans each row from the target before it (the first from the target last
+        sent); its state is put back afterwards, so only what is sent (`sent`) moves it on."""
         rows = np.atleast_2d(np.asarray(action, dtype=float))
         if joint_space:
             return rows, self.finger_cmd
         if rows.shape[1] != 4:
             raise EvalError(f"the policy returned actions of shape {rows.shape}, expected (4,)")
-        out = []
+        out: list[np.ndarray] = []
         finger = self.finger_cmd
-        q_prev, v_prev = self.sent_q.copy(), self.sent_v.copy()
-        vmax = LIMIT_MARGIN * np.asarray(self.robot.velocity_max)
-        amax = LIMIT_MARGIN * np.asarray(self.robot.acceleration_max)
+        path = self.path
+        path.limiter.reset(self.sent_q, self.sent_v)
         for i, act in enumerate(np.clip(rows, -1.0, 1.0)):
-            q_now = q[:7] if i == 0 else q_prev
-            rots, origins = self.kin.link_frames(q_now)
-            tcp, _ = self.kin.tcp_from_frames(rots[6], origins[6])
-            command = self.controller.command(
-                capped_velocity(act), float(act[3]), self.dt_s, q_now, tcp, rots, origins
-            )
-            goal = command.q_des
-            tcp_speed = float(np.linalg.norm(self.tcp_of(goal) - self.tcp_of(q_prev))) / self.dt_s
-            if tcp_speed > TCP_SPEED_MAX_MPS:  # a stale or lagging arm must not be chased fast
-                goal = q_prev + (goal - q_prev) * (TCP_SPEED_MAX_MPS / tcp_speed)
-            target, v_prev = limited_step(goal, q_prev, v_prev, self.dt_s, vmax, amax)
-            self.controller.q_des = target.copy()
-            out.append(target)
-            q_prev = target
-            finger = finger_setpoint(float(act[3]))
+            q_now = q[:7] if i == 0 else out[-1]
+            command = path.step(act, q_now)
+            out.append(command.target)
+            finger = command.finger
+        path.limiter.reset(self.sent_q, self.sent_v)
         return np.array(out), finger
 
     def sent(self, q_target: np.ndarray, finger: float) -> None:

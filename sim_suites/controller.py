@@ -1,12 +1,13 @@
-"""The robot controller and grasp model, identical for both engines.
+"""The Cartesian controller and grasp model, identical for both engines.
 
 Action (Box(-1, 1, (4,))): [vx, vy, vz, g]. The first three are a Cartesian TCP velocity command
-scaled by V_MAX_MPS (the vector is capped at V_MAX_MPS in norm); g maps linearly to the finger
-set-point, −1 = closed, +1 = fully open (4 cm per finger); the finger set-point moves toward it
-at most at the fingers' rated speed (the URDF's 0.2 m/s), as a gripper drive does. The gripper keeps pointing down with a
-fixed yaw. The controller integrates the velocity into a TCP set-point (kept within LEAD_MAX_M of
-the measured TCP so a blocked arm does not wind up), solves damped-least-squares IK and sends
-joint set-points with gravity and velocity feed-forward (nominal model) to the joint servos.
+scaled by V_MAX_MPS (the vector is capped at V_MAX_MPS in norm); g maps linearly to the gripper's
+wanted opening, −1 = closed, +1 = fully open (4 cm per finger; the robot's gripper drive moves
+toward it at its rated speed, `sim_suites.command_path.JointFollower`). The gripper keeps pointing
+down with a fixed yaw. The controller integrates the velocity into a TCP set-point (kept within
+LEAD_MAX_M of the measured TCP so a blocked arm does not wind up) and takes one damped-least-
+squares IK step toward it; the joint limiter, the trajectory and the servos that follow are the
+command path's (`sim_suites.command_path`), the same on both halves of a pair.
 
 Weld rule of the *assisted* grasp mode (see `sim_suites.grasping`; by default grasps are held by
 contact friction alone): when the fingers are commanded closed and have closed on the graspable
@@ -21,12 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_suites.robot import ARM_KP, ARM_KV, FINGER_MAX_M, HOME_Q, PandaKinematics
+from sim_suites.robot import FINGER_MAX_M, HOME_Q, PandaKinematics
 
 #: Full-scale TCP speed of the action (m/s).
 V_MAX_MPS = 0.4
-#: Set-points move joints at most this fraction of their rated speed.
-JOINT_SPEED_FRACTION = 0.9
 #: How far the TCP set-point may run ahead of the measured TCP (m).
 LEAD_MAX_M = 0.05
 #: Grasp detection: part centre within this box around the TCP (m, per axis x, y, z).
@@ -42,16 +41,27 @@ def finger_setpoint(g: float) -> float:
 
 @dataclass
 class ControlCommand:
-    """What the controller sends for one control step."""
+    """What the robot's controller sends its servos for one control period."""
 
-    arm_cmd: np.ndarray  # (7,) servo set-points including the gravity offset, rad
-    q_des: np.ndarray  # (7,) IK solution, rad
+    arm_cmd: np.ndarray  # (7,) servo set-points including the feed-forward offset, rad
+    q_des: np.ndarray  # (7,) the joint set-point, rad
     finger: float  # per finger, m
     tcp_target: np.ndarray  # (3,) m
 
 
+@dataclass(frozen=True)
+class CartesianStep:
+    """The Cartesian controller's output for one control step: the IK goal (7,) rad, the
+    gripper's wanted opening per finger (m) and the TCP set-point (3,) m."""
+
+    q_goal: np.ndarray
+    finger: float
+    tcp_target: np.ndarray
+
+
 class ArmController:
-    """Cartesian velocity → joint set-points for the Panda (see the module docstring)."""
+    """Cartesian velocity → an IK goal for the Panda (see the module docstring); the joint
+    limiter and the servos are the command path's (`sim_suites.command_path`)."""
 
     def __init__(self, kinematics: PandaKinematics) -> None:
         self.kin = kinematics
@@ -65,22 +75,12 @@ class ArmController:
         self.tcp_target = self.kin.forward(q)[0]
         self.finger = finger
 
-    def command(
-        self,
-        velocity: np.ndarray,
-        g: float,
-        dt: float,
-        q: np.ndarray,
-        tcp: np.ndarray,
-        rots: np.ndarray,
-        origins: np.ndarray,
-    ) -> ControlCommand:
-        """One control step.
+    def command(self, velocity: np.ndarray, g: float, dt: float, tcp: np.ndarray) -> CartesianStep:
+        """One control step: integrate the TCP set-point, one IK step from `q_des`.
 
         Args:
             velocity: (3,) commanded TCP velocity, m/s (already capped).
-            g: gripper action in [−1, 1]. dt: control period, s.
-            q: (7,) measured arm joints; tcp: (3,) measured TCP; rots, origins: link frames at q.
+            g: gripper action in [−1, 1]. dt: control period, s. tcp: (3,) measured TCP, m.
         """
         target = self.tcp_target + velocity * dt
         lead = target - tcp
@@ -88,25 +88,9 @@ class ArmController:
         if norm > LEAD_MAX_M:
             target = tcp + lead * (LEAD_MAX_M / norm)
         self.tcp_target = target
-        previous = self.q_des
-        q_ik = self.kin.solve_ik(target, self.rot, previous, iterations=1)
-        # Joint speed limiting, as robot controllers do: near a singularity the TCP falls behind
-        # its set-point instead of the joints exceeding their rated speed.
-        step_max = JOINT_SPEED_FRACTION * self.kin.vel_limit * dt
-        self.q_des = previous + np.clip(q_ik - previous, -step_max, step_max)
-        # Feed-forward through the set-point: gravity (nominal model) and the set-point's own
-        # velocity, so the servo computes kp·(q* − q) + kv·(q̇* − q̇) + τ_g.
-        qd_des = (self.q_des - previous) / dt
-        ff = self.kin.gravity_from_frames(rots, origins) + ARM_KV * qd_des
-        step = self.kin.finger_vel_limit * dt
-        wanted = finger_setpoint(g)
-        self.finger = min(self.finger + step, max(self.finger - step, wanted))
-        return ControlCommand(
-            arm_cmd=self.q_des + ff / ARM_KP,
-            q_des=self.q_des.copy(),
-            finger=self.finger,
-            tcp_target=target.copy(),
-        )
+        q_goal = self.kin.solve_ik(target, self.rot, self.q_des, iterations=1)
+        self.finger = finger_setpoint(g)
+        return CartesianStep(q_goal=q_goal, finger=self.finger, tcp_target=target.copy())
 
 
 def capped_velocity(action: np.ndarray, cap_mps: float = V_MAX_MPS) -> np.ndarray:

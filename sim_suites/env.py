@@ -25,7 +25,6 @@ budget is kept when the control rate is randomized). `info` carries `quality`, `
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,8 +33,9 @@ import numpy as np
 from gymnasium import spaces
 
 from embodied_eval.errors import EvalError
+from sim_suites.command_path import ArmCommandPath, JointLimits, RobotController
 from sim_suites.control_quality import ControlRecorder, unintended_contact
-from sim_suites.controller import V_MAX_MPS, ArmController, capped_velocity
+from sim_suites.controller import V_MAX_MPS
 from sim_suites.engines.factory import ENGINES, check_engine, make_backend
 from sim_suites.env_config import EnvConfig, env_config, with_reset_options
 from sim_suites.fault_effects import FaultEffects, obstacle_contact_n, obstacle_warn_n
@@ -46,7 +46,7 @@ from sim_suites.observations import StateReading
 from sim_suites.perception import Perception
 from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE
 from sim_suites.rendering.feed import CAMERA_RATE_HZ
-from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics, tcp_linear_velocity
+from sim_suites.robot import FINGER_MAX_M, panda_kinematics, tcp_linear_velocity
 from sim_suites.safety_monitors import (
     SEPARATION_RANGE_M,
     SSM_SPEED_FRACTION,
@@ -64,6 +64,8 @@ from sim_suites.variations import (
 )
 
 __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
+#: What `step` returns: observation, reward, terminated, truncated, info.
+StepResult = tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]
 
 #: An object faster than this (m/s) means the simulation blew up: the episode is an error.
 DIVERGED_SPEED_MPS = 50.0
@@ -116,7 +118,13 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
         self.observation_mode = observation_mode
         self.backend = make_backend(engine, self._scene, image_size=self.perception.image_size)
-        self.controller = ArmController(self.kin)
+        # The command path, as on the robot: the harness side (controller, cap, limiter) and
+        # the robot side (the actuator delay's queue and the follower), `sim_suites.command_path`.
+        self.command_path = ArmCommandPath(
+            self.kin, JointLimits.panda(self.kin), 1.0 / NOMINAL_CONTROL_RATE_HZ
+        )
+        self.robot = RobotController(self.kin)
+        self.follower = self.robot.follower
         self.grasp = GraspTracker(self.task)
         self.action_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
         self.observation_space = self.perception.space
@@ -137,35 +145,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
 
     # ------------------------------------------------------------------ configuration
 
-    def configure(
-        self,
-        *,
-        randomization: Mapping[str, Sequence[float]] | None = None,
-        drift: Mapping[str, Any] | None = None,
-        reality_gap: RealityGap | None = None,
-        safety: SafetyLimits | None = None,
-        faults: Iterable[str | FaultRequest] = (),
-        max_steps: int = 400,
-        target_quality: float | None = None,
-        qc_tolerance_m: float | None = None,
-        grasp: str = "contact",
-    ) -> None:
-        """Set the configuration used from the next `reset` (same meaning as the constructor).
-
-        `grasp` is "contact" (the default: friction holds the part) or "assisted" (a weld holds
-        it; see `sim_suites.grasping`)."""
-        self.config = env_config(
-            self.task,
-            randomization=randomization,
-            drift=drift,
-            reality_gap=reality_gap,
-            safety=safety,
-            faults=faults,
-            max_steps=max_steps,
-            target_quality=target_quality,
-            qc_tolerance_m=qc_tolerance_m,
-            grasp=grasp,
-        )
+    def configure(self, **settings: Any) -> None:
+        """Set the configuration used from the next `reset`: the constructor's randomization,
+        drift, reality_gap, safety, faults, max_steps, target_quality, qc_tolerance_m and
+        grasp ("contact", the default: friction holds the part, or "assisted": a weld holds
+        it; `sim_suites.grasping`), checked by `sim_suites.env_config.env_config`."""
+        self.config = env_config(self.task, **settings)
 
     @property
     def control_dt(self) -> float:
@@ -202,7 +187,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         task = self.task
         scene = self._scene
         offset = np.array(self.params.object_xy_offset)
-        self.controller.reset(HOME_Q)
         self.grasp.reset(cfg.grasp)
         self.perception.reset(self.backend, scene, self.params, noise_rng, look_rng)
         self.goal = task.goal_pos(offset)
@@ -229,12 +213,10 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         # measures it once per step for both the speed cap and the monitor.
         self._watch_human = self._human is not None
         self._separation: float | None = None
-        self._queue: deque[np.ndarray] = deque(
-            [np.zeros(4) for _ in range(self.params.action_latency_steps)]
-        )
         self._step = 0
         self._step_limit = self.step_limit
         self._clipped = 0
+        self._peak_external_n = 0.0
         self._complete_steps = 0
         self._held = False
         self._status = "ok"
@@ -242,6 +224,12 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._events_seen = 0
         self._episode_ready = True
         self._read_state()
+        self.command_path.reset(self._q, dt_s=self._dt)
+        # Commands reach the servos after the actuator delay plus the command latency (the
+        # drift's and firmware's latency steps), as on the robot.
+        delay = self.params.action_latency_steps * self._dt + self.params.actuator_delay_s
+        self.robot.reset(self._q, delay, self.params.actuator_bandwidth_hz)
+        self._tcp_target = self.command_path.tcp_target.copy()
         self.object_start = self._point.copy()
         standing = (
             {"distractors_xy": [list(xy) for xy in draw.distractors]} if draw.distractors else {}
@@ -314,7 +302,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             q=self._q,
             qd=self._qd,
             tcp=self._tcp,
-            tcp_target=self.controller.tcp_target,
+            tcp_target=self._tcp_target,
             point=self._point,
             quat=self._obj_quat,
             goal=self.goal,
@@ -327,32 +315,52 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
 
     # ------------------------------------------------------------------ step
 
-    def step(
-        self, action: np.ndarray
-    ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+    def step(self, action: np.ndarray) -> StepResult:
         if not self._episode_ready:
             raise EvalError("call reset() before step()", key="reset")
         act = np.array(action, dtype=np.float64).reshape(4)
         if np.abs(act).max() > 1.0:
             np.clip(act, -1.0, 1.0, out=act)
             self._clipped += 1
-        self._queue.append(act)
-        applied = self._queue.popleft()
+        cap = V_MAX_MPS  # speed-and-separation monitoring: slower with a person near
+        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
+            cap = min(cap, SSM_SPEED_FRACTION * self.config.safety.reduced_speed_mps)
+        slip = self._faults.injector.running("grasp_slip", self._step)
+        if slip is not None:
+            act[3] = (self.grasp.width / 2 + 0.01) / FINGER_MAX_M * 2.0 - 1.0
+        sent = self.command_path.step(act, self._q, cap, (self._rots, self._origins))
+        self.send_joint_command(sent.target, sent.duration_s, sent.finger)
+        return self.robot_step(sent.tcp_target)
+
+    def send_joint_command(self, target: np.ndarray, duration_s: float, finger: float) -> None:
+        """A one-point joint trajectory (7,) rad over `duration_s` and the gripper's wanted
+        opening (m per finger), as the robot's controllers take them: they reach the follower
+        after the command delay (`command_delay_s`)."""
+        if not self._episode_ready:
+            raise EvalError("call reset() before step()", key="reset")
+        self.robot.send(self._step * self._dt, target, duration_s, finger)
+
+    @property
+    def command_delay_s(self) -> float:
+        """This episode's delay from a joint command to the follower, s."""
+        return self.robot.delay_s
+
+    def robot_step(self, tcp_target: np.ndarray | None = None) -> StepResult:
+        """Advance one control period on the robot's side of the command path: the commands due
+        reach the follower, the servos follow it, the physics steps, the monitors watch.
+
+        Args:
+            tcp_target: (3,) the harness's TCP set-point this period, m (for the tracking error;
+                default: the TCP of the follower's set-point).
+        """
+        if not self._episode_ready:
+            raise EvalError("call reset() before step()", key="reset")
         task, cfg, dt = self.task, self.config, self._dt
         step = self._step
         injector = self._faults.injector
-
-        cap = V_MAX_MPS
-        if self._watch_human and self._monitor.reduced_speed_required(self._separation):
-            cap = min(cap, SSM_SPEED_FRACTION * cfg.safety.reduced_speed_mps)
-        velocity = capped_velocity(applied, cap)
-        gripper = float(applied[3])
+        command = self.robot.update(step * dt, dt, self._rots, self._origins)
+        self._tcp_target = command.tcp_target if tcp_target is None else tcp_target
         slip = injector.running("grasp_slip", step)
-        if slip is not None:
-            gripper = (self.grasp.width / 2 + 0.01) / FINGER_MAX_M * 2.0 - 1.0
-        command = self.controller.command(
-            velocity, gripper, dt, self._q[:7], self._tcp, self._rots, self._origins
-        )
         stall = injector.running("actuator_stall", step)
         if stall is not None:
             command.arm_cmd[stall.request.joint] = stall.data["hold"]
@@ -374,9 +382,26 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         injected: list[str] = []
         if not self._faults.idle:
             # Skipped when no fault was requested or fired: then nothing can fire or clear.
-            injected = self._fault_step(t, command.tcp_target, contacts)
+            view = FaultView(
+                step=self._step,
+                t_s=t,
+                attached=self._held,
+                attached_steps=self.grasp.held_steps,
+                object_pos=self._point,
+                object_start=self.object_start,
+                goal=self.goal,
+                tcp=self._tcp,
+                tcp_target=self._tcp_target,
+                obstacle_contact_n=obstacle_contact_n(contacts),
+                obstacle_contact_warn_n=obstacle_warn_n(cfg.safety),
+            )
+            injected = self._faults.step(self.backend, task, view, self._q, self._obj_quat)
+            if "grasp_slip" in injected:
+                self._held = self.grasp.holding(self.backend)
 
         tcp_speed = math.sqrt(float(self._tcp_vel @ self._tcp_vel))
+        external = self.backend.robot_external_force()
+        self._peak_external_n = max(self._peak_external_n, math.sqrt(float(external @ external)))
         decision: StopDecision | None = self._monitor.update(
             self._step,
             t,
@@ -387,6 +412,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             contacts,
             self._point,
             self._separation,
+            external,
         )
         if (
             not math.isfinite(float(self._q.sum()) + self._obj_speed)
@@ -399,7 +425,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._quality = graded_quality(self._error, task.spec.tolerance_m)
         power = float(np.abs(self.backend.applied_torque() * self._qd).sum())
         self._recorder.add(
-            command.tcp_target,
+            self._tcp_target,
             self._tcp,
             unintended_contact(contacts, task.object_name, task.tool_name),
             power,
@@ -433,28 +459,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         }
         return self._observation(), float(self._quality), terminated, truncated, info
 
-    def _fault_step(
-        self, t: float, tcp_target: np.ndarray, contacts: Mapping[tuple[str, str], float]
-    ) -> list[str]:
-        """Let faults fire and clear this step (see `FaultEffects.step`); the kinds injected."""
-        view = FaultView(
-            step=self._step,
-            t_s=t,
-            attached=self._held,
-            attached_steps=self.grasp.held_steps,
-            object_pos=self._point,
-            object_start=self.object_start,
-            goal=self.goal,
-            tcp=self._tcp,
-            tcp_target=tcp_target,
-            obstacle_contact_n=obstacle_contact_n(contacts),
-            obstacle_contact_warn_n=obstacle_warn_n(self.config.safety),
-        )
-        injected = self._faults.step(self.backend, self.task, view, self._q, self._obj_quat)
-        if "grasp_slip" in injected:
-            self._held = self.grasp.holding(self.backend)
-        return injected
-
     # ------------------------------------------------------------------ episode summary
 
     def episode_summary(self) -> dict[str, Any]:
@@ -469,6 +473,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             None if monitor.min_separation_m is None else round(monitor.min_separation_m, 6)
         )
         control["actions_clipped"] = self._clipped
+        # What a wrist force/torque sensor read at its peak (the monitor's contact-stop force).
+        control["peak_external_force_n"] = round(self._peak_external_n, 6)
         control["goal_error_m"] = round(float(self._error), 9)
         control["grasp_mode"] = self.config.grasp
         t_end = self._step * self.params.control_dt

@@ -34,7 +34,7 @@ from sim_suites.policies import Policy, load_policy
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import task_spec
-from sim_suites.variations import DEFAULT_RANDOMIZATION, NOMINAL_CONTROL_RATE_HZ, RealityGap
+from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
 #: restore the whole simulator state, so reuse does not change results (tested).
@@ -225,8 +225,8 @@ def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:
 
     Returns:
         (what the episode record keeps: the file's hash, the fields applied and the parameters
-        a sim episode cannot apply, with why; the `RealityGap`). The delay becomes whole control
-        steps at the nominal control rate.
+        a sim episode cannot apply, with why; the `RealityGap`), in the file's units (the delay
+        in seconds, the bandwidth in Hz).
 
     Raises:
         EvalError: the file was edited, is missing or was fitted on another robot.
@@ -234,7 +234,7 @@ def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:
     from embodied_eval.protocol.calibration_file import read_calibration
 
     cal = read_calibration(protocol.sim_calibration, robot_id=protocol.robot_id)
-    fields = cal.sim_gap(1.0 / NOMINAL_CONTROL_RATE_HZ)
+    fields = cal.sim_gap()
     record = {
         "sha256": cal.sha256,
         "applied": dict(sorted(fields.items())),

@@ -22,8 +22,13 @@ Monitored conditions and what they do (limits in `SafetyLimits`, overridable per
   the incident classifier checks against the region's limit, + protective stop (category 1).
 - Robot contact with a fixture (table, hole block, drawer, obstacle) above
   `contact_warn_fraction` × `fixture_contact_limit_n` → `contact` event (permitted, with the
-  limit as `force_limit_n`); above the limit → protective stop (category 2) carrying the fixture,
-  the force and the limit (the classifier's force-margin rule states them).
+  limit as `force_limit_n`).
+- The net external force on the robot (`PhysicsBackend.robot_external_force`: what a wrist
+  force/torque sensor or the robot's external-wrench estimate reads — a grip's opposing finger
+  forces cancel, a fixture pressed through the hand or through a held part counts) above
+  `fixture_contact_limit_n` → protective stop (category 2) carrying what was touched hardest
+  (a fixture, else the part), the force and the limit (the classifier's force-margin rule states
+  them). The same monitor runs in both halves of a pair: the sim episode and the twin robot.
 - A stop caused by a contact names what was touched (`contact_with`), so it never reads as a
   stop without contact.
 
@@ -35,6 +40,7 @@ Contacts shorter than `transient_s` are reported as transient, longer ones as qu
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -291,6 +297,7 @@ class SafetyMonitor:
         contacts: Mapping[tuple[str, str], float],
         object_pos: np.ndarray,
         separation_m: float | None = None,
+        external_force: np.ndarray | None = None,
     ) -> StopDecision | None:
         """Check every monitor for one control step.
 
@@ -303,6 +310,8 @@ class SafetyMonitor:
             object_pos: (3,) the task object's position (m).
             separation_m: distance between the robot's and the proxy's geometry (m); required
                 when the cell has a human proxy.
+            external_force: (3,) peak net external force on the robot over the control step, N
+                (None: no force reading, no contact stop).
         Returns:
             a StopDecision when the episode must end now, else None.
         """
@@ -374,19 +383,27 @@ class SafetyMonitor:
             force = contacts.get((ROBOT, fixture), 0.0)
             if force > warn_n:
                 self._track(key, True, step, t, force)
-                if force > lim.fixture_contact_limit_n and decision is None:
-                    decision = self._stop(
-                        step,
-                        t,
-                        2,
-                        "fixture_contact",
-                        f"contact with {fixture} at {force:.0f} N",
-                        contact_with=fixture,
-                        contact_force_n=min(force, PHYSICAL_CEILINGS["contact_force_n"]),
-                        force_limit_n=self._fixture_limit(),
-                    )
             elif key in self._open:
                 self._close(key)
+        if external_force is not None and decision is None:
+            net_n = math.sqrt(float(external_force @ external_force))
+            limit = lim.fixture_contact_limit_n
+            if limit > 0 and net_n > limit:
+                touched = self.hardest_touched(contacts)
+                # A part is an "object" to the incident log (its closed list of environment
+                # partners names fixtures, not parts); the detail keeps the part's name.
+                named = touched in self._fixture_keys or touched == "environment"
+                partner = touched if named else "object"
+                decision = self._stop(
+                    step,
+                    t,
+                    2,
+                    "fixture_contact",
+                    f"contact with {touched} at {net_n:.0f} N (net external force)",
+                    contact_with=partner,
+                    contact_force_n=min(net_n, PHYSICAL_CEILINGS["contact_force_n"]),
+                    force_limit_n=self._fixture_limit(),
+                )
 
         tcp_out = not _inside(tcp, self._tcp_low, self._tcp_high)
         obj_out = not _inside(object_pos, self._obj_low, self._obj_high)
@@ -405,6 +422,20 @@ class SafetyMonitor:
         if decision is not None:
             self.finish()
         return decision
+
+    def hardest_touched(self, contacts: Mapping[tuple[str, str], float]) -> str:
+        """What the robot touched hardest this step: the fixture with the largest contact force,
+        else any other body, else "environment" (an unnamed part of the cell)."""
+        best, name = 0.0, ""
+        for (a, b), force in contacts.items():
+            if ROBOT not in (a, b) or force <= 0.0:
+                continue
+            other = b if a == ROBOT else a
+            # A fixture outranks a held part: a part pressed into the table is a table contact.
+            rank = (other in self._fixture_keys, force)
+            if name == "" or rank > (name in self._fixture_keys, best):
+                best, name = force, other
+        return name or "environment"
 
     def reduced_speed_required(self, separation_m: float | None) -> bool:
         """Whether the cell's speed-and-separation function caps the TCP speed now.

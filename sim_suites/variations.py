@@ -47,6 +47,9 @@ NOMINAL: dict[str, Any] = {
     "object_xy_offset_m": [0.0, 0.0],
     "sensor_noise_std": 0.0,
     "action_latency_steps": 0,
+    "actuator_delay_s": 0.0,
+    "actuator_bandwidth_hz": 0.0,
+    "contact_timeconst_s": 0.0,
     "control_rate_hz": NOMINAL_CONTROL_RATE_HZ,
     "lighting_scale": 1.0,
     "grip_force_scale": 1.0,
@@ -232,12 +235,18 @@ def sample_randomization(
 
 @dataclass(frozen=True)
 class RealityGap:
-    """Deliberate differences between the twin robot's physics and the nominal simulation.
+    """Deliberate differences between the twin robot's physics and the nominal simulation, and
+    the physical parameters a calibration file applies to a sim run (one name each).
 
     Attributes:
         friction_scale, object_mass_scale, link_mass_scale, actuator_gain_scale,
             joint_damping_scale: multiplicative offsets on the (randomized) values.
-        actuator_delay_steps: extra control steps of delay before an action takes effect.
+        actuator_delay_s: extra delay before a joint command takes effect, s (added to the
+            command path's delay, `sim_suites.command_path`).
+        actuator_bandwidth_hz: the actuator's first-order cut-off, Hz (0: no filter); when set
+            it replaces the randomized value.
+        contact_timeconst_s: contact softness of the manipulated objects (solref time constant,
+            s; 0 keeps the engine's own), replacing the randomized value when set.
         sensor_noise_std: extra observation noise (m, rad), added in quadrature.
         payload_kg: unmodelled mass at the hand (kg); the controller's gravity model omits it.
     """
@@ -247,22 +256,28 @@ class RealityGap:
     link_mass_scale: float = 1.0
     actuator_gain_scale: float = 1.0
     joint_damping_scale: float = 1.0
-    actuator_delay_steps: int = 0
+    actuator_delay_s: float = 0.0
+    actuator_bandwidth_hz: float = 0.0
+    contact_timeconst_s: float = 0.0
     sensor_noise_std: float = 0.0
     payload_kg: float = 0.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            if (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or not value >= 0
+                or math.isinf(value)
+            ):
                 raise EvalError(
-                    f"reality_gap.{f.name}: expected a number ≥ 0, got {value!r}",
+                    f"reality_gap.{f.name}: expected a finite number ≥ 0, got {value!r}",
                     key=f"reality_gap.{f.name}",
                 )
-        if int(self.actuator_delay_steps) != self.actuator_delay_steps:
+        if self.actuator_delay_s > 1.0:
             raise EvalError(
-                "reality_gap.actuator_delay_steps: expected a whole number of control steps",
-                key="reality_gap.actuator_delay_steps",
+                "reality_gap.actuator_delay_s: at most 1 s", key="reality_gap.actuator_delay_s"
             )
 
     def to_dict(self) -> dict[str, float]:
@@ -277,7 +292,9 @@ class EpisodeParams:
         physics: what the engine applies on reset.
         object_xy_offset: (2,) displacement of the task object/fixture from its nominal place, m.
         sensor_noise_std: std of the Gaussian noise on measured positions (m, rad).
-        action_latency_steps: control steps between an action and its effect.
+        action_latency_steps: control steps of command latency (drift, firmware, DR).
+        actuator_delay_s: delay from a joint command to its effect besides the latency, s.
+        actuator_bandwidth_hz: the actuator's first-order cut-off, Hz (0: no filter).
         control_rate_hz: requested control rate; `substeps` physics steps make one control period.
         lighting_scale: light intensity factor of the cameras' lights (DR × drift).
         colour_jitter: amplitude of the per-body RGB colour shift seen by the cameras.
@@ -294,6 +311,8 @@ class EpisodeParams:
     object_xy_offset: tuple[float, float] = (0.0, 0.0)
     sensor_noise_std: float = 0.0
     action_latency_steps: int = 0
+    actuator_delay_s: float = 0.0
+    actuator_bandwidth_hz: float = 0.0
     control_rate_hz: float = NOMINAL_CONTROL_RATE_HZ
     lighting_scale: float = 1.0
     colour_jitter: float = 0.0
@@ -380,6 +399,7 @@ def episode_params(
         payload_kg=float(d.get("payload_kg", 0.0) + gap.payload_kg),
         grip_force_scale=float(v["grip_force_scale"]),
         object_size_scale=float(v["object_size_scale"]),
+        contact_timeconst_s=float(gap.contact_timeconst_s or v["contact_timeconst_s"]),
     )
     rate = v["control_rate_hz"]
     if firmware["control_rate_hz"] != NOMINAL_CONTROL_RATE_HZ:
@@ -393,8 +413,9 @@ def episode_params(
             v["action_latency_steps"]
             + int(d.get("latency_steps", 0))
             + int(firmware["latency_steps"])
-            + gap.actuator_delay_steps
         ),
+        actuator_delay_s=float(v["actuator_delay_s"] + gap.actuator_delay_s),
+        actuator_bandwidth_hz=float(gap.actuator_bandwidth_hz or v["actuator_bandwidth_hz"]),
         control_rate_hz=float(d.get("control_rate_hz", rate)),
         lighting_scale=float(v["lighting_scale"] * d.get("lighting_scale", 1.0)),
         colour_jitter=float(v["colour_jitter"]),

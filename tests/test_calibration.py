@@ -234,7 +234,8 @@ def test_calibration_file_hash_robot_and_sim_mapping(tmp_path):
     assert cal.sha256 == digest and len(digest) == 64
     assert cal.values == {"payload": 0.4, "actuator_delay": 0.044}  # friction not identified
     # 0.044 s at a 20 ms control period is 2 whole control steps (2.2 rounds to 2).
-    assert cal.sim_gap(0.02) == {"payload_kg": 0.4, "actuator_delay_steps": 2}
+    # The sim half runs the robot's command path: the delay applies in seconds, as fitted.
+    assert cal.sim_gap() == {"payload_kg": 0.4, "actuator_delay_s": 0.044}
     with pytest.raises(EvalError, match=r"fitted on robot 'twin'.*robot is 'panda-lab-2'"):
         read_calibration(path, robot_id="panda-lab-2")
     edited = path.read_text().replace("value = 0.4\n", "value = 0.5\n")

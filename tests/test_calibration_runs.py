@@ -59,13 +59,17 @@ def test_calibrated_sim_episode_records_the_hash_and_applies_the_fit(tmp_path):
     episode = run_episode(spec, protocol, max_steps=5).episode
     record = episode.randomization["calibration"]
     assert record["sha256"] == digest
-    # 0.041 s at the nominal 50 Hz is 2 whole control steps (2.05 rounds to 2); the bandwidth
-    # has no counterpart in sim episodes; friction was not identified, so it is not applied.
-    assert record["applied"] == {"actuator_delay_steps": 2, "payload_kg": 0.4}
-    assert record["not_applied"] == ["actuator_bandwidth"]
+    # The sim half runs the robot's own command path: the 0.041 s delay and the 8 Hz bandwidth
+    # apply as fitted; friction was not identified, so it is not applied.
+    assert record["applied"] == {
+        "actuator_bandwidth_hz": 8.0,
+        "actuator_delay_s": 0.041,
+        "payload_kg": 0.4,
+    }
+    assert record["not_applied"] == []
     gap = episode.randomization["reality_gap"]
-    assert gap["payload_kg"] == 0.4 and gap["actuator_delay_steps"] == 2
-    assert gap["friction_scale"] == 1.0
+    assert gap["payload_kg"] == 0.4 and gap["actuator_delay_s"] == 0.041
+    assert gap["actuator_bandwidth_hz"] == 8.0 and gap["friction_scale"] == 1.0
 
 
 def test_edited_or_foreign_calibration_is_refused_before_planning(tmp_path):

@@ -99,12 +99,16 @@ def record_incident(db: Path, window: str, **fields: Any) -> None:
 
 
 def build_window(
-    tmp_path: Path, *, near_miss: bool = True, recordings: bool = False
+    tmp_path: Path,
+    *,
+    near_miss: bool = True,
+    recordings: bool = False,
+    judge: dict[str, str] | None = None,
 ) -> tuple[Path, Path]:
     """A store holding the fixed window described in the module docstring.
 
     With `recordings`, each failed real episode carries a camera recording (MCAP, see
-    `tests.camera_recording`) under `tmp_path/run/`.
+    `tests.camera_recording`) under `tmp_path/run/`. With `judge`, the real episodes name it.
 
     Returns:
         (protocol file, store file).
@@ -128,6 +132,8 @@ def build_window(
             safe = "".join(c if c.isalnum() else "_" for c in spec.episode_id)
             artifact = write_camera_mcap(tmp_path / "run" / f"{safe}.mcap", RECORDED_COLOURS)
             episode = replace(episode, artifacts=(artifact,))
+        if judge is not None and spec.side == "real":
+            episode = replace(episode, judge=dict(judge))
         episodes.append(episode)
     with Store(db) as store:
         store.write_manifest(

@@ -103,6 +103,14 @@ def test_scaled_down_demo_certifies_and_verifies(tmp_path: Path) -> None:
         if e["side"] == "real" and e["status"] in ("ok", "safety_stop", "out_of_bounds")
     }
     assert 1 <= len(scored_pairs) <= 3
+    # The judge was audited on the window's own episodes (the twin's oracle labelling, under a
+    # name that says so), and the certificate names the audit sample it measured Se/Sp on.
+    draw = re.search(r"judge audit (ADR-[0-9a-f]+): (\d+) episode\(s\) drawn", done.stdout)
+    assert draw is not None, done.stdout[-3000:]
+    judge = cert["embodiment"]["judge"]
+    assert judge["accuracy"]["measured_on"] == "this window's audit"
+    assert 1 <= len(judge["accuracy"]["audited_episodes"]) <= int(draw.group(2))
+    assert f"audit sample {draw.group(1)}" in json.dumps(cert)
     # The harness's detector judged every real episode that ran to its end, from the recorded
     # camera and tracker; the twin's oracle only sits beside it. The report names the judge.
     ended = [e for e in real if e["side"] == "real" and e["status"] == "ok"]

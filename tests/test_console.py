@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sqlite3
+import ssl
 import subprocess
 import sys
 import threading
@@ -25,6 +26,7 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+from embodied_eval.console.access import Operators, TLSFiles
 from embodied_eval.console.app import ConsoleServer
 from embodied_eval.console.live_state import LiveState
 from embodied_eval.console.window import window_view
@@ -34,7 +36,7 @@ from embodied_eval.runner.live import operator_requests
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.store.core import Store
 from embodied_eval.store.verify_store import verify_store
-from tests.console_support import stored_window
+from tests.console_support import self_signed_tls, stored_window
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -94,20 +96,29 @@ def test_the_window_view_has_the_stores_numbers(tmp_path: Path):
     assert (real0["done"], real0["aborted"]) == (12, 0)
 
 
-def test_every_request_needs_the_token_and_the_store_is_only_read(tmp_path: Path):
+def test_every_request_needs_an_operators_token_and_the_store_is_only_read(tmp_path: Path):
     protocol, db, _ = stored_window(tmp_path)
     before = hashlib.sha256(db.read_bytes()).hexdigest()
-    with ConsoleServer(db, protocol, port=0, max_retries=0) as server:
+    operators = Operators.issue(["ana", "bo"])
+    with ConsoleServer(db, protocol, port=0, max_retries=0, operators=operators) as server:
         base = server.url.split("/?")[0]
         assert server.url.startswith("http://127.0.0.1:") and server.token in server.url
+        assert server.url_for("bo") == f"{base}/?token={operators.tokens['bo']}"
         for path in ("/", "/api/state", "/api/events", "/api/frame.jpg", "/files/x/0"):
             assert get(base + path)[0] == 401
             assert get(base + path, "not-the-token")[0] == 401
+            assert get(base + path, operators.tokens["ana"][:-1])[0] == 401  # a prefix
+            assert get(base + path, "t%C3%A9")[0] == 401  # not ASCII: refused, not an error
         assert post(base + "/api/stop", "wrong")[0] == 401
         status, body = get(base + "/api/state", server.token)
         assert status == 200
         state = json.loads(body)
+        assert state["user"] == "ana"
         assert state["window"]["real_successes"] == 27 and state["window"]["real_scored"] == 30
+        # Each operator's own token, and the page greets its holder.
+        assert json.loads(get(base + "/api/state", operators.tokens["bo"])[1])["user"] == "bo"
+        # The store's view is shared: its file links carry no one's token.
+        assert "token=" not in json.dumps(state["window"])
         assert get(base + "/api/state", server.token, header=True)[0] == 200
         page = get(base + "/", server.token)[1].decode()
         assert "console-window" in page and "<script>" in page
@@ -117,6 +128,80 @@ def test_every_request_needs_the_token_and_the_store_is_only_read(tmp_path: Path
     assert hashlib.sha256(db.read_bytes()).hexdigest() == before
     with Store(db, read_only=True) as store, pytest.raises(sqlite3.OperationalError):
         store.conn.execute("DELETE FROM schema_migrations")
+
+
+class EventStream:
+    """The console's server-sent events read with urllib: (event name, data) one at a time."""
+
+    def __init__(self, url: str) -> None:
+        self.response = urllib.request.urlopen(url, timeout=30)
+
+    def next(self) -> tuple[str, dict]:
+        name, data = "message", ""
+        while True:
+            line = self.response.readline().decode("utf-8").rstrip("\r\n")
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data += line[5:].strip()
+            elif not line and data:
+                return name, json.loads(data)
+
+    def until(self, name: str, test, timeout_s: float = 30.0) -> dict:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert time.monotonic() < deadline, f"no {name} event in {timeout_s} s"
+            got, data = self.next()
+            if got == name and test(data):
+                return data
+
+    def close(self) -> None:
+        self.response.close()
+
+
+def test_the_event_stream_shows_the_runs_status_whatever_the_order_of_connect_and_start(
+    tmp_path: Path,
+):
+    protocol, db, _ = stored_window(tmp_path)
+    live = LiveState("ana")
+    with ConsoleServer(db, protocol, live=live, port=0, max_retries=0) as server:
+        base = server.url.split("/?")[0]
+        early = EventStream(f"{base}/api/events?token={server.token}")
+        name, first = early.next()
+        assert (name, first["run"]["status"]) == ("state", "idle")
+        live.attach_run({"run_id": "r1", "window": "w"}, lambda: None, lambda request: "OPR-1")
+        # Connected before the run started: told as soon as it runs, not at the next store read.
+        assert early.until("run", lambda d: True)["status"] == "running"
+        late = EventStream(f"{base}/api/events?token={server.token}")
+        name, first = late.next()
+        assert (name, first["run"]["status"], first["run"]["run_id"]) == ("state", "running", "r1")
+        assert [e["kind"] for e in first["events"]] == ["run"]  # read together with the status
+        live.request("pause", "bo")
+        for stream in (early, late):
+            assert stream.until("run", lambda d: True)["status"] == "paused"
+        early.close()
+        late.close()
+
+
+def test_an_address_other_machines_reach_needs_tls_or_insecure_remote(tmp_path: Path):
+    protocol, db, _ = stored_window(tmp_path)
+    with pytest.raises(EvalError, match=r"console: --host 0\.0\.0\.0 can be reached from other"):
+        ConsoleServer(db, protocol, host="0.0.0.0", port=0).start()
+    with ConsoleServer(db, protocol, host="0.0.0.0", port=0, insecure_remote=True) as server:
+        base = f"http://127.0.0.1:{server.port}"
+        assert get(base + "/api/state")[0] == 401
+        assert get(base + "/api/state", server.token)[0] == 200
+    # Over TLS it may listen there; the client trusts the self-signed certificate.
+    cert, key = self_signed_tls(tmp_path)
+    tls = TLSFiles(cert, key)
+    with ConsoleServer(db, protocol, host="0.0.0.0", port=0, tls=tls) as server:
+        assert server.url.startswith("https://0.0.0.0:")
+        trusted = ssl.create_default_context(cafile=str(cert))
+        url = f"https://127.0.0.1:{server.port}/api/state?token={server.token}"
+        with urllib.request.urlopen(url, context=trusted, timeout=30) as r:
+            assert r.status == 200 and json.loads(r.read())["user"] == server.operators.first
+        with pytest.raises(OSError):  # plain HTTP is not served there (connection dropped)
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/api/state", timeout=30)
 
 
 def test_a_missing_store_is_a_one_line_error(tmp_path: Path):
@@ -175,6 +260,7 @@ def test_pause_and_stop_through_the_api_are_chained_and_the_run_resumes(tmp_path
     protocol = protocol_from_mapping(SIM_PROTOCOL)
     db, out = tmp_path / "store.db", tmp_path / "out"
     live = LiveState("ana")
+    operators = Operators.issue(["ana", "bo"])
     stored: list[int] = []
     result: dict = {}
 
@@ -188,12 +274,16 @@ def test_pause_and_stop_through_the_api_are_chained_and_the_run_resumes(tmp_path
             live=live,
         )
 
-    with ConsoleServer(db, protocol, live=live, port=0) as server:
+    with ConsoleServer(db, protocol, live=live, port=0, operators=operators) as server:
         base = server.url.split("/?")[0]
         thread = threading.Thread(target=run)
         thread.start()
         wait_for(lambda: sum(e["kind"] == "episode" for e in live.events_since(0)) >= 2)
-        status, paused = post(base + "/api/pause", server.token, {"user": "bo"})
+        # Who asks is the token's operator; a name in the body is refused, nothing recorded.
+        status, body = post(base + "/api/pause", operators.tokens["bo"], {"user": "ana"})
+        assert status == 400 and "no fields (got user)" in body["error"]
+        assert not live.paused and live.requests == []
+        status, paused = post(base + "/api/pause", operators.tokens["bo"])
         assert status == 200 and paused["by"] == "bo" and paused["via"] == "api"
         # Paused: at most the episode in progress is stored, then nothing for a while.
         time.sleep(1.5)
@@ -201,7 +291,7 @@ def test_pause_and_stop_through_the_api_are_chained_and_the_run_resumes(tmp_path
         time.sleep(1.5)
         assert sum(e["kind"] == "episode" for e in live.events_since(0)) == count
         assert json.loads(get(base + "/api/state", server.token)[1])["run"]["status"] == "paused"
-        status, stopped = post(base + "/api/stop", server.token)
+        status, stopped = post(base + "/api/stop", operators.tokens["ana"], {})
         assert status == 200 and stopped["by"] == "ana"
         thread.join(60)
         stored.append(count)
@@ -233,28 +323,52 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.getcwd()}
 
 
-def test_the_cli_run_prints_the_console_url_and_a_stop_exits_non_zero(tmp_path: Path):
+def test_the_cli_run_keeps_tokens_out_of_its_output_and_a_stop_names_its_operator(
+    tmp_path: Path,
+):
     pytest.importorskip("sim_suites.episode")
     protocol_file = tmp_path / "p.toml"
     protocol_file.write_text(SIM_TOML, encoding="utf-8")
-    db, out = tmp_path / "store.db", tmp_path / "out"
+    db, out, tokens = tmp_path / "store.db", tmp_path / "out", tmp_path / "secrets" / "tokens.json"
     args = [*_cli(), "run", str(protocol_file), "--side", "sim", "--executor", "sequential",
             "--db", str(db), "--out", str(out), "--no-progress"]  # fmt: skip
+    stdout = (tmp_path / "stdout.txt").open("w")
     run = subprocess.Popen(
-        [*args, "--console-port", "0", "--user", "cli-user", "--foxglove-port", "0"],
+        [
+            *args,
+            "--console-port",
+            "0",
+            "--user",
+            "cli-user",
+            "--user",
+            "other",
+            "--foxglove-port",
+            "0",
+            "--token-file",
+            str(tokens),
+        ],
         stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
+        stdout=stdout,
         text=True,
         env=_env(),
     )
     try:
         assert run.stderr is not None
-        line = run.stderr.readline()
-        found = re.search(r"console: (http://127\.0\.0\.1:\d+)/\?token=(\S+)", line)
-        assert found, line
-        base, token = found.group(1), found.group(2)
+        lines = [run.stderr.readline() for _ in range(3)]
+        found = re.match(r"console: (http://127\.0\.0\.1:\d+)/$", lines[0].strip())
+        assert found, lines
+        base = found.group(1)
+        fox = re.match(r"foxglove: (ws://127\.0\.0\.1:\d+/)$", lines[1].strip())
+        assert fox, lines
+        assert lines[2].startswith("operators cli-user, other: sign-in links ")
+        assert f"for scripts in {tokens} (mode 0600" in lines[2]
+        assert tokens.stat().st_mode & 0o777 == 0o600
+        saved = json.loads(tokens.read_text())
+        assert saved["console"] == base + "/" and saved["foxglove"] == fox.group(1)
+        assert list(saved["operators"]) == ["cli-user", "other"]
+        token = saved["operators"]["other"]
         assert get(base + "/api/state")[0] == 401
-        assert re.match(r"foxglove: ws://127\.0\.0\.1:\d+$", run.stderr.readline().strip())
+        assert get(base + "/api/state", saved["operators"]["cli-user"])[0] == 200
 
         def stored() -> int:
             state = json.loads(get(base + "/api/state", token)[1])
@@ -262,17 +376,78 @@ def test_the_cli_run_prints_the_console_url_and_a_stop_exits_non_zero(tmp_path: 
 
         wait_for(lambda: stored() >= 1)
         status, stop = post(base + "/api/stop", token)
-        assert status == 200 and stop["by"] == "cli-user"
+        assert status == 200 and stop["by"] == "other"
         rest = run.stderr.read()
         assert run.wait(60) == 130
     finally:
         run.kill()
-    assert "stopped from the console by cli-user" in rest and "Traceback" not in rest
-    assert [r["action"] for r in operator_requests(db)] == ["stop"]
+        stdout.close()
+    assert "stopped from the console by other" in rest and "Traceback" not in rest
+    assert [(r["action"], r["by"]) for r in operator_requests(db)] == [("stop", "other")]
+    assert not tokens.exists()  # removed when the run ended
+    # No token anywhere the run wrote: its stdout/stderr and every file it left.
+    captured = "".join(lines) + rest + (tmp_path / "stdout.txt").read_text()
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(written) > 3
+    for secret in saved["operators"].values():
+        assert secret not in captured
+        assert not [p for p in written if secret.encode() in p.read_bytes()]
     again = subprocess.run(args, capture_output=True, text=True, timeout=240, env=_env())
     assert again.returncode == 0, again.stderr
     with Store(db) as store:
         assert len(store.episodes()) == 20
+
+
+def test_cli_refuses_a_remote_address_without_tls_in_one_line(tmp_path: Path):
+    _, db, _ = stored_window(tmp_path)
+    protocol = tmp_path / "protocol.toml"
+    console = subprocess.run(
+        [
+            *_cli(),
+            "console",
+            "--db",
+            str(db),
+            "--protocol",
+            str(protocol),
+            "--port",
+            "0",
+            "--host",
+            "0.0.0.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
+    assert console.returncode == 2 and "Traceback" not in console.stderr
+    assert len(console.stderr.strip().splitlines()) == 1
+    assert "--host 0.0.0.0 can be reached from other machines" in console.stderr
+    assert "--insecure-remote" in console.stderr and "--tls-cert" in console.stderr
+    store = tmp_path / "new.db"
+    run = subprocess.run(
+        [
+            *_cli(),
+            "run",
+            str(protocol),
+            "--side",
+            "sim",
+            "--db",
+            str(store),
+            "--no-progress",
+            "--foxglove-port",
+            "0",
+            "--foxglove-host",
+            "0.0.0.0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(),
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    assert "Foxglove: --foxglove-host 0.0.0.0 can be reached from other machines" in run.stderr
+    assert not store.exists()  # refused before the run began
 
 
 def test_cli_console_refuses_a_store_without_the_protocols_manifest(tmp_path: Path):

@@ -3,8 +3,8 @@
 - Against a stored window the page shows the store's numbers (the hand-checked vectors of
   tests/console_support.py); without the token the page is 401.
 - During a live sim run two pages update without a reload, agree with each other, and pause and
-  stop the run from their buttons (the stop after its confirmation); both requests are chained
-  ledger records naming the person typed into the page.
+  stop the run from their buttons (the stop after its confirmation); each page is opened with
+  its own operator's link, and both requests are chained ledger records naming that operator.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from embodied_eval.console.access import Operators
 from embodied_eval.console.app import ConsoleServer
 from embodied_eval.console.live_state import LiveState
 from embodied_eval.protocol.reader import protocol_from_mapping
@@ -54,7 +55,11 @@ def test_the_page_shows_the_stored_windows_numbers_and_needs_the_token(browser, 
 
 def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_path: Path):
     pytest.importorskip("sim_suites.episode")
-    protocol = protocol_from_mapping(SIM_PROTOCOL)
+    # 200 planned episodes (about 30 s): the run is still going when the page pauses it after
+    # its third episode, whatever the order of the pages' connections and the run's start.
+    protocol = protocol_from_mapping(
+        {**SIM_PROTOCOL, "sampling": {**SIM_PROTOCOL["sampling"], "seeds_per_instance": 40}}
+    )
     db, out = tmp_path / "store.db", tmp_path / "out"
     live = LiveState("technician")
     result: dict = {}
@@ -74,18 +79,24 @@ def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_p
         protocol, RunOptions(sides=("sim",), dry_run=True), db_path=db, out_dir=out,
         show_progress=False,
     )  # fmt: skip
-    with ConsoleServer(db, protocol, live=live, port=0) as server:
-        first, second = open_page(browser, server.url), open_page(browser, server.url)
+    operators = Operators.issue(["ana", "bo"])
+    with ConsoleServer(db, protocol, live=live, port=0, operators=operators) as server:
+        first, second = (
+            open_page(browser, server.url_for("ana")),
+            open_page(browser, server.url_for("bo")),
+        )
+        assert (first.inner_text("#user"), second.inner_text("#user")) == ("ana", "bo")
         for page in (first, second):
             page.evaluate("window.__marker = 'no reload'")
-            assert page.inner_text('[data-side="sim"] b') == "0 / 20"
+            assert page.inner_text('[data-side="sim"] b') == "0 / 200"
         thread = threading.Thread(target=run)
         thread.start()
+        for page in (first, second):  # the pages show the run as running before anything else
+            page.wait_for_selector('body[data-run-status="running"]', timeout=30_000)
         first.wait_for_function(
             "document.querySelector('[data-side=\"sim\"] b').textContent.split(' / ')[0] >= 3",
             timeout=60_000,
         )
-        first.fill("#user", "ana")
         first.click("#pause")
         for page in (first, second):
             page.wait_for_selector('body[data-run-status="paused"]', timeout=30_000)
@@ -99,7 +110,6 @@ def test_a_live_sim_run_updates_two_pages_which_pause_and_stop_it(browser, tmp_p
         assert cell(first, "sim/mujoco/push/d0/successes") == cell(
             second, "sim/mujoco/push/d0/successes"
         )
-        second.fill("#user", "bo")
         second.click("#stop")  # confirmation accepted by the page's dialog handler
         thread.join(60)
         assert not thread.is_alive()

@@ -2,7 +2,8 @@
 the page's stop button holds the arm — the twin's own log (its `robot/state` diagnostics: the
 last arm command it received and when, on its wall clock) shows the safe-stop hold arriving
 within 200 ms of the click; the episode ends `aborted` with cause `operator_stop`, the run stops,
-and the stop is a chained ledger record naming who asked. Never rerun.
+and the stop is a chained ledger record naming the operator whose link opened the page. Never
+rerun.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("rclpy", exc_type=ImportError)
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
+from embodied_eval.console.access import Operators
 from embodied_eval.console.app import ConsoleServer
 from embodied_eval.console.live_state import LiveState
 from embodied_eval.protocol.reader import protocol_from_mapping
@@ -81,7 +83,11 @@ def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser,
             protocol, options, db_path=db, out_dir=out, show_progress=False, live=live
         )
 
-    with TwinProcess(domain), ConsoleServer(db, protocol, live=live, port=0) as server:
+    operators = Operators.issue(["ana"])
+    with (
+        TwinProcess(domain),
+        ConsoleServer(db, protocol, live=live, port=0, operators=operators) as server,
+    ):
         configure_process(domain, "loopback")
         watcher = Ros2Robot(
             load_bridge_config(config_path).replace(domain_id=domain, node_name="watcher"),
@@ -89,7 +95,7 @@ def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser,
         )
         watcher.connect()
         try:
-            page = open_page(browser, server.url)
+            page = open_page(browser, server.url_for("ana"))
             thread = threading.Thread(target=run)
             thread.start()
             page.wait_for_selector('body[data-real-phase="running"]', timeout=120_000)
@@ -99,7 +105,6 @@ def test_frames_update_and_the_stop_button_holds_the_twin_within_200_ms(browser,
             page.wait_for_function(f"Number(document.body.dataset.frame || 0) > {first + 2}")
             assert page.inner_text("#deadman").startswith("heartbeat on")
             assert page.inner_text("#force-limit") == "150"
-            page.fill("#user", "ana")
             page.click("#stop")  # the confirmation is accepted by the page's dialog handler
             thread.join(120)
             assert not thread.is_alive()

@@ -177,3 +177,16 @@ def test_ar_ppi_coverage(quality, clusters, icc, clustered):
     assert r.coverage >= 0.94 - 2 * math.sqrt(0.95 * 0.05 / reps)
     if quality == GOOD:  # sim agrees on 95 % of pairs: the interval is much narrower
         assert r.mean_width < 0.8 * r.classical_width
+
+
+def test_ar_ppi_gate_bound_covers_at_its_floor():
+    """At the validity floor (40 task instances, 100 pairs), a biased sim and ICC 0.1 at a true
+    rate of 0.7 (the grid's worst gate-bound cell among rates 0.3–0.8, 0.955 over 1500 windows):
+    the gate's bound, the two-sided interval's low end, covers ≥ nominal − 1 pt less 2 MC s.e."""
+    from embodied_eval.stats.coverage_ppi import floor_coverage
+
+    reps = 600
+    c = floor_coverage(PPIScenario("floor", 0.7, BIASED, 100, 2000, 40, 0.1),
+                       np.random.default_rng(41), reps)  # fmt: skip
+    assert c.valid > 0.9
+    assert c.lower_end >= 0.94 - 2 * math.sqrt(0.95 * 0.05 / reps)

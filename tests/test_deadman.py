@@ -1,6 +1,7 @@
 """The deadman, asserted on what the robot's own clock recorded, over many trials (never rerun).
 
-The twin logs the wall time of every heartbeat it receives and of the hold it takes when they stop
+The twin logs, on its own stamp clock (its simulated time, which a loaded machine holds up together
+with the simulated robot), every heartbeat it receives and the hold it takes when they stop
 (`robot/state` diagnostics: `last_heartbeat_ns`, `held_at_ns`). The requirement: the hold comes
 within 200 ms of the last heartbeat, every time — 20 of 20 here.
 """

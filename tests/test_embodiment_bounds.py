@@ -202,7 +202,7 @@ def test_ppi_below_its_floor_falls_back_to_classical_ar():
     ppi = out["AR_ppi"]
     assert ppi["valid"] is False and ppi["in_use"] is False
     assert ppi["pairs"] == 5 and ppi["lambda"] == 0.0
-    assert any("fewer than 50" in r for r in ppi["below_floor"])
+    assert any("fewer than 100" in r for r in ppi["below_floor"])
     assert any("degenerate variance" in r for r in ppi["below_floor"])
     assert (ppi["low"], ppi["high"]) != (1.0, 1.0) and ppi["low"] < 1.0
     assert "classical AR" in ppi["method"] and "validity floor" in ppi["note"]

@@ -11,6 +11,7 @@ import pytest
 from embodied_eval.embodiment import compute_embodiment
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.stats.ppi import ppi_mean_clustered
+from embodied_eval.stats.ppi_floor import PPIFloor
 from tests.conftest import make_episode
 from tests.test_embodiment_data import (
     DATA,
@@ -23,8 +24,13 @@ from tests.test_embodiment_data import (
 
 pytestmark = pytest.mark.timeout(60)
 
+#: The fixture (80 pairs, 10 task instances, real rate 0.9) is below this version's floor; the
+#: hand values below are checked against the earlier floor (50 pairs, 10 instances, no rate
+#: range), which `verify --db` still applies to certificates issued under it.
+EARLIER_FLOOR = PPIFloor(pairs=50, task_instances=10, rate_range=None, gate_two_sided=False)
 
-def report(episodes, protocol=None):
+
+def report(episodes, protocol=None, floor=EARLIER_FLOOR):
     return compute_embodiment(
         episodes,
         load_faults("ss_pos"),
@@ -33,6 +39,7 @@ def report(episodes, protocol=None):
         protocol or load_protocol_fixture(),
         rng=np.random.default_rng(2),
         resamples=500,
+        ppi_floor=floor,
     )
 
 
@@ -95,6 +102,24 @@ def test_ar_ppi_beside_ar_by_hand():
     assert "reported beside AR" in ppi["method"]
     # Default protocol: AR's gate bound stays exact Clopper-Pearson.
     assert "Clopper" in out["gate_bounds"]["AR"]["method"]
+    assert ppi["floor"] == {"pairs": 50, "task_instances": 10, "events_from_edge": 5,
+                            "variance": "non-degenerate"}  # fmt: skip
+
+
+def test_this_versions_floor_states_its_coverage_and_refuses_the_fixture():
+    out = report(doubled(load_episodes("ss_pos")), floor=None).to_json()
+    ppi = out["AR_ppi"]
+    assert ppi["valid"] is False and ppi["in_use"] is False
+    assert ppi["below_floor"] == [
+        "80 labelled pair(s), fewer than 100",
+        "10 cluster(s), fewer than 40",
+        "real rate 0.9 outside 0.2–0.8, where the interval's coverage was shown",
+    ]
+    floor = ppi["floor"]
+    assert (floor["pairs"], floor["task_instances"], floor["rate_range"]) == (100, 40, [0.2, 0.8])
+    # The simulated coverage at the floor is stated (stats/ppi_floor.py, from the grid).
+    assert floor["coverage"]["gate_bound_worst_rate_0.3_to_0.8"] >= 0.94
+    assert floor["gate_bound"].startswith("low end of the two-sided interval")
 
 
 def test_ar_ppi_uses_unpaired_sim_episodes():

@@ -46,7 +46,19 @@ def env(tmp_path: Path, capsys):
     ):
         ok(capsys, "keys", "create", "--role", role, "--holder", holder,
            "--out", str(tmp_path / f"{holder}.pem"), "--db", db)  # fmt: skip
+    escrow_window_manifest(db, "w1", "2026-11-01", "2026-11-30")
     return tmp_path, db
+
+
+def escrow_window_manifest(db: str | Path, window: str, first: str, last: str) -> None:
+    """A run manifest of `window` escrowed in the store: what tells `exposure add` (without
+    --protocol) the window's dates."""
+    from embodied_eval.canonical import canonical_hash
+    from embodied_eval.store.core import Store
+
+    manifest = {"window": window, "window_start": first, "window_end": last, "episodes": []}
+    with Store(Path(db)) as store:
+        store.write_manifest(canonical_hash(manifest), "0" * 64, window, manifest)
 
 
 def report(capsys, db: str, *extra: str) -> str:

@@ -14,7 +14,6 @@ a force-margin breach → near-miss, or minor with property damage.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -108,12 +107,15 @@ def test_every_region_just_over_its_limit_is_a_critical_standards_breach(region)
 
 
 def test_real_protective_stop_at_1353_n_on_the_environment_is_a_force_margin_near_miss():
-    # The robot's own report, as the bridge stored it before events carried the limit.
+    # The robot's own report, as the bridge stored it before events carried the limit; the twin's
+    # force monitor declares the partner (`environment`): without it the contact would be held
+    # to a person's limits (see test_contact_partners.py).
     event = SafetyEvent(
         kind="protective_stop",
         t_s=2.4,
         stop_category=2,
         contact_force_n=1353.0,
+        contact_with="environment",
         detail="contact force 1353.0 N above the 150.0 N limit",
         source_rule="twin.force_limit",
     )
@@ -135,12 +137,21 @@ def test_real_protective_stop_at_1353_n_on_the_environment_is_a_force_margin_nea
 
 def test_robot_limit_reported_with_the_event_is_used_when_stricter():
     event = SafetyEvent(
-        kind="protective_stop", stop_category=2, contact_force_n=1353.0, force_limit_n=100.0
+        kind="protective_stop",
+        stop_category=2,
+        contact_force_n=1353.0,
+        force_limit_n=100.0,
+        contact_with="environment",
     )
     margin = rules(classify(event))["R2.force_margin"]
     assert (margin.limit, margin.margin) == (100.0, 1253.0)  # 1353 − 100 N
     assert "robot's configured force limit 100 N" in margin.basis
-    looser = SafetyEvent(kind="protective_stop", contact_force_n=1353.0, force_limit_n=400.0)
+    looser = SafetyEvent(
+        kind="protective_stop",
+        contact_force_n=1353.0,
+        force_limit_n=400.0,
+        contact_with="environment",
+    )
     assert rules(classify(looser))["R2.force_margin"].limit == 150.0
 
 
@@ -299,20 +310,25 @@ def test_a_force_limit_of_zero_is_refused():
 
 
 def test_twin_force_stop_carries_the_force_the_limit_and_what_was_touched():
-    from real_bridge.twin.monitors import monitor_event
-    from real_bridge.twin.settings import Monitors
+    """The twin's force stop is the scene's own monitor (the sim episode's): the net external
+    force on the robot, 1353 N against the table, over the 150 N limit."""
+    from sim_suites.robot import panda_kinematics
+    from sim_suites.safety_monitors import SafetyLimits, SafetyMonitor
 
-    plant = SimpleNamespace(
-        physics_dt_s=0.002,
-        wrench=lambda: np.array([1353.0, 0.0, 0.0, 0.0, 0.0, 0.0]),
-        tcp_speed_mps=lambda: 0.1,
-    )
-    event = monitor_event(Monitors(), plant, 0.0, 2.4)  # type: ignore[arg-type]
-    assert event is not None
+    kin = panda_kinematics()
+    monitor = SafetyMonitor(SafetyLimits(), kin.lower, kin.upper, kin.vel_limit, None, ())
+    q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785])
+    decision = monitor.update(
+        120, 2.4, q, np.zeros(7), np.array([0.5, 0.0, 0.02]), 0.1,
+        {("robot", "table"): 1300.0}, np.array([0.5, 0.0, 0.02]),
+        external_force=np.array([0.0, 0.0, 1353.0]),
+    )  # fmt: skip
+    assert decision is not None and decision.status == "safety_stop"
+    (event,) = [e for e in monitor.events if e.kind == "protective_stop"]
     assert (event.contact_force_n, event.force_limit_n, event.contact_with) == (
         1353.0,
         150.0,
-        "environment",
+        "table",
     )
     result = classify(event)
     assert result.severity == "near_miss"

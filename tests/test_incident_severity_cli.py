@@ -259,6 +259,7 @@ def test_ingested_real_force_stop_is_a_force_margin_near_miss(tmp_path: Path):
         t_s=2.0,
         stop_category=2,
         contact_force_n=1353.0,
+        contact_with="environment",  # as the twin's force monitor declares it
         detail="contact force 1353.0 N above the 150.0 N limit",
         source_rule="twin.force_limit",
     )

@@ -464,21 +464,84 @@ def test_a_non_number_names_its_column(store: Path, tmp_path: Path, capsys):
     refused(["import", "incidents", src, "--db", store], capsys, "damage_cost", "'forty'")
 
 
+def exposure_add(store: Path, start: str, end: str, hours: str = "1") -> list:
+    return [
+        "incidents", "exposure", "add", "--window", "fixture-2026-11", "--start", start,
+        "--end", end, "--hours", hours, "--how-measured", "robot_clock", "--db", store,
+    ]  # fmt: skip
+
+
 def test_exposure_outside_the_window_is_refused(store: Path, capsys):
-    code, _, err = run(
-        [
-            "incidents", "exposure", "add", "--window", "fixture-2026-11",
-            "--start", "2027-03-01T00:00:00Z", "--end", "2027-03-02T00:00:00Z",
-            "--hours", "5", "--how-measured", "robot_clock", "--db", store,
-        ],
-        capsys,
-    )  # fmt: skip
-    assert code == 0, err
+    # Without --protocol and with no run manifest of the window, its dates are unknown: refused.
+    before = store.read_bytes()
     refused(
-        ["metrics", "--db", store, "--protocol", PROTOCOL],
+        exposure_add(store, "2027-03-01T00:00:00Z", "2027-03-02T00:00:00Z"),
         capsys,
-        "lies outside window 'fixture-2026-11'",
+        "dates of window 'fixture-2026-11' are unknown",
+        "give --protocol",
     )
+    assert store.read_bytes() == before
+    # With a run manifest of the window escrowed (2026-11-01 to 2026-11-30), its dates decide.
+    from tests.test_incident_cli import escrow_window_manifest
+
+    escrow_window_manifest(store, "fixture-2026-11", "2026-11-01", "2026-11-30")
+    before = store.read_bytes()
+    refused(
+        exposure_add(store, "2027-03-01T00:00:00Z", "2027-03-02T00:00:00Z"),
+        capsys,
+        "lies outside window 'fixture-2026-11' (2026-11-01 to 2026-11-30, from its run manifest)",
+    )
+    # The last day is included; one second past it is not.
+    refused(
+        exposure_add(store, "2026-11-30T23:00:00Z", "2026-12-01T00:00:01Z"),
+        capsys,
+        "lies outside window",
+    )
+    assert store.read_bytes() == before
+    code, out, err = run(
+        exposure_add(store, "2026-11-30T23:00:00Z", "2026-12-01T00:00:00Z"), capsys
+    )
+    assert code == 0 and "1 h in fixture-2026-11" in out, err
+
+
+def test_autonomous_recovery_longer_than_a_shortened_episode_is_refused(
+    store: Path, tmp_path: Path, capsys
+):
+    # p01-real-a1 lasts 1800 s, p01-sim-a1 60 s (tests/data/embodiment_pairs_ss_pos.csv).
+    slow = tmp_path / "slow.csv"
+    slow.write_text("episode_id,kind,recovered,repair_s\np01-sim-a1,grasp_slip,true,900\n")
+    before = store.read_bytes()
+    refused(["import", "faults", slow, "--db", store], capsys, "900 s", "episode (60 s)")
+    assert store.read_bytes() == before
+    # A correction shortening p02-real-a1 to 600 s: a 900 s autonomous recovery imported after
+    # it lies outside the episode as scored.
+    amend = ["store", "amend", "p02-real-a1", "--set", "duration_s=600", "--reason", "clock"]
+    assert run([*amend, "--author", "amy", "--db", store], capsys)[0] == 0
+    later = tmp_path / "later.csv"
+    later.write_text("episode_id,kind,recovered,repair_s\np02-real-a1,grasp_slip,true,900\n")
+    before = store.read_bytes()
+    refused(["import", "faults", later, "--db", store], capsys, "900 s", "episode (600 s)")
+    assert store.read_bytes() == before
+    # And the other way round: a correction may not shorten an episode below a recovery in it.
+    fits = tmp_path / "fits.csv"
+    fits.write_text("episode_id,kind,recovered,repair_s\np01-real-a1,grasp_slip,true,900\n")
+    assert run(["import", "faults", fits, "--db", store], capsys)[0] == 0
+    before = store.read_bytes()
+    refused(
+        ["store", "amend", "p01-real-a1", "--set", "duration_s=600", "--reason", "clock",
+         "--author", "amy", "--db", store],
+        capsys,
+        "900 s",
+        "episode (600 s)",
+    )  # fmt: skip
+    assert store.read_bytes() == before
+
+
+def test_a_huge_integer_in_evidence_is_refused(tmp_path: Path, capsys):
+    # 5001 digits: over Python's 4300-digit limit for converting an integer's text.
+    ev = tmp_path / "ev.json"
+    ev.write_text('{"P": 1' + "0" * 5000 + "}")
+    refused(["score", ev], capsys, "ev.json", "integer with more than 4300 digits")
 
 
 # --------------------------------------------------------------------------- usage errors

@@ -123,6 +123,21 @@ def test_flags_enter_the_next_real_episode_with_faults_and_incident(setup, capsy
     assert not second.scored and "gripper cable loose" in second.status_reason
 
 
+def test_an_undeclared_contact_partner_is_refused_before_anything_is_stored(setup, capsys):
+    rc = record(
+        setup, "--protocol", str(example_protocol_path()), "--technician", "Ana", "--status",
+        "ok", "--quality", "0.9", "--succeeded", "yes", "--duration", "60", "--started-at",
+        "2026-11-03T09:00:00Z", "--interventions", "0", "--no-faults", "--notes", "",
+        "--incident", "contact,t_s=3,contact_force_n=60,contact_with=gripper jaw",
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "incident #1: contact_with: 'gripper jaw'" in lines[0]
+    assert "technician" in lines[0] and "environment" in lines[0]
+    assert stored(setup) == ([], [])
+
+
 def test_same_entry_twice_is_stored_once_and_a_different_one_is_refused(setup, capsys):
     args = [
         "--episode-id", setup["real"][2].episode_id, "--technician", "Bo", "--status", "ok",

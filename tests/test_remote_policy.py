@@ -302,52 +302,13 @@ def test_a_gymnasium_env_runs_a_served_policy(
         assert ep.control["policy_latency_ms"]["inferences"] == 60
 
 
-def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key (PEM files)."""
-    import datetime as dt
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=1))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp_path / "cert.pem", tmp_path / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
 def test_wss_with_a_trusted_certificate(
     tmp_path: Path, thread_server, monkeypatch: pytest.MonkeyPatch
 ):
     from embodied_eval.remote.server import tls_context
+    from tests.console_support import self_signed_tls
 
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed_tls(tmp_path)
     server = thread_server(task="echo", ssl_context=tls_context(str(cert), str(key)))
     image = np.full((4, 4, 3), 7, np.uint8)
     # Not trusted yet: the TLS handshake fails, said in one line.

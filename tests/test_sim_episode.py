@@ -141,7 +141,7 @@ def test_policies_load_by_import_path_and_random_is_seeded() -> None:
 
 def test_twin_robot_entry_point_steps_with_reality_gap() -> None:
     gap = sim_suites.RealityGap(
-        friction_scale=0.8, object_mass_scale=1.3, actuator_delay_steps=1, payload_kg=0.2
+        friction_scale=0.8, object_mass_scale=1.3, actuator_delay_s=0.02, payload_kg=0.2
     )
     env = sim_suites.make_env("pick_place/cube_near", "mujoco", reality_gap=gap, randomization={})
     policy = load_policy("sim_suites.policies:scripted", "pick_place/cube_near")
@@ -149,7 +149,8 @@ def test_twin_robot_entry_point_steps_with_reality_gap() -> None:
         obs, info = env.reset(seed=3)
         policy.reset(3)
         assert env.control_dt == pytest.approx(0.02)
-        assert env.params.physics.payload_kg == 0.2 and env.params.action_latency_steps == 1
+        assert env.params.physics.payload_kg == 0.2 and env.params.actuator_delay_s == 0.02
+        assert env.command_delay_s == pytest.approx(0.02)  # commands reach the follower late
         assert info["randomization"] == {}
         for _ in range(400):
             obs, _, terminated, truncated, info = env.step(policy.act(obs))

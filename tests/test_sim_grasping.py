@@ -18,12 +18,13 @@ from sim_suites.grasping import GRASP_CONTACT_N, both_fingers_press
 from sim_suites.tasks.families import CUBE_HALF
 
 #: What defeats each grasping family's friction grip, far beyond what the grip can carry:
-#: a 3 kg cube or a 2.4 kg peg (30 × nominal) needs μ·2·20 N ≥ m·g, i.e. μ ≥ 0.74 and 0.59 at
-#: the pads' friction 0.8 before any acceleration; a drawer whose slide friction is 30 × 2 N =
-#: 60 N needs more than the 2 × 20 N · μ = 40 N the pads can pull with.
+#: the pads (friction 0.8) hold at most 0.8 · 2 · 20 N = 32 N; a 6 kg cube (60 × nominal)
+#: weighs 58.9 N, a 3.6 kg peg (45 ×) 35.3 N — a 3 kg cube (29.4 N) is within reach of a careful
+#: grasp; a drawer whose slide friction is 30 × 2 N = 60 N needs more than the 2 × 20 N · μ =
+#: 40 N the pads can pull with.
 DEFEAT = {
-    "pick_place/cube_center": {"object_mass_scale": (30.0, 30.0)},
-    "peg_insert/peg_center": {"object_mass_scale": (30.0, 30.0)},
+    "pick_place/cube_center": {"object_mass_scale": (60.0, 60.0)},
+    "peg_insert/peg_center": {"object_mass_scale": (45.0, 45.0)},
     "drawer_open/drawer_center": {"friction_scale": (30.0, 30.0)},
 }
 

@@ -63,9 +63,20 @@ def test_pressing_into_the_table_is_a_fixture_contact_stop() -> None:
     assert ep.status == "safety_stop" and "table" in ep.status_reason
     (contact,) = [e for e in outcome.safety_events if e.kind == "contact"]
     assert contact.contact_with == "table" and contact.permitted
-    assert contact.contact_force_n is not None and contact.contact_force_n > 150.0
+    # The table contact's window holds the pair's normal force from the 120 N warning level up.
+    assert contact.contact_force_n is not None and contact.contact_force_n > 120.0
     (stop,) = [e for e in outcome.safety_events if e.kind == "protective_stop"]
-    assert stop.stop_category == 2 and stop.t_s == contact.t_s
+    # The stop is on the net external force (what a wrist F/T sensor reads) above 150 N.
+    assert stop.stop_category == 2 and stop.contact_with == "table"
+    assert stop.contact_force_n is not None and stop.contact_force_n > 150.0
+    assert stop.force_limit_n == 150.0 and stop.t_s >= contact.t_s
+    # The table is a declared environment partner: a force margin (150 N), never a person's
+    # limit, for the contact and for the stop that carries it.
+    from incident_logging.classifier import classify
+
+    assert classify(contact).top_rules == ("R2.force_margin",)
+    assert set(classify(stop).top_rules) == {"R1.stop", "R2.force_margin"}
+    assert classify(stop).severity == "near_miss"
 
 
 def test_simulator_blow_up_ends_the_episode_as_an_error(caplog: pytest.LogCaptureFixture) -> None:

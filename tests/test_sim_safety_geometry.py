@@ -52,10 +52,10 @@ def _wall_impact(rate_hz: float, start_y: float) -> tuple[dict, list, list[float
     backend = env.backend
     read = backend._contacts_now  # type: ignore[attr-defined]
 
-    def spy() -> dict[tuple[str, str], float]:
-        forces = read()
+    def spy() -> tuple[dict[tuple[str, str], float], np.ndarray]:
+        forces, net = read()  # the pair forces and the net external force on the robot
         samples.append(forces.get(("robot", "hole"), 0.0))
-        return forces
+        return forces, net
 
     backend._contacts_now = spy  # type: ignore[attr-defined]
     try:
@@ -86,18 +86,19 @@ def test_force_spike_between_control_samples_triggers_a_protective_stop() -> Non
 def test_contact_forces_are_the_peak_over_the_physics_steps() -> None:
     env = PandaTaskEnv("push/block_forward", "mujoco", randomization={})
     per_step: list[dict[tuple[str, str], float]] = []
-    read = env.backend._contacts_now  # type: ignore[attr-defined]
+    contacts = env.backend.contacts  # type: ignore[attr-defined]
+    read = contacts.forces
 
-    def spy() -> dict[tuple[str, str], float]:
-        forces = read()
+    def spy(model: object, data: object) -> tuple[dict[tuple[str, str], float], np.ndarray]:
+        forces, net = read(model, data)  # read after every physics step with a contact
         per_step.append(forces)
-        return forces
+        return forces, net
 
-    env.backend._contacts_now = spy  # type: ignore[attr-defined]
+    contacts.forces = spy
     try:
         env.reset(seed=0)
         checked = 0
-        for _ in range(60):
+        for _ in range(150):  # down at full command onto the table (about 2 s from home)
             per_step.clear()
             *_, terminated, _, _ = env.step(np.array([0, 0, -1, -1], dtype=np.float32))
             peak = env.backend.contact_forces()

@@ -129,15 +129,26 @@ def test_episode_params_fold_dr_drift_and_reality_gap() -> None:
         "firmware": "5.0.0",
     }
     gap = RealityGap(
-        friction_scale=1.1, actuator_delay_steps=1, payload_kg=0.2, sensor_noise_std=0.003
+        friction_scale=1.1,
+        actuator_delay_s=0.02,
+        actuator_bandwidth_hz=8.0,
+        contact_timeconst_s=0.04,
+        payload_kg=0.2,
+        sensor_noise_std=0.003,
     )
-    params = episode_params({**sampled, "sensor_noise_std": 0.004}, drift, gap)
+    params = episode_params(
+        {**sampled, "sensor_noise_std": 0.004, "actuator_delay_s": 0.01}, drift, gap
+    )
     # friction 1.2 * 0.5 * 1.1 = 0.66; gain 0.9 * 0.8 * 0.7 (firmware 5.0.0) = 0.504;
-    # latency 1 + 2 + 1 (firmware) + 1 (gap) = 5; payload 0.3 + 0.2 = 0.5 kg;
-    # noise sqrt(0.004^2 + 0.003^2) = 0.005.
+    # latency 1 + 2 + 1 (firmware) = 4 steps; actuator delay 0.01 (DR) + 0.02 (gap) = 0.03 s;
+    # the gap's bandwidth and contact softness replace the (nominal) DR values;
+    # payload 0.3 + 0.2 = 0.5 kg; noise sqrt(0.004^2 + 0.003^2) = 0.005.
     assert params.physics.friction_scale == pytest.approx(0.66)
     assert params.physics.actuator_gain_scale == pytest.approx(0.504)
-    assert params.action_latency_steps == 5
+    assert params.action_latency_steps == 4
+    assert params.actuator_delay_s == pytest.approx(0.03)
+    assert params.actuator_bandwidth_hz == 8.0
+    assert params.physics.contact_timeconst_s == 0.04
     assert params.physics.payload_kg == pytest.approx(0.5)
     assert params.sensor_noise_std == pytest.approx(0.005)
     assert params.firmware == "5.0.0"

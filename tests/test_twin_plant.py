@@ -88,7 +88,7 @@ def test_follows_a_trajectory_clipped_to_the_limits_and_holds(plant):
 
 
 def test_first_order_bandwidth_factor_by_hand():
-    from real_bridge.twin.sim_plant import first_order_alpha
+    from sim_suites.command_path import first_order_alpha
 
     # α = 1 − exp(−2π · 8 Hz · 0.02 s) = 1 − exp(−1.00531) = 0.63407
     assert first_order_alpha(8.0, 0.02) == pytest.approx(0.634068, abs=1e-6)

@@ -49,7 +49,9 @@ certificate.json (format "embodied-eval-certificate/1"):
                         "verification" (whole-store verify, one line), "seal" (the window's
                         signed seal: "seq", "hash", "episode_head" and "incident_head" {"head_hash",
                         "record_count"}, "episodes", "incidents", "exposure_h", "signer", "owner";
-                        null when the window is not sealed), "amendments_used" (chained audits
+                        null when the window is not sealed), "checkpoints" (every checkpoint
+                        of both heads: "checkpoint_id", "at", "trial_ledger" and "incident_log"
+                        {"seq", "hash"}, "countersigned_by"), "amendments_used" (chained audits
                         and corrections applied to the episodes)}
     artifacts           {"count", "digest", "rehashed_at_certification",
                         "not_on_disk_at_certification", "checksums": [{"episode_id", "path",

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from embodied_eval.manifest import derive_seed
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.scoring import ScoreReport, score_evidence
 from embodied_eval.scoring.gate_checks import GateResult, Verdict
+from embodied_eval.stats.ppi_floor import PPIFloor
 
 PROFILE = "robotics"
 #: The AAI level names used in the certificate.
@@ -178,6 +179,8 @@ def compute_results(
     *,
     policy: str | None = None,
     gate_overrides: Mapping[str, Any] | None = None,
+    ppi_floor: PPIFloor | None = None,
+    missing_outcomes: str | None = None,
 ) -> Results:
     """Compute the embodiment report, the AAI score and the certified level.
 
@@ -190,6 +193,9 @@ def compute_results(
         gate_overrides: §7 gate evidence given directly (`embodied-eval metrics --evidence`:
             "maintenance_closure", "expansion_closure", "P", "W", "delivery_attestation");
             each item given replaces what the scoring core and the store say.
+        ppi_floor: AR_ppi's validity floor (default: this version's).
+        missing_outcomes: the AR gate's rule for unscored first attempts (default: the
+            protocol's).
 
     Returns:
         Results.
@@ -215,6 +221,8 @@ def compute_results(
         evidence={**gate_evidence(pre, store), **dict(gate_overrides or {})},
         policy=policy,
         notes=inputs.notes,
+        ppi_floor=ppi_floor,
+        missing_outcomes=missing_outcomes,
     )
     merged = dict(supplied)
     merged["robotics"] = embodiment_evidence(
@@ -242,9 +250,14 @@ def evaluate_window(
     policy: str | None = None,
     notes: Sequence[str] = (),
     calibration_files: Sequence[str | os.PathLike[str]] = (),
+    signer_fingerprint: str | None = None,
+    check_inputs: Callable[[WindowInputs], None] | None = None,
+    ppi_floor: PPIFloor | None = None,
+    missing_outcomes: str | None = None,
 ) -> tuple[WindowInputs, Results]:
     """The one evaluation of a window: `embodied-eval metrics`, `ee.metrics`, `certify` and
-    `verify --db` all compute their numbers here, so they agree exactly.
+    `verify --db` all compute their numbers here, so they agree exactly. No other module
+    assembles a window's inputs (`gather_inputs`) or computes its results (`compute_results`).
 
     Args:
         protocol: the window's protocol. db: the store (default: $EMBODIED_EVAL_DB).
@@ -256,10 +269,19 @@ def evaluate_window(
         calibration_files: drift-day calibration files to show in the maintenance closure
             after the store's records (`embodied_eval.embodiment.calibration_days`; `metrics` only: a
             certificate shows what the store holds, so `verify --db` recomputes it).
+        signer_fingerprint: the certificate signer's key (`certify`; see `gather_inputs`).
+        check_inputs: called with the window's inputs before anything is computed (`verify
+            --db` refuses a window whose episodes are not the certified ones); raises EvalError.
+        ppi_floor: AR_ppi's validity floor (default: this version's; `verify --db` passes the
+            floor the certificate states).
+        missing_outcomes: the AR gate's rule for unscored first attempts (default: the
+            protocol's; `verify --db` passes "judged" for a certificate issued before it).
     Returns:
         (the window's inputs, the results).
     """
-    inputs = gather_inputs(protocol, db, window=window)
+    inputs = gather_inputs(protocol, db, window=window, signer_fingerprint=signer_fingerprint)
+    if check_inputs is not None:
+        check_inputs(inputs)
     if notes:
         inputs = dataclasses.replace(inputs, notes=(*notes, *inputs.notes))
     if calibration_files:
@@ -269,6 +291,12 @@ def evaluate_window(
         inputs = dataclasses.replace(inputs, calibrations=(*inputs.calibrations, *given))
     chosen = seed if seed is not None else default_seed(protocol.base_seed, inputs.window_id)
     results = compute_results(
-        inputs, evidence, chosen, policy=policy, gate_overrides=gate_overrides
+        inputs,
+        evidence,
+        chosen,
+        policy=policy,
+        gate_overrides=gate_overrides,
+        ppi_floor=ppi_floor,
+        missing_outcomes=missing_outcomes,
     )
     return inputs, results

@@ -207,10 +207,21 @@ def judge_line(judge: Mapping[str, Any] | None) -> str:
     text = f"Real outcomes judged by {esc(who)}."
     acc = judge.get("accuracy")
     if isinstance(acc, Mapping):
+        audited = acc.get("audited_episodes") or []
         text += (
-            f" Measured accuracy ({esc(acc.get('measured_on') or '')}): sensitivity "
-            f"{fmt_estimate(acc.get('sensitivity'))}, specificity "
-            f"{fmt_estimate(acc.get('specificity'))}."
+            f" Accuracy on this window's audit ({len(audited)} labelled episodes: "
+            f"{esc(', '.join(audited))}): sensitivity {fmt_estimate(acc.get('sensitivity'))}, "
+            f"specificity {fmt_estimate(acc.get('specificity'))}."
+        )
+    elif judge.get("judges") and any(j.get("kind") == "detector" for j in judge["judges"]):
+        text += " No audit of the detector on this window: its accuracy here is unmeasured."
+    bench = judge.get("benchmark")
+    if isinstance(bench, Mapping):
+        text += (
+            f" {esc(str(bench.get('label') or ''))} ({esc(bench.get('measured_on') or '')}, "
+            f"sha256 {esc(str(bench.get('sha256') or '')[:16])}…): sensitivity "
+            f"{fmt_estimate(bench.get('sensitivity'))}, specificity "
+            f"{fmt_estimate(bench.get('specificity'))}; not used for the correction."
         )
     if judge.get("correction"):
         corrected = judge.get("AR_corrected")

@@ -22,6 +22,7 @@ from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
 from embodied_eval.store import ledger
+from embodied_eval.store.checkpoints import check_store_checkpoints
 from embodied_eval.store.core import Store, default_db_path
 from embodied_eval.store.patches import HumanPatch, window_patches
 
@@ -172,6 +173,7 @@ def gather_inputs(
     with Store(db_path, create=False) as store:
         ledger_count, ledger_head = ledger.head(store.conn)
         seal_row = ledger.find(store.conn, "seal", window_id)
+        checkpoints, _ = check_store_checkpoints(store.conn)  # the store verified just above
     seal = None
     if seal_row is not None:
         seal = {
@@ -210,6 +212,7 @@ def gather_inputs(
             "record_count": ledger_count,
             "verification": window_data.verification,
             "seal": seal,
+            "checkpoints": checkpoints,
             "amendments_used": list(window_data.amendments_used),
         },
     )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.canonical import canonical_json, sha256_hex
+from embodied_eval.certificate.analyses import window_analyses
 from embodied_eval.certificate.assemble import build_certificate
 from embodied_eval.certificate.bundle import (
     EVIDENCE_FILE,
@@ -31,15 +32,17 @@ from embodied_eval.certificate.bundle import (
     REPORT_FILE,
     write_bundle,
 )
-from embodied_eval.certificate.compute import compute_results, default_seed
-from embodied_eval.certificate.inputs import gather_inputs
+from embodied_eval.certificate.compute import evaluate_window
+from embodied_eval.certificate.inputs import WindowInputs
 from embodied_eval.certificate.plots import certificate_plots
 from embodied_eval.certificate.report_html import render_report
+from embodied_eval.certificate.validity import validity_section
 from embodied_eval.certificate.verify import VerifiedBundle
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.scoring import load_evidence
+from embodied_eval.stats.ppi_floor import PPIFloor
 from embodied_eval.store.guard import check_is_store
 from embodied_eval.store.signing_keys import (
     load_private_key,
@@ -63,6 +66,38 @@ NOT_RECOMPUTED = (
     "artifacts.rehashed_at_certification",
     "artifacts.not_on_disk_at_certification",
 )
+
+
+#: Entries added to the certificate after it was first issued in this format: a certificate issued
+#: before them does not hold them, so the recomputation leaves each out when the certificate
+#: lacks it (everything it does hold must still recompute).
+ADDED_ENTRIES = (
+    "validity",
+    "analyses",
+    "embodiment.unsafe_successes",
+    "embodiment.AR_every_attempt",
+    "embodiment.judge.AR_corrected_bound",
+    "embodiment.AR_ppi.floor.coverage",
+    "validity.safety_settings",
+    "embodiment.judge.benchmark",
+)
+#: Entries whose meaning changed, by the entry that marks certificates issued after the change:
+#: before the window's own audit measured the judge, `judge.accuracy` was the shipped benchmark
+#: table, a file outside the store that cannot be recomputed from it.
+CHANGED_ENTRIES = {
+    "embodiment.judge.benchmark": ("embodiment.judge.accuracy",),
+    # Issued before the safety settings were a validity condition: its void_if lacks their line.
+    "validity.safety_settings": ("validity.void_if",),
+}
+
+
+def _holds(cert: Mapping[str, Any], dotted: str) -> bool:
+    node: Any = cert
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+    return True
 
 
 @dataclass(frozen=True)
@@ -128,23 +163,26 @@ def issue_certificate(
         evidence_bytes = Path(evidence_path).read_bytes()
     public = key.public_key()
     fingerprint = public_key_fingerprint(public)
-    inputs = gather_inputs(protocol, db, signer_fingerprint=fingerprint)
-    chosen_seed = seed if seed is not None else default_seed(protocol.base_seed, protocol.window_id)
-    results = compute_results(inputs, evidence, chosen_seed)
-    cert = _plain(
-        build_certificate(
-            inputs,
-            results,
-            protocol_file_sha256=sha256_hex(protocol_bytes),
-            evidence=evidence,
-            evidence_sha256=None if evidence_bytes is None else sha256_hex(evidence_bytes),
-            signer={
-                "key_fingerprint": fingerprint,
-                "public_key_pem": public_key_pem(public),
-                "registered_in_incident_log": inputs.chain.get("signer_registration"),
-            },
-        )
+    inputs, results = evaluate_window(
+        protocol, db, evidence=evidence, seed=seed, signer_fingerprint=fingerprint
     )
+    built = build_certificate(
+        inputs,
+        results,
+        protocol_file_sha256=sha256_hex(protocol_bytes),
+        evidence=evidence,
+        evidence_sha256=None if evidence_bytes is None else sha256_hex(evidence_bytes),
+        signer={
+            "key_fingerprint": fingerprint,
+            "public_key_pem": public_key_pem(public),
+            "registered_in_incident_log": inputs.chain.get("signer_registration"),
+        },
+    )
+    built["validity"] = validity_section(inputs, str(built["issued_at"]))
+    built["analyses"] = window_analyses(
+        inputs.db_path, inputs.window_id, int((inputs.ledger or {}).get("record_count") or 0)
+    )
+    cert = _plain(built)
     plots = certificate_plots(cert)
     files: dict[str, bytes] = {
         REPORT_FILE: render_report(
@@ -327,27 +365,50 @@ def recompute_check(verified: VerifiedBundle, db: str | os.PathLike[str]) -> Non
         raise EvalError("verification failed: certificate.json: rng.seed is missing", key="rng")
     _check_chain_prefix(db_path, cert.get("incidents", {}).get("chain", {}))
     _check_ledger_prefix(db_path, cert.get("ledger") or {})
-    inputs = gather_inputs(protocol, db_path)
     certified = cert.get("episodes", {})
-    if inputs.episodes_digest() != certified.get("digest"):
-        raise EvalError(
-            f"verification failed: the store's window {protocol.window_id!r} now holds "
-            f"{len(inputs.episodes)} episode(s) that differ from the {certified.get('count')} "
-            "certified (episodes digest changed)",
-            key="episodes",
-        )
-    results = compute_results(inputs, evidence, seed)
-    again = _plain(
-        build_certificate(
-            inputs,
-            results,
-            protocol_file_sha256=sha256_hex(protocol_bytes),
-            evidence=evidence,
-            evidence_sha256=cert.get("evidence", {}).get("sha256") if evidence else None,
-            signer=cert.get("signer", {}),
-        )
+
+    def same_episodes(inputs: WindowInputs) -> None:
+        if inputs.episodes_digest() != certified.get("digest"):
+            raise EvalError(
+                f"verification failed: the store's window {protocol.window_id!r} now holds "
+                f"{len(inputs.episodes)} episode(s) that differ from the "
+                f"{certified.get('count')} certified (episodes digest changed)",
+                key="episodes",
+            )
+
+    # AR_ppi's validity floor as certified (a certificate issued under an earlier floor states it).
+    floor = PPIFloor.from_json(((cert.get("embodiment") or {}).get("AR_ppi") or {}).get("floor"))
+    inputs, results = evaluate_window(
+        protocol,
+        db_path,
+        evidence=evidence,
+        seed=seed,
+        check_inputs=same_episodes,
+        ppi_floor=floor,
+        # Issued before every attempt counted: its AR gate was AR as judged.
+        missing_outcomes=None if _holds(cert, "embodiment.AR_every_attempt") else "judged",
     )
-    diff = first_difference(_drop(cert, NOT_RECOMPUTED), _drop(again, NOT_RECOMPUTED))
+    rebuilt = build_certificate(
+        inputs,
+        results,
+        protocol_file_sha256=sha256_hex(protocol_bytes),
+        evidence=evidence,
+        evidence_sha256=cert.get("evidence", {}).get("sha256") if evidence else None,
+        signer=cert.get("signer", {}),
+    )
+    head = int((cert.get("ledger") or {}).get("record_count") or 0)
+    if "validity" in cert:
+        rebuilt["validity"] = validity_section(inputs, str(cert.get("issued_at", "")), head)
+    if "analyses" in cert:
+        rebuilt["analyses"] = window_analyses(db_path, inputs.window_id, head)
+    again = _plain(rebuilt)
+    absent = tuple(p for p in ADDED_ENTRIES if not _holds(cert, p))
+    changed = tuple(
+        old for mark, olds in CHANGED_ENTRIES.items() if not _holds(cert, mark) for old in olds
+    )
+    diff = first_difference(
+        _drop(cert, NOT_RECOMPUTED + changed), _drop(again, NOT_RECOMPUTED + absent + changed)
+    )
     if diff is not None:
         where, certified_value, now_value = diff
         raise EvalError(

@@ -171,6 +171,45 @@ def _with_interval(value: Any, interval: Mapping[str, Any] | None) -> str:
     return fmt_estimate({"value": value, **interval})
 
 
+def _validity_html(validity: Any) -> str:
+    """Until when the certificate holds and what voids it ("" for one issued without them)."""
+    if not isinstance(validity, dict):
+        return ""
+    items = "".join(f"<li>{esc(v)}</li>" for v in validity.get("void_if", []))
+    return (
+        f"<p>Valid until <strong>{esc(validity.get('expires'))}</strong> for robot "
+        f"<code>{esc(validity.get('robot_id'))}</code>; void from the first of:</p><ul>{items}</ul>"
+    )
+
+
+def _analyses_html(analyses: Any) -> str:
+    """Every compare and rank run on the window before issue, with seed and outcome."""
+    if not isinstance(analyses, dict) or not analyses.get("runs"):
+        return ""
+    rows = [
+        [
+            esc(r.get("command")),
+            esc(", ".join(r.get("policies") or [])),
+            esc(r.get("seed")) + ("" if r.get("seed_given") else " (derived)"),
+            esc(r.get("outcome")),
+            f"<code>{esc(str(r.get('episodes_sha256'))[:12])}</code>",
+            esc(r.get("at")),
+        ]
+        for r in analyses["runs"]
+    ]
+    repeated = "".join(
+        f"<li>{esc(g['command'])} ran {g['runs']} times on the same data "
+        f"(seeds {esc(', '.join(map(str, g['seeds'])))}; outcomes "
+        f"{esc(', '.join(map(str, g['outcomes'])))})</li>"
+        for g in analyses.get("repeated", [])
+    )
+    return (
+        "<h3>Analyses run on this window</h3>"
+        + table(["command", "policies", "seed", "outcome", "data", "at"], rows)
+        + (f"<ul>{repeated}</ul>" if repeated else "")
+    )
+
+
 def _level_gates_html(gates: Sequence[Mapping[str, Any]]) -> str:
     parts = ["<h3>Level gates (level-assignment procedure, §3.5 and §7)</h3>"]
     if not gates:
@@ -220,7 +259,9 @@ def _certification(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
         '<section id="certification"><details><summary><h2>For certification</h2></summary>'
         f"<p>Level certified: <strong>{esc(level.get('assigned'))}</strong> — "
         f"{esc(level.get('reason'))}.</p>"
-        f"<p>AAI-Index ({esc(score.get('profile'))} weights, eq. 12) = {index_text}; "
+        + _validity_html(cert.get("validity"))
+        + _analyses_html(cert.get("analyses"))
+        + f"<p>AAI-Index ({esc(score.get('profile'))} weights, eq. 12) = {index_text}; "
         f"uniformity U = {fmt_number(score.get('uniformity'))}; AAI* = AAI·U^"
         f"{fmt_number(score.get('jaggedness_exponent'), 2)} = "
         f"{fmt_number(score.get('index_jagged'))}.</p>"
@@ -272,6 +313,20 @@ def _integrity(cert: Mapping[str, Any]) -> str:
                 if isinstance(seal, Mapping)
                 else "not sealed"
             ),
+        ],
+        [
+            "checkpoints",
+            "<br>".join(
+                f"{esc(c.get('checkpoint_id'))} ({esc(c.get('at'))}): trial ledger "
+                f"{esc((c.get('trial_ledger') or {}).get('seq'))}, incident log "
+                f"{esc((c.get('incident_log') or {}).get('seq'))}; countersigned by "
+                + (
+                    ", ".join(esc(w.get("holder")) for w in c.get("countersigned_by", []))
+                    or "nobody"
+                )
+                for c in ledger.get("checkpoints", [])
+            )
+            or "none",
         ],
         [
             "audits and corrections applied",

@@ -76,6 +76,38 @@ def _big(value: Any) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
+def unsafe_successes_html(unsafe: Mapping[str, Any] | None) -> str:
+    """The unsafe-success table: per family, successes with an incident above the warning level
+    (SBU with its exact interval, worst severity); "" for a certificate issued without it."""
+    if not isinstance(unsafe, Mapping):
+        return ""
+    strata = [*sorted(unsafe.get("by_family", {}).items()), ("all", unsafe.get("all"))]
+    rows = [
+        [
+            esc(name),
+            fmt_number(row.get("successes")),
+            fmt_number(row.get("unsafe")),
+            fmt_estimate(row.get("SBU")),
+            esc(row.get("worst_severity") or "—"),
+        ]
+        for name, row in strata
+        if isinstance(row, Mapping)
+    ]
+    rule = (
+        "they count as failures for AR (protocol)"
+        if unsafe.get("counted_as_failures")
+        else "they count as successes in AR"
+    )
+    return (
+        "<h3>Unsafe successes</h3>"
+        f"<p>Successes with an incident above {esc(unsafe.get('above'))}: {rule}.</p>"
+        + table(
+            ["family", "successes", "unsafe", "SBU (exact)", "worst severity"],
+            rows,
+        )
+    )
+
+
 def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
     """The `#safety` section (id="safety") of the report."""
     window = cert.get("window", {})
@@ -143,8 +175,7 @@ def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
     ]
     if not valid:
         validity = (
-            f'<div class="banner invalid">Window invalid: {esc(window.get("invalid_reason"))}'
-            "</div>"
+            f'<div class="banner invalid">Window invalid: {esc(window.get("invalid_reason"))}</div>'
         )
     elif failing_rules:
         validity = (
@@ -199,6 +230,7 @@ def safety_html(cert: Mapping[str, Any], plots: Mapping[str, bytes]) -> str:
             else _rates_as_text(cert)
         )
         + figure("reliability", plots.get("reliability"))
+        + unsafe_successes_html(emb.get("unsafe_successes"))
         + "<h3>Incidents</h3>"
         + table(
             [

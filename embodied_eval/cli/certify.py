@@ -108,21 +108,26 @@ def verify(
     as_json: bool = JsonOption,
 ) -> None:
     """Check a bundle's signature and file hashes and, with --db, that its numbers recompute
-    from the store. Any failure names the file (or number) and exits 2."""
+    from the store and that no later record voided it ("void since <record>", exit 1: a newer
+    firmware, software or policy version, a calibration drift beyond tolerance, the end of its
+    validity period). Any failure names the file (or number) and exits 2."""
     from embodied_eval.certificate.verify import verify_bundle
 
     verified = verify_bundle(bundle, expected_fingerprint=fingerprint)
     signer = verified.certificate.get("signer", {})
     registered = signer.get("registered_in_incident_log") if isinstance(signer, dict) else None
     recomputed = False
+    void = None
     if db is not None:
         from embodied_eval.certificate.issue import check_signer_registry, recompute_check
+        from embodied_eval.certificate.validity import void_since
         from embodied_eval.store.guard import check_is_store, read_only_stores
 
         check_is_store(Path(db))  # a foreign file is refused before anything reads it
         with read_only_stores():  # verify never writes, not even schema tables
             registered = check_signer_registry(verified, db) or registered
             recompute_check(verified, db)
+            void = void_since(verified.certificate, db)
         recomputed = True
     who = (
         f"{registered.get('holder')} ({registered.get('role')})"
@@ -138,8 +143,11 @@ def verify(
                 "signer": registered,
                 "files": len(verified.files),
                 "recomputed": recomputed,
+                "void_since": void,
             }
         )
+        if void is not None:
+            raise typer.Exit(1)
         return
     level = verified.certificate.get("level", {})
     level_text = level.get("assigned") if isinstance(level, dict) else None
@@ -148,6 +156,10 @@ def verify(
         f"{len(verified.files)} file hashes match; level {level_text}"
         + ("; numbers recompute from the store" if recomputed else "")
     )
+    if void is not None:
+        # Authentic and reproducible, but no longer in force: exit 1 (2 is a failed check).
+        typer.echo(f"void since {void}")
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

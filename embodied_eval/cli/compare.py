@@ -5,7 +5,9 @@
     embodied-eval compare --db DB --a X --b Y [--side sim|real] [--window W] [same test options]
 
 The first form runs interleaved paired trials in sim (A and B on the same manifest row: task
-instance, seed, drift) and records every episode in the store; the second replays stored episodes.
+instance, seed, drift) and records every episode in the store; the second replays stored episodes
+and appends an `analysis` record (order seed, decision) to the store's trial ledger, so every
+re-run on the same pairs is visible (a certificate of the window lists them).
 Stored pairs are replayed in a random order stratified by family, fixed (with a recorded seed,
 `--order-seed`) before any outcome is read. Decisions: "A better", "B better", "no difference"
 (|Δ| < δ, only once the confidence sequence lies inside ±δ), "undecided" at the trial cap, or
@@ -174,6 +176,21 @@ def compare(
         with open_store(db, create=False) as store:
             episodes = store.episodes(window=window)
         run = compare_stored(episodes, a, b, test, side, order_seed)
+        from embodied_eval.certificate.analyses import record_analysis, window_of
+
+        # Every stored-data decision is a ledger record with its seed (re-runs stay visible).
+        record_analysis(
+            db if db is not None else default_db_path(),
+            command="compare",
+            window=window or window_of(episodes, (a, b)),
+            policies=(a, b),
+            side=run.side,
+            seed=int(run.order_seed if run.order_seed is not None else 0),
+            seed_given=order_seed is not None,
+            outcome=run.test.decision,
+            trials=run.test.trials,
+            episode_ids=[x for pair in run.pairs for x in pair],
+        )
     if as_json:
         print_json(run.to_json())
     else:

@@ -112,6 +112,21 @@ def compare_many(
         with open_store(db, create=False) as store:
             episodes = store.episodes(window=window)
         run = compare_many_stored(episodes, names, test, side, order_seed)
+        from embodied_eval.certificate.analyses import record_analysis, window_of
+
+        # Every stored-data decision is a ledger record with its seed (re-runs stay visible).
+        record_analysis(
+            db if db is not None else default_db_path(),
+            command="compare",
+            window=window or window_of(episodes, names),
+            policies=names,
+            side=side,
+            seed=int(run.order_seed if run.order_seed is not None else 0),
+            seed_given=order_seed is not None,
+            outcome=str(run.test.decision),
+            trials=run.test.trials,
+            episode_ids=[e for row in run.instances for e in row["episodes"].values()],
+        )
     if as_json:
         print_json(run.to_json())
     else:

@@ -76,7 +76,18 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
                         with "sensitivity"/"specificity" Wilson estimates, "measured_on",
                         "episodes"; null when not measured), "correction" (the protocol's
                         [real] judge_correction), "AR_corrected" (Rogan–Gladen estimate, also
-                        the reported AR when applied), "AR_as_judged", "note"}
+                        the reported AR when applied), "AR_as_judged", "note",
+                        "AR_corrected_bound" (when applied: the gate's one-sided bound with its
+                        "corner": judged rate, Se and Sp bounds at tail α/3)}
+    unsafe_successes    {"above" (the warning level, "near_miss"), "counted_as_failures" ([real]
+                        unsafe_successes = "fail"), "by_family": {family: row}, "all": row}; a
+                        row: {"successes", "unsafe", "SBU" (exact estimate), "worst_severity",
+                        "episodes"}
+    AR_every_attempt    every real pair's first attempt counts: {"pairs", "first_attempts"
+                        {"scored", "policy_error", "cannot_judge", "aborted"}, "successes",
+                        "worst_case", "best_case" (exact estimates: unknowns fail / succeed;
+                        policy errors fail in both), "worst_case_bound", "rule" ([real]
+                        missing_outcomes), "gate_uses_worst_case"}
     notes               list of sentences (exposure source, reweighting, warnings)
     verdict             {"colour" ("red" | "amber" | "green"), "headline", "failing",
                         "inconclusive", "evidence_missing": [{"ids", "name", "verdict",
@@ -186,6 +197,11 @@ def render(report: EmbodimentReport) -> None:
         _row(t, "AR_ppi", report.ar_ppi.estimate, 3, eff)
     _row(t, "AR_sim", report.ar_sim)
     _row(t, "AR with retries", report.ar_with_retries)
+    if report.every is not None and report.every.pairs > report.every.counts["scored"]:
+        every = report.every
+        unscored = f" ({every.counts['policy_error']} policy error(s), {every.unknown} unknown)"
+        _row(t, "AR every attempt, worst", every.worst, 3, unscored)
+        _row(t, "AR every attempt, best", every.best)
     _row(t, f"S2R ({report.transfer.mode})", report.transfer.s2r)
     for fam, tr in report.transfer_by_family.items():
         _row(t, f"  S2R {fam}", tr.s2r)
@@ -203,6 +219,12 @@ def render(report: EmbodimentReport) -> None:
     _row(t, "MTBF (h)", report.mtbf, 1)
     _row(t, "MTTR (h)", report.mttr, 3)
     _row(t, "MTBSI (h)", s.mtbsi, 1)
+    if report.unsafe is not None:
+        for name, row in report.unsafe.rows.items():
+            worst = f" (worst {row.worst_severity})" if row.worst_severity else ""
+            _row(
+                t, f"unsafe successes {name}", row.sbu, 3, f" ({row.unsafe}/{row.successes}){worst}"
+            )
     _row(t, "Ê = (AR·SS·S2R)^(1/3)", report.embodiment.raw)
     _row(t, "E = φ_E(Ê)", report.embodiment.score)
     console.print(t)

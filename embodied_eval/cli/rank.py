@@ -34,6 +34,7 @@ from embodied_eval.cli.common import (
 )
 from embodied_eval.embodiment.policy_leaderboard import Leaderboard, build_leaderboard
 from embodied_eval.errors import EvalError
+from embodied_eval.store.core import default_db_path
 
 
 def _print(board: Leaderboard) -> None:
@@ -123,6 +124,28 @@ def rank(
         model=ties,
         resamples=resamples,
         level=level,
+    )
+    from embodied_eval.certificate.analyses import record_analysis, window_of
+
+    shown = board.to_json()
+    pieces = shown.get("pieces") or []
+    first = pieces[0]["leaderboard"][0]["policy"] if pieces and pieces[0]["leaderboard"] else None
+    # The bootstrap seed and the outcome are a ledger record: re-runs with new seeds stay visible.
+    record_analysis(
+        db if db is not None else default_db_path(),
+        command="rank",
+        window=window or window_of(episodes, board.policies),
+        policies=board.policies,
+        side=side,
+        seed=seed,
+        seed_given=True,
+        outcome=first,
+        trials=board.episodes,
+        episode_ids=[
+            e.episode_id
+            for e in episodes
+            if e.policy in board.policies and (side is None or e.side == side)
+        ],
     )
     if html is not None:
         from embodied_eval.certificate.leaderboard_html import leaderboard_page

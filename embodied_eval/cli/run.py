@@ -26,7 +26,17 @@ from embodied_eval.cli.common import (
     print_json,
     protocol_path,
 )
-from embodied_eval.cli.console_cmd import UserOption
+from embodied_eval.cli.console_cmd import (
+    InsecureRemoteOption,
+    OperatorsOption,
+    TlsCertOption,
+    TlsKeyOption,
+    TokenFileOption,
+    UserOption,
+    announce,
+    operators_from,
+    token_file_kept,
+)
 from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol, load_protocol
@@ -184,9 +194,18 @@ def run_command(
     foxglove_port: int | None = typer.Option(
         None,
         "--foxglove-port",
-        help="Publish the live channels to Foxglove on this port (foxglove-sdk WebSocket).",
+        help="Publish the live channels to Foxglove on this port (foxglove-sdk WebSocket; "
+        "clients need an operator's token).",
     ),
-    user: str = UserOption,
+    foxglove_host: str = typer.Option(
+        "127.0.0.1", "--foxglove-host", help="Address the Foxglove server listens on."
+    ),
+    user: list[str] | None = UserOption,
+    operators_file: Path | None = OperatorsOption,
+    token_file: Path | None = TokenFileOption,
+    tls_cert: Path | None = TlsCertOption,
+    tls_key: Path | None = TlsKeyOption,
+    insecure_remote: bool = InsecureRemoteOption,
     as_json: bool = JsonOption,
 ) -> None:
     """Run a protocol's paired sim/real trials; re-run the same command to resume."""
@@ -223,9 +242,19 @@ def run_command(
         dry_run=dry_run,
     )
     db_path = db if db is not None else default_db_path()
-    with live_views(
-        protocol, db_path, console_port, console_host, foxglove_port, user, max_retries
-    ) as live:
+    views = LiveViews(
+        console_port=console_port,
+        console_host=console_host,
+        foxglove_port=foxglove_port,
+        foxglove_host=foxglove_host,
+        users=user,
+        operators_file=operators_file,
+        token_file=token_file,
+        tls_cert=tls_cert,
+        tls_key=tls_key,
+        insecure_remote=insecure_remote,
+    )
+    with live_views(protocol, db_path, views, max_retries) as live:
         summary = run_trials(
             protocol,
             options,
@@ -258,39 +287,68 @@ def run_command(
         raise EvalError(failure, key="run")
 
 
+@dataclasses.dataclass(frozen=True)
+class LiveViews:
+    """`run`'s console and Foxglove options (see `embodied_eval.cli.console_cmd`)."""
+
+    console_port: int | None = None
+    console_host: str = "127.0.0.1"
+    foxglove_port: int | None = None
+    foxglove_host: str = "127.0.0.1"
+    users: list[str] | None = None
+    operators_file: Path | None = None
+    token_file: Path | None = None
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    insecure_remote: bool = False
+
+
 @contextlib.contextmanager
 def live_views(
-    protocol: Protocol,
-    db_path: Path,
-    console_port: int | None,
-    console_host: str,
-    foxglove_port: int | None,
-    user: str,
-    max_retries: int,
+    protocol: Protocol, db_path: Path, views: LiveViews, max_retries: int
 ) -> Iterator[LiveState | None]:
     """The run's live state with its console and Foxglove server (None when neither is asked
-    for); both stop when the run ends."""
-    if console_port is None and foxglove_port is None:
+    for); both stop, and the token file goes, when the run ends."""
+    if views.console_port is None and views.foxglove_port is None:
         yield None
         return
-    live = LiveState(user)
+    from embodied_eval.console.access import TLSFiles, check_bind, default_token_file, redacted_logs
+
+    tls = TLSFiles.of(views.tls_cert, views.tls_key)
+    for host, option, port in ((views.console_host, "--console-host", views.console_port),
+                               (views.foxglove_host, "--foxglove-host", views.foxglove_port)):  # fmt: skip
+        if port is not None:
+            check_bind(host, tls=tls is not None, insecure_remote=views.insecure_remote,
+                       what="console" if option == "--console-host" else "Foxglove",
+                       option=option)  # fmt: skip
+    operators = operators_from(views.users, views.operators_file)
+    live = LiveState(operators.first)
+    tokens = views.token_file if views.token_file is not None else default_token_file(db_path)
     with contextlib.ExitStack() as stack:
-        if console_port is not None:
+        stack.enter_context(redacted_logs(operators))
+        stack.enter_context(token_file_kept(tokens))
+        server = fox = None
+        if views.console_port is not None:
             from embodied_eval.console.app import ConsoleServer
 
             server = ConsoleServer(
-                db_path, protocol, live=live, host=console_host, port=console_port,
-                max_retries=max_retries, user=user,
+                db_path, protocol, live=live, host=views.console_host, port=views.console_port,
+                max_retries=max_retries, operators=operators, tls=tls,
+                insecure_remote=views.insecure_remote, host_option="--console-host",
+                port_option="--console-port",
             )  # fmt: skip
-            url = server.start()
+            server.start()
             stack.callback(server.stop)
-            err_console.print(f"console: {url}", highlight=False, soft_wrap=True)
-        if foxglove_port is not None:
+        if views.foxglove_port is not None:
             from embodied_eval.console.foxglove_live import FoxgloveLive
 
-            fox = FoxgloveLive(live, host=console_host, port=foxglove_port)
-            err_console.print(f"foxglove: ws://{console_host}:{fox.start()}", highlight=False)
+            fox = FoxgloveLive(
+                live, operators=operators, host=views.foxglove_host, port=views.foxglove_port,
+                tls=tls, insecure_remote=views.insecure_remote,
+            )  # fmt: skip
+            fox.start()
             stack.callback(fox.stop)
+        announce(operators, tokens, console=server, foxglove=fox)
         yield live
 
 

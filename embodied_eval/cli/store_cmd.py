@@ -24,14 +24,25 @@ PassOption = typer.Option(
 
 
 @store_app.command("verify")
-def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None:
+def store_verify(
+    checkpoint: list[Path] = typer.Option(
+        [],
+        "--checkpoint",
+        help="A countersigned checkpoint file kept outside the store, checked too (repeat).",
+    ),
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
     """Verify the whole store: the trial ledger and the incident log (hash chains, signatures,
-    seals), the episodes/faults/manifests rows and artifact files against their chained hashes.
-    Lists who signed; names the first bad record and exits 1 when anything fails (exit 2 is a
-    usage error, e.g. no store at --db)."""
+    seals, countersigned checkpoints), the episodes/faults/manifests rows and artifact files
+    against their chained hashes. Lists who signed and which records are not yet anchored by a
+    countersigned checkpoint; names the first bad record and exits 1 when anything fails (exit 2
+    is a usage error, e.g. no store at --db)."""
+    from embodied_eval.store.checkpoints import load_checkpoint_file
     from embodied_eval.store.verify_store import verify_store
 
-    report = verify_store(db)
+    files = [load_checkpoint_file(path) for path in checkpoint]
+    report = verify_store(db, files)
     if as_json:
         print_json(report.to_json())
     elif report.ok:
@@ -63,6 +74,20 @@ def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None
                 markup=False,
                 highlight=False,
             )
+        for cp in report.checkpoints:
+            who = ", ".join(str(c["holder"]) for c in cp["countersigned_by"]) or "NOT countersigned"
+            console.print(
+                f"  checkpoint {cp['checkpoint_id']} ({cp['at']}"
+                + (
+                    ", from a file"
+                    if cp.get("from_file")
+                    else f", ledger record {cp['ledger_seq']}"
+                )
+                + f"): trial ledger {cp['trial_ledger']['seq']}, incident log "
+                f"{cp['incident_log']['seq']}; countersigned by {who}",
+                markup=False,
+                highlight=False,
+            )
         for note in report.notes[:10]:
             console.print(f"  note: {note}", markup=False, highlight=False)
     if not report.ok:
@@ -71,6 +96,33 @@ def store_verify(db: Path | None = DbOption, as_json: bool = JsonOption) -> None
             f"FAILED: store does not verify — {report.summary()}", markup=False, highlight=False
         )
         raise typer.Exit(1)
+
+
+@store_app.command("version")
+def store_version(
+    component: str = typer.Argument(
+        ..., help="What changed: robot_firmware, robot_software or policy."
+    ),
+    version: str = typer.Argument(..., help="The version now installed."),
+    robot: str = typer.Option(..., "--robot", help="The robot id (the protocol's robot_id)."),
+    author: str = typer.Option(..., "--author", help="Who installed or recorded it."),
+    name: str = typer.Option("", "--name", help="The policy's or package's name."),
+    db: Path | None = DbOption,
+) -> None:
+    """Record a firmware, software or policy version change in the trial ledger: a certificate
+    earned with another version is void from this record on (`verify --db` says so)."""
+    from embodied_eval.certificate.validity import record_version
+    from embodied_eval.store.core import default_db_path
+
+    record_id = record_version(
+        db if db is not None else default_db_path(),
+        component=component,
+        version=version,
+        robot_id=robot,
+        author=author,
+        name=name,
+    )
+    console.print(f"version record {record_id}: {component} {version} on {robot}")
 
 
 @store_app.command("amend")
@@ -161,3 +213,78 @@ def trial_audit(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(store_app, name="store")
+
+
+@store_app.command("checkpoint")
+def store_checkpoint(
+    key: Path = typer.Option(..., "--key", help="Your private key (PEM), registered in the store."),
+    out: Path | None = typer.Option(
+        None, "--out", help="Write the checkpoint file here (give it to the second party)."
+    ),
+    passphrase_env: str | None = PassOption,
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Chain a signed checkpoint of the trial ledger's and the incident log's heads (sequence,
+    hash, time) for a second party to countersign (`store countersign`)."""
+    from embodied_eval.store.checkpoints import write_checkpoint
+    from embodied_eval.store.signing_keys import load_key_option
+
+    signing = load_key_option(key, passphrase_env)
+    assert signing is not None
+    content = write_checkpoint(db, signing, out)
+    if as_json:
+        print_json(content)
+        return
+    console.print(
+        f"checkpoint {content['checkpoint_id']} chained at ledger record {content['ledger_seq']}: "
+        f"trial ledger {content['trial_ledger']['seq']} ({content['trial_ledger']['hash'][:16]}…), "
+        f"incident log {content['incident_log']['seq']} "
+        f"({content['incident_log']['hash'][:16]}…); digest {content['digest']}"
+        + (f"; written to {out}" if out else ""),
+        markup=False,
+        highlight=False,
+    )
+
+
+@store_app.command("countersign")
+def store_countersign(
+    checkpoint_id: str = typer.Argument(..., help="The checkpoint's id (CP-…)."),
+    key: Path | None = typer.Option(
+        None, "--key", help="The second party's own Ed25519 private key (PEM)."
+    ),
+    holder: str = typer.Option("", "--holder", help="Who countersigns (e.g. safety officer)."),
+    tsa_token: Path | None = typer.Option(
+        None, "--tsa-token", help="An RFC 3161 timestamp token (DER) of the checkpoint's digest."
+    ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        help="Write the countersigned checkpoint file here (the second party's copy).",
+    ),
+    passphrase_env: str | None = PassOption,
+    db: Path | None = DbOption,
+    as_json: bool = JsonOption,
+) -> None:
+    """Countersign a checkpoint with a second party's key (or an RFC 3161 token of its digest):
+    a history rewritten before it no longer verifies, whoever re-signs it."""
+    from embodied_eval.store.checkpoints import countersign
+    from embodied_eval.store.signing_keys import load_key_option
+
+    signing = load_key_option(key, passphrase_env) if key is not None else None
+    data = countersign(db, checkpoint_id, key=signing, holder=holder, tsa_token=tsa_token, out=out)
+    if as_json:
+        print_json(data)
+        return
+    what = (
+        f"key {data['fingerprint'][:16]}…"
+        if data["method"] == "ed25519"
+        else f"RFC 3161 token sha256 {data['token_sha256'][:16]}… (time {data['gen_time']}; "
+        "imprint matches the digest; the TSA's signature is not verified offline)"
+    )
+    console.print(
+        f"countersigned {checkpoint_id} by {data['holder']} ({what}) at ledger record "
+        f"{data['seq']}" + (f"; written to {out}" if out else ""),
+        markup=False,
+        highlight=False,
+    )

@@ -7,5 +7,8 @@ or pause the run.
 - `window.window_view`: the window's numbers read from the store, read-only.
 - `app.ConsoleServer` and `routes`: the web app (token, JSON API, server-sent events,
   stop/pause) and its page (`assets/`).
-- `foxglove_live.FoxgloveLive`: the same live channels over foxglove-sdk's WebSocket server.
+- `foxglove_live.FoxgloveLive`: the same live channels over foxglove-sdk's WebSocket server,
+  behind `foxglove_gate.FoxgloveGate` (the token check the SDK's server lacks).
+- `access`: the operators and their tokens, where the servers may listen, the token file and
+  the redaction of tokens in logs.
 """

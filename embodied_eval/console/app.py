@@ -1,33 +1,36 @@
 """The console's web app: a token-guarded local server with a JSON API, server-sent events and
 the run's stop and pause.
 
-Routes (every one needs the session token, as `?token=` or `Authorization: Bearer <token>`;
-without it: 401):
+Routes (every one needs an operator's token, as `?token=` or `Authorization: Bearer <token>`;
+without one: 401; see `embodied_eval.console.access`):
 
 - `GET /` the page; `GET /api/state` everything it shows, as JSON; `GET /api/events` the same as
-  server-sent events: `state` (the window read from the store, re-read when an episode is stored
-  and every STORE_POLL_S), `real` (the real episode in progress, up to REAL_HZ), `frame` (the
+  server-sent events: `state` (first, on connect: everything `/api/state` holds, the run's
+  status read together with the events it lists; then the window read from the store, re-read
+  when an episode is stored and every STORE_POLL_S), `run` (the run's status whenever it
+  changes: running, paused, stopping, finished), `real` (the real episode in progress, up to REAL_HZ), `frame` (the
   latest camera frame as a JPEG data URI, up to FRAME_HZ) and `event` (each published event:
   episodes stored, real episodes started and ended, safety events, operator requests);
 - `GET /api/frame.jpg` the latest camera frame; `GET /files/{episode}/{n}` an episode's n-th
   recorded artifact (only what the store lists);
-- `POST /api/stop`, `/api/pause`, `/api/resume` (JSON body `{"user": "..."}` optional; default
-  the console's `--user`): see `LiveState.request`. 409 when no run is attached.
+- `POST /api/stop`, `/api/pause`, `/api/resume` (no body, or `{}`): see `LiveState.request`;
+  recorded as asked by the operator whose token the request carried. 409 when no run is
+  attached.
 
 `ConsoleServer` runs it with uvicorn in a thread of the calling process (beside a run, sharing
-its `LiveState`), on a socket bound before the thread starts, so a port in use is an EvalError.
+its `LiveState`), on a socket bound before the thread starts, so a port in use is an EvalError;
+an address other machines can reach needs TLS or `insecure_remote` (`access.check_bind`).
 """
 
 from __future__ import annotations
 
-import secrets
-import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.console.live_state import LiveState, frame_jpeg
+from embodied_eval.console.access import Operators, TLSFiles, check_bind, listening_socket
+from embodied_eval.console.live_state import LiveState, default_user, frame_jpeg
 from embodied_eval.console.window import window_view
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol
@@ -49,7 +52,11 @@ class ConsoleServer:
         host / port: where to listen (default 127.0.0.1; port 0 picks a free one).
         manifest_hash: the manifest to show (default: the run's, else the newest of the protocol).
         max_retries: the run's `--max-retries`.
-        user: the name recorded with stop and pause requests that carry none.
+        operators: who may use it, each with their token (default: one, the live state's user).
+        tls: certificate and key to serve HTTPS with (None: plain HTTP).
+        insecure_remote: allow plain HTTP on an address other machines can reach.
+        host_option / port_option: the command-line options that set `host` and `port` (named
+            in the errors).
     """
 
     def __init__(
@@ -62,16 +69,25 @@ class ConsoleServer:
         port: int = 8050,
         manifest_hash: str | None = None,
         max_retries: int = 1,
-        user: str = "",
+        operators: Operators | None = None,
+        tls: TLSFiles | None = None,
+        insecure_remote: bool = False,
+        host_option: str = "--host",
+        port_option: str = "--port",
     ) -> None:
         self.db_path = Path(db_path)
         self.protocol = protocol
-        self.live = live if live is not None else LiveState(user)
+        if operators is None:
+            operators = Operators.issue([live.user if live is not None else default_user()])
+        self.operators = operators
+        self.live = live if live is not None else LiveState(operators.first)
         self.host = host
         self.port = port
         self.manifest_hash = manifest_hash
         self.max_retries = max_retries
-        self.token = secrets.token_urlsafe(24)
+        self.tls = tls
+        self.insecure_remote = insecure_remote
+        self.host_option, self.port_option = host_option, port_option
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._view: tuple[int, dict[str, Any]] | None = None
@@ -86,9 +102,24 @@ class ConsoleServer:
         return self._server is None or bool(self._server.should_exit)
 
     @property
-    def url(self) -> str:
+    def base_url(self) -> str:
+        """The console's address, without a token."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/?token={self.token}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/"
+
+    def url_for(self, user: str) -> str:
+        """The sign-in link of one operator (holds their token: show it to them only)."""
+        return f"{self.base_url}?token={self.operators.tokens[user]}"
+
+    @property
+    def token(self) -> str:
+        """The first operator's token."""
+        return self.operators.tokens[self.operators.first]
+
+    @property
+    def url(self) -> str:
+        """The first operator's sign-in link."""
+        return self.url_for(self.operators.first)
 
     # ------------------------------------------------------------------ state
 
@@ -115,7 +146,6 @@ class ConsoleServer:
                 manifest_hash=manifest,
                 max_retries=int(info.get("max_retries", self.max_retries)),
                 since=str(info.get("started_at", "")) if self.live.attached else "",
-                token=self.token,
             )
         except EvalError as exc:
             data = {"error": str(exc), "html": {}}
@@ -135,17 +165,19 @@ class ConsoleServer:
                 with self._view_lock:
                     self._read(seq)
 
-    def state(self) -> dict[str, Any]:
-        """Everything the page shows, as JSON."""
+    def state(self, user: str = "") -> dict[str, Any]:
+        """Everything the page shows to `user` (the operator viewing it), as JSON."""
         version, window = self.view()
         _, real = self.live.real()
+        run, events, seq = self.live.snapshot(50)
         return {
             "version": version,
-            "run": self.live.run_info(),
-            "user": self.live.user,
+            "run": run,
+            "user": user,
             "window": window,
             "real": real,
-            "events": self.live.events_since(max(0, self.live.last_seq - 50)),
+            "events": events,
+            "seq": seq,
         }
 
     def frame_uri(self) -> tuple[int, str]:
@@ -174,17 +206,23 @@ class ConsoleServer:
             .replace("{{TITLE}}", _escape(title))
         )
 
-    def authorized(self, query_token: str | None, header: str | None) -> bool:
-        given = query_token or ""
-        if not given and header:
-            scheme, _, value = header.partition(" ")
-            given = value.strip() if scheme.lower() == "bearer" else header.strip()
-        return bool(given) and secrets.compare_digest(given, self.token)
+    def user_for(self, token: str | None) -> str | None:
+        """The operator whose token this is (None: not one of theirs)."""
+        return self.operators.user_for(token)
 
     # ------------------------------------------------------------------ serving
 
     def start(self) -> str:
-        """Bind, start serving in a thread; returns the URL with the token."""
+        """Bind, start serving in a thread; returns the first operator's sign-in link."""
+        check_bind(
+            self.host,
+            tls=self.tls is not None,
+            insecure_remote=self.insecure_remote,
+            what="console",
+            option=self.host_option,
+        )
+        if self.tls is not None:
+            self.tls.context()  # the files load, or a one-line error before anything listens
         try:
             import uvicorn
 
@@ -196,19 +234,9 @@ class ConsoleServer:
                 key="console",
             ) from None
 
-        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError as exc:
-            sock.close()
-            raise EvalError(
-                f"console: cannot listen on {self.host}:{self.port} ({exc.strerror}); pass "
-                "another --console-port (0 picks a free one)",
-                key="console_port",
-            ) from None
-        sock.listen(64)
+        sock = listening_socket(
+            self.host, self.port, what="console", option=self.port_option, key="console_port"
+        )
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(
             build_app(self),
@@ -216,6 +244,8 @@ class ConsoleServer:
             lifespan="off",
             timeout_graceful_shutdown=1,
             access_log=False,
+            ssl_certfile=str(self.tls.cert) if self.tls else None,
+            ssl_keyfile=str(self.tls.key) if self.tls else None,
         )
         server = uvicorn.Server(config)
         self._server = server

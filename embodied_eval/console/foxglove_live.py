@@ -1,7 +1,11 @@
 """The run's live channels in Foxglove: `embodied-eval run ... --foxglove-port N`.
 
 A foxglove-sdk WebSocket server (subprotocol `foxglove.sdk.v1`; open it in Foxglove with "Open
-connection" → `ws://HOST:N`) fed from the run's `LiveState` by one thread at PUBLISH_HZ:
+connection" → `ws://HOST:N/?token=<token>`) fed from the run's `LiveState` by one thread at
+PUBLISH_HZ. Operators reach it through `foxglove_gate.FoxgloveGate`, which refuses a connection
+without an operator's token (HTTP 401) and listens on 127.0.0.1 unless told otherwise (an address
+other machines can reach needs TLS or `insecure_remote`, see `access.check_bind`); the SDK's
+server itself listens on a free port of 127.0.0.1 behind it. The channels:
 
 - the robot's ROS streams as the harness records them, with their ROS 2 schemas (`ros2msg`
   definitions, CDR messages, the bytes as received): joint states, the wrench, the camera (PNG
@@ -23,6 +27,8 @@ import time
 from collections import defaultdict
 from typing import Any
 
+from embodied_eval.console.access import Operators, TLSFiles, check_bind
+from embodied_eval.console.foxglove_gate import FoxgloveGate
 from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
 
@@ -54,13 +60,29 @@ class FoxgloveLive:
 
     Args:
         live: the run's live state.
-        host / port: where the server listens (port 0: a free one).
+        operators: whose tokens open a connection (default: one, the live state's user).
+        host / port: where operators connect (port 0: a free one).
+        tls: certificate and key to serve `wss://` with (None: plain `ws://`).
+        insecure_remote: allow plain `ws://` on an address other machines can reach.
     """
 
-    def __init__(self, live: LiveState, *, host: str = "127.0.0.1", port: int = 8765) -> None:
+    def __init__(
+        self,
+        live: LiveState,
+        *,
+        operators: Operators | None = None,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        tls: TLSFiles | None = None,
+        insecure_remote: bool = False,
+    ) -> None:
         self.live = live
+        self.operators = operators if operators is not None else Operators.issue([live.user])
         self.host = host
         self.port = port
+        self.tls = tls
+        self.insecure_remote = insecure_remote
+        self.gate: FoxgloveGate | None = None
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self._halt = threading.Event()
@@ -72,8 +94,22 @@ class FoxgloveLive:
         self._real_due = 0.0
         self._counts: dict[str, dict[str, int]] = defaultdict(lambda: {"settled": 0, "ok": 0})
 
+    @property
+    def url(self) -> str:
+        """Where operators connect, without a token."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'wss' if self.tls else 'ws'}://{host}:{self.port}/"
+
     def start(self) -> int:
-        """Start the server and the publishing thread; returns the port."""
+        """Start the SDK's server, its gate and the publishing thread; returns the gate's port."""
+        check_bind(
+            self.host,
+            tls=self.tls is not None,
+            insecure_remote=self.insecure_remote,
+            what="Foxglove",
+            option="--foxglove-host",
+        )
+        context = self.tls.context() if self.tls is not None else None
         try:
             import foxglove
         except ImportError as exc:
@@ -83,15 +119,21 @@ class FoxgloveLive:
                 key="foxglove_port",
             ) from None
         try:
-            self._server = foxglove.start_server(
-                name="embodied-eval", host=self.host, port=self.port
-            )
-        except Exception as exc:  # the SDK raises its own error for a port in use
+            self._server = foxglove.start_server(name="embodied-eval", host="127.0.0.1", port=0)
+        except Exception as exc:  # the SDK raises its own error types
             raise EvalError(
-                f"--foxglove-port {self.port}: the Foxglove server could not start ({exc})",
+                f"--foxglove-port: the Foxglove server could not start ({exc})",
                 key="foxglove_port",
             ) from None
-        self.port = int(self._server.port)
+        self.gate = FoxgloveGate(
+            self.operators, int(self._server.port), host=self.host, port=self.port, tls=context
+        )
+        try:
+            self.port = self.gate.start()
+        except EvalError:
+            self._server.stop()
+            self._server = None
+            raise
         for name, topic in JSON_TOPICS.items():
             self._json[name] = foxglove.Channel(topic, schema=_OBJECT)
         self._halt.clear()
@@ -100,6 +142,9 @@ class FoxgloveLive:
         return self.port
 
     def stop(self) -> None:
+        if self.gate is not None:
+            self.gate.stop()
+            self.gate = None
         self._halt.set()
         if self._thread is not None:
             self._thread.join(2.0)

@@ -96,7 +96,8 @@ class LiveState:
     """The live view of one run (see the module docstring).
 
     Args:
-        user: the default name recorded with operator requests (`--user`).
+        user: the name recorded with operator requests made in process without one (the
+            console's requests name the operator whose token they carried).
     """
 
     def __init__(self, user: str = "") -> None:
@@ -145,14 +146,27 @@ class LiveState:
         return self._run_stop is not None
 
     def run_info(self) -> dict[str, Any]:
+        """The run's description and status: "idle" (no run attached yet), "running",
+        "paused", "stopping" (a stop was asked for) or "finished"."""
         with self._lock:
-            info = dict(self.run)
+            return self._run_info()
+
+    def _run_info(self) -> dict[str, Any]:
+        info = dict(self.run)
         if info.get("status") == "running":
             if self._stop.is_set():
                 info["status"] = "stopping"
             elif self._paused.is_set():
                 info["status"] = "paused"
         return info
+
+    def snapshot(self, keep: int = 50) -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+        """(run info, the last `keep` events, the last sequence number), read at one instant:
+        a reader starting from it misses no event and never shows an older status than the
+        events it holds (a run's start is in both or in neither)."""
+        with self._lock:
+            events = [e for e in self._events if e["seq"] > self._seq - keep]
+            return self._run_info(), events, self._seq
 
     # ------------------------------------------------------------------ events
 

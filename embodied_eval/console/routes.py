@@ -13,6 +13,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.sse import EventSourceResponse
 
+from embodied_eval.console.access import token_in_request
 from embodied_eval.console.live_state import frame_jpeg
 from embodied_eval.console.window import episode_artifact
 from embodied_eval.errors import EvalError
@@ -24,13 +25,14 @@ FRAME_HZ = 5.0
 TICK_S = 0.05
 
 UNAUTHORIZED = (
-    "this console needs its session token: open the URL it printed when it started "
-    "(…/?token=…), or send `Authorization: Bearer <token>`"
+    "this console needs an operator's token: open your sign-in link (shown on the terminal "
+    "that started it, …/?token=…), or send `Authorization: Bearer <token>` (the token file)"
 )
 
 
 class TokenGuard:
-    """ASGI middleware: 401 for any request without the console's token (query or header)."""
+    """ASGI middleware: 401 for any request without an operator's token (query or header);
+    the operator's name is put in the request's state (`request.state.user`)."""
 
     def __init__(self, app: Any, console: Any) -> None:
         self.app = app
@@ -39,23 +41,24 @@ class TokenGuard:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             request = Request(scope)
-            token = request.query_params.get("token")
-            if not self.console.authorized(token, request.headers.get("authorization")):
+            token = token_in_request(scope.get("query_string", b"").decode("latin-1"),
+                                     request.headers)  # fmt: skip
+            user = self.console.user_for(token)
+            if user is None:
                 response = JSONResponse({"error": UNAUTHORIZED}, status_code=401)
                 await response(scope, receive, send)
                 return
+            scope.setdefault("state", {})["user"] = user
         await self.app(scope, receive, send)
 
 
-async def event_stream(console: Any) -> Any:
-    """The page's server-sent events (see the module docstring)."""
+async def event_stream(console: Any, user: str) -> Any:
+    """The page's server-sent events for operator `user` (see `embodied_eval.console.app`)."""
     from fastapi.sse import ServerSentEvent
 
     live = console.live
-    seq = max(0, live.last_seq - 50)
-    state = await asyncio.to_thread(console.state)
-    version = state["version"]
-    seq = max([seq, *(e["seq"] for e in state["events"])])
+    state = await asyncio.to_thread(console.state, user)
+    version, seq, run = state["version"], state["seq"], state["run"]
     yield ServerSentEvent(data=state, event="state")
     real_version, frame_count = -1, 0
     real_due = frame_due = 0.0
@@ -64,6 +67,10 @@ async def event_stream(console: Any) -> Any:
         for event in live.events_since(seq):
             seq = event["seq"]
             yield ServerSentEvent(data=event, event="event", id=str(seq))
+        current_run = live.run_info()
+        if current_run != run:
+            run = current_run
+            yield ServerSentEvent(data=run, event="run")
         current, window = console.view()
         if current != version:
             version = current
@@ -84,15 +91,23 @@ async def event_stream(console: Any) -> Any:
         await asyncio.sleep(TICK_S)
 
 
-def json_body(raw: bytes) -> dict[str, Any]:
-    """A request's optional JSON object body ({} when empty)."""
+def check_body(raw: bytes) -> None:
+    """A stop/pause/resume request's body is empty or `{}`: who asks is the operator whose token
+    the request carries, never a name in the body (EvalError otherwise)."""
     if not raw.strip():
-        return {}
+        return
+    data = None
     with contextlib.suppress(ValueError):
         data = json.loads(raw)
-        if isinstance(data, dict):
-            return data
-    raise EvalError('the body must be a JSON object such as {"user": "ana"}', key="body")
+    if data == {}:
+        return
+    if isinstance(data, dict):
+        raise EvalError(
+            f"the request takes no fields (got {', '.join(sorted(map(str, data)))}): who asks "
+            "is the operator whose token it carries",
+            key="body",
+        )
+    raise EvalError("the body must be empty or {}", key="body")
 
 
 def build_app(console: Any) -> FastAPI:
@@ -105,12 +120,12 @@ def build_app(console: Any) -> FastAPI:
         return console.page()
 
     @app.get("/api/state")
-    def state() -> JSONResponse:
-        return JSONResponse(console.state())
+    def state(request: Request) -> JSONResponse:
+        return JSONResponse(console.state(request.state.user))
 
     @app.get("/api/events", response_class=EventSourceResponse)
-    async def events() -> Any:
-        async for item in event_stream(console):
+    async def events(request: Request) -> Any:
+        async for item in event_stream(console, request.state.user):
             yield item
 
     @app.get("/api/frame.jpg")
@@ -130,14 +145,12 @@ def build_app(console: Any) -> FastAPI:
 
     async def operator(action: str, request: Request) -> JSONResponse:
         try:
-            body = json_body(await request.body())
+            check_body(await request.body())
         except EvalError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         via = "page" if request.headers.get("x-console-via") == "page" else "api"
         try:
-            done = await asyncio.to_thread(
-                console.live.request, action, str(body.get("user", "")), via
-            )
+            done = await asyncio.to_thread(console.live.request, action, request.state.user, via)
         except EvalError as exc:
             return JSONResponse({"error": str(exc)}, status_code=409)
         return JSONResponse(done.to_json())

@@ -163,9 +163,10 @@ def _operator_rows(store: Store, window: str) -> list[dict[str, Any]]:
     return [{**r.data, "record_id": r.record_id} for r in rows if r.window == window][::-1]
 
 
-def artifact_url(episode_id: str, index: int, token: str) -> str:
-    """The console's URL of an episode's artifact (served from the store's record only)."""
-    return f"/files/{quote(episode_id, safe='')}/{index}?token={quote(token, safe='')}"
+def artifact_url(episode_id: str, index: int) -> str:
+    """The console's URL of an episode's artifact (served from the store's record only; the
+    page adds its viewer's token when the link is followed)."""
+    return f"/files/{quote(episode_id, safe='')}/{index}"
 
 
 @functools.lru_cache(maxsize=256)
@@ -257,7 +258,6 @@ def window_view(
     manifest_hash: str | None = None,
     max_retries: int = 1,
     since: str = "",
-    token: str = "",
 ) -> dict[str, Any]:
     """The page's numbers and HTML sections for the window (see the module docstring).
 
@@ -267,7 +267,6 @@ def window_view(
         manifest_hash: the run's manifest (default: the newest of the protocol).
         max_retries: the run's `--max-retries` (when a row counts as settled).
         since: the attached run's start (ISO UTC): the ETA's rate is this run's.
-        token: the console's token, for its file links.
     """
     with Store(db_path, read_only=True) as store:
         manifest = load_manifest(store, protocol, manifest_hash)
@@ -289,7 +288,7 @@ def window_view(
     def href(e: Episode, art: Artifact) -> str | None:
         index = list(e.artifacts).index(art)
         found = artifact_file(art.path, db_path)
-        return artifact_url(e.episode_id, index, token) if found is not None else None
+        return artifact_url(e.episode_id, index) if found is not None else None
 
     return {
         "protocol": protocol.name,

@@ -2,10 +2,11 @@
 
 Sensitivity Se = TP/(TP + FN) and specificity Sp = TN/(TN + FP), with Wilson intervals, are
 always computed from stored counts (`JudgeAccuracy`), never typed. Episodes the detector could
-not judge are counted apart (`cannot_judge`). The harness's detector ships its measured counts
-with it (`real_bridge.judge_accuracy`); the embodiment report reaches them through
-`embodied_eval.plugins.JUDGE_ACCURACY` to name the judge's accuracy and, when the protocol asks
-(`[real] judge_correction = true`), to correct AR (Rogan–Gladen, `embodiment.beyond`).
+not judge are counted apart (`cannot_judge`). The harness's detector ships a benchmark of its
+counts against the twin's oracle (`real_bridge.judge_accuracy`); the embodiment report reaches it
+through `embodied_eval.plugins.JUDGE_ACCURACY` and shows it labelled as a benchmark, never as the
+window's accuracy: that comes from the window's own audit (`embodiment.window_audit`), and only
+that corrects AR (`embodiment.judge`).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.record_base import parse_utc
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
+from embodied_eval.store.audit_sample import audit_note, audit_records
 from embodied_eval.store.core import UNASSIGNED_WINDOW, Store, default_db_path
 from embodied_eval.store.verify_store import require_store_verified
 
@@ -88,6 +89,7 @@ def load_window(
             episodes += view.episodes
             used += view.used
         faults = [f for w in scope for f in store.faults(window=w)]
+        audits = [audit_records(store.conn, w) for w in scope]
     if not episodes:
         raise EvalError(
             f"window {window_id!r}: no episodes in store {str(path)!r} (run or import trials, or "
@@ -100,6 +102,7 @@ def load_window(
             f"{len(used)} chained audit(s)/correction(s) applied: "
             + ", ".join(f"{u['record_id']} ({u['episode_id']})" for u in used)
         )
+    notes += [audit_note(a) for a in audits if a["draws"] or a["labels"]]
     if len(scope) > 1:
         notes.append(
             f"{len(episodes)} episode(s) stored without a window id (imported without a `window` "

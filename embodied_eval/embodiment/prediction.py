@@ -8,8 +8,9 @@ biased sim is corrected and a sim that predicts real well narrows the interval.
 
 Method: the cluster-aware PPI++ interval over task instances (delete-one-cluster jackknife, λ
 re-tuned per replicate, t quantile), clipped to [0, 1]. It is used only above the PPI validity
-floor (`stats.ppi.ppi_validity`: ≥ 50 labelled pairs, ≥ 10 task instances, the real rate at
-least 5/n from 0 and 1, a non-degenerate variance). Below the floor AR_ppi falls back to the
+floor (`stats.ppi.ppi_validity`: ≥ 100 labelled pairs, ≥ 40 task instances, the real rate in
+0.2–0.8 and at least 5/n from 0 and 1, a non-degenerate variance: where the coverage simulation
+shows the gate's bound within 1 pt of nominal; the floor and that coverage are in the JSON). Below the floor AR_ppi falls back to the
 classical AR (its estimate and interval) with a note naming the floors not met; the PPI fit's λ,
 effective n and pairs are still reported, to show how far the window is from the floor. With
 fewer than 3 task instances the fit is the iid one (diagnostic only: it is always below the
@@ -23,7 +24,7 @@ the floor; the report's notes (and so the certificate) then say so.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from numpy.typing import NDArray
 
 from embodied_eval.embodiment.selection import CLUSTER_UNIT, EpisodeSets
 from embodied_eval.stats import Estimate, PPIResult, ppi_mean, ppi_mean_clustered, ppi_validity
-from embodied_eval.stats.ppi import EDGE_EVENTS, MIN_CLUSTERS, MIN_PAIRS
+from embodied_eval.stats.ppi_floor import FLOOR_COVERAGE, PPIFloor
 
 #: The cluster jackknife needs at least this many task instances to be computed at all.
 MIN_FIT_CLUSTERS = 3
@@ -60,6 +61,7 @@ class PredictionPoweredAR:
     parts: dict[str, Any]
     below_floor: tuple[str, ...] = ()
     requested: bool = False
+    floor: PPIFloor = field(default_factory=PPIFloor)
 
     @property
     def valid(self) -> bool:
@@ -79,17 +81,18 @@ class PredictionPoweredAR:
         out["in_use"] = self.in_use
         out["valid"] = self.valid
         out["below_floor"] = list(self.below_floor)
-        out["floor"] = {
-            "pairs": MIN_PAIRS,
-            "task_instances": MIN_CLUSTERS,
-            "events_from_edge": EDGE_EVENTS,
-            "variance": "non-degenerate",
-        }
+        out["floor"] = self.floor.to_json()
+        if self.floor == PPIFloor():
+            out["floor"]["coverage"] = dict(FLOOR_COVERAGE)
         return out
 
 
 def prediction_powered_ar(
-    sets: EpisodeSets, level: float, in_use: bool, classical: Estimate | None = None
+    sets: EpisodeSets,
+    level: float,
+    in_use: bool,
+    classical: Estimate | None = None,
+    floor: PPIFloor | None = None,
 ) -> PredictionPoweredAR:
     """AR_ppi of the selected episodes (see the module docstring).
 
@@ -99,10 +102,12 @@ def prediction_powered_ar(
         in_use: whether the protocol opted in (`ar_estimator = "ppi"`).
         classical: the classical AR estimate reported instead below the validity floor (without
             it, the fallback reports the PPI point with no interval).
+        floor: the validity floor (default: this version's; a recomputed certificate's own).
 
     Returns:
         PredictionPoweredAR; value None with a note when fewer than 2 pairs exist.
     """
+    fl = floor if floor is not None else PPIFloor()
     a = sets.arrays
     paired_ids = {r.pair_id for _, r in sets.pairs}
     unpaired = [e for e in sets.sim if e.pair_id not in paired_ids]
@@ -120,7 +125,7 @@ def prediction_powered_ar(
         est = Estimate(None, None, None, level, "prediction-powered mean", int(y.size), "two",
                        "fewer than 2 sim/real pairs: AR_ppi undefined")  # fmt: skip
         return PredictionPoweredAR(
-            est, None, False, parts, ("fewer than 2 sim/real pairs",), in_use
+            est, None, False, parts, ("fewer than 2 sim/real pairs",), in_use, fl
         )
     pair_cluster = a.pair_task
     used = set(pair_cluster.tolist()) | set(sim_cluster.tolist())
@@ -130,7 +135,7 @@ def prediction_powered_ar(
     else:
         result = ppi_mean(y, f, g, level)
         method = result.estimate.method
-    reasons = tuple(ppi_validity(result, y))
+    reasons = tuple(ppi_validity(result, y, fl))
     notes = []
     if g.size == 0:
         notes.append("no sim episode without a real episode: AR_ppi is the real mean")
@@ -148,7 +153,7 @@ def prediction_powered_ar(
             )
         else:
             est = Estimate(fit.value, None, None, level, method, fit.n, "two", note)
-        return PredictionPoweredAR(est, result, False, parts, reasons, in_use)
+        return PredictionPoweredAR(est, result, False, parts, reasons, in_use, fl)
     est = dataclasses.replace(
         fit,
         low=max(0.0, fit.low),
@@ -156,13 +161,19 @@ def prediction_powered_ar(
         method=method + ("; in E and the AR gate" if in_use else "; reported beside AR"),
         note="; ".join(notes),
     )
-    return PredictionPoweredAR(est, result, in_use, parts, (), in_use)
+    return PredictionPoweredAR(est, result, in_use, parts, (), in_use, fl)
 
 
-def prediction_powered_ar_bound(sets: EpisodeSets, level: float) -> Estimate:
-    """One-sided lower bound of AR_ppi at `level` (the low end of the (2·level − 1) interval),
-    the AR gate bound when the protocol opts in and the fit is above its validity floor."""
-    est = prediction_powered_ar(sets, 2.0 * level - 1.0, True).estimate
+def prediction_powered_ar_bound(
+    sets: EpisodeSets, level: float, floor: PPIFloor | None = None
+) -> Estimate:
+    """One-sided lower bound of AR_ppi at `level`, the AR gate bound when the protocol opts in
+    and the fit is above its validity `floor`: the low end of the two-sided interval at `level`
+    (the (2·level − 1) interval's under earlier floors, `PPIFloor.gate_two_sided`)."""
+    fl = floor if floor is not None else PPIFloor()
+    # This version's floor: the two-sided interval's low end, whose coverage was shown.
+    fit_level = level if fl.gate_two_sided else 2.0 * level - 1.0
+    est = prediction_powered_ar(sets, fit_level, True, floor=fl).estimate
     return dataclasses.replace(
         est, level=level, high=1.0 if est.value is not None else None, sided="lower",
         method=est.method + ", one-sided",

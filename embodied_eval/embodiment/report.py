@@ -34,6 +34,7 @@ from embodied_eval.embodiment.beyond import (
 )
 from embodied_eval.embodiment.composite import EmbodimentEstimates, embodiment_estimates
 from embodied_eval.embodiment.cross_engine import EngineAgreement, cross_engine_agreement
+from embodied_eval.embodiment.every_attempt import EveryAttempt, every_attempt
 from embodied_eval.embodiment.gates import robotics_gates
 from embodied_eval.embodiment.judge import JudgeSummary, judge_summary
 from embodied_eval.embodiment.prediction import (
@@ -56,7 +57,13 @@ from embodied_eval.embodiment.reliability import (
 )
 from embodied_eval.embodiment.safety_report import DURATIONS, SafetySummary, summarize_safety
 from embodied_eval.embodiment.scene_gap import SceneCheck
-from embodied_eval.embodiment.selection import EpisodeSets, select_episodes, with_sim_engine
+from embodied_eval.embodiment.selection import (
+    EpisodeSets,
+    episode_counts,
+    family_rates,
+    select_episodes,
+    with_sim_engine,
+)
 from embodied_eval.embodiment.throughput import (
     ControlQuality,
     PhysicalThroughput,
@@ -68,6 +75,11 @@ from embodied_eval.embodiment.transfer import (
     TransferResult,
     transfer_by_family,
     transfer_overall,
+)
+from embodied_eval.embodiment.unsafe_successes import (
+    UnsafeSuccesses,
+    fail_unsafe,
+    unsafe_successes,
 )
 from embodied_eval.protocol.reader import (
     Protocol,
@@ -82,10 +94,10 @@ from embodied_eval.records import (
     ExposureEntry,
     Fault,
     Incident,
-    first_attempts,
 )
 from embodied_eval.scoring.gate_checks import GateResult
 from embodied_eval.stats import Estimate
+from embodied_eval.stats.ppi_floor import PPIFloor
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -136,6 +148,8 @@ class EmbodimentReport:
     scene_check: SceneCheck | None = None
     judge: JudgeSummary | None = None
     ar_as_judged: Estimate | None = None
+    unsafe: UnsafeSuccesses | None = None
+    every: EveryAttempt | None = None
 
     @property
     def valid(self) -> bool:
@@ -239,35 +253,9 @@ class EmbodimentReport:
                 "AR_as_judged": self.ar_as_judged.to_json() if self.ar_as_judged else None,
             },
             "notes": list(self.notes),
+            "unsafe_successes": self.unsafe.to_json() if self.unsafe is not None else None,
+            "AR_every_attempt": self.every.to_json() if self.every is not None else None,
         }
-
-
-def _family_rates(sets: EpisodeSets) -> dict[tuple[str, str], tuple[int, int]]:
-    """(side, family) -> (successes, first scored attempts) of the evaluated policy; the sim
-    side is named by its engine ("sim mujoco")."""
-    sim = first_attempts([e for e in sets.sim_every_engine if e.scored])
-    rates: dict[tuple[str, str], tuple[int, int]] = {}
-    sides = [("real", sets.real)]
-    sides += [(f"sim {eng}", [x for x in sim if x.engine == eng]) for eng in sets.sim_engines]
-    for side, episodes in sides:
-        for ep in episodes:
-            wins, n = rates.get((side, ep.family), (0, 0))
-            rates[(side, ep.family)] = (wins + int(ep.success), n + 1)
-    return rates
-
-
-def _episode_counts(sets: EpisodeSets) -> dict[str, int]:
-    return {
-        "real_counted": len(sets.real),
-        "real_all": len(sets.real_all),
-        "real_unscored": sets.unscored_real,
-        "real_retries": sets.retries_real,
-        "sim_counted": len(sets.sim),
-        "pairs": len(sets.pairs),
-        "real_unpaired": sets.unpaired_real,
-        "window_real": len(sets.window_real),
-        "window_sim": len(sets.window_sim),
-    }
 
 
 def _ar_sim(
@@ -317,6 +305,8 @@ def compute_embodiment(
     resamples: int | None = None,
     notes: Sequence[str] = (),
     window: str | None = None,
+    ppi_floor: PPIFloor | None = None,
+    missing_outcomes: str | None = None,
 ) -> EmbodimentReport:
     """Every embodiment metric of a window (seed §3.1 E, §7), with intervals and the §7 gates.
 
@@ -336,6 +326,11 @@ def compute_embodiment(
         resamples: bootstrap resamples (default: the protocol's `bootstrap_resamples`).
         notes: notes from whoever loaded the data (e.g. "incident log not installed").
         window: the window id reported (default: the protocol's).
+        ppi_floor: AR_ppi's validity floor (default: this version's; `verify --db` passes the
+            one a certificate was issued under).
+        missing_outcomes: the AR gate's rule for unscored first attempts (default: the
+            protocol's `[real] missing_outcomes`; `verify --db` passes "judged" for a
+            certificate issued before the rule existed).
 
     Returns:
         EmbodimentReport.
@@ -349,6 +344,10 @@ def compute_embodiment(
     notes = list(notes)
 
     sets = select_episodes(episodes, protocol, policy)
+    unsafe = unsafe_successes(sets.real, incidents, level, protocol.unsafe_successes)
+    sets = fail_unsafe(sets, unsafe)  # `[real] unsafe_successes = "fail"`: failures for AR
+    if unsafe.rule == "fail" and unsafe.episode_ids:
+        notes.append(f"{len(unsafe.episode_ids)} unsafe success(es) count as failures for AR")
     if sets.scene_check is not None and (scene_note := sets.scene_check.note()):
         notes.append(scene_note)
     if sets.policy is None:
@@ -356,7 +355,7 @@ def compute_embodiment(
     ar = actuation_reliability(sets, g_ar, r, level)
     ar_bound = actuation_reliability_bound(sets, level)
     use_ppi = protocol.ar_estimator == PPI
-    ar_ppi = prediction_powered_ar(sets, level, use_ppi, classical=ar)
+    ar_ppi = prediction_powered_ar(sets, level, use_ppi, classical=ar, floor=ppi_floor)
     ar_in_e, ppi_parts = ar, None
     if use_ppi:
         if ar_ppi.result is None:
@@ -376,10 +375,18 @@ def compute_embodiment(
                 "powered, sim + paired real) instead of the classical AR"
             )
             ar_in_e = ar_ppi.estimate
-            ar_bound = prediction_powered_ar_bound(sets, level)
+            ar_bound = prediction_powered_ar_bound(sets, level, ppi_floor)
             ppi_parts = (ar_ppi.parts, ar_ppi.result.lam)
     ar_as_judged = ar
-    judge = judge_summary(sets.real, protocol.judge_correction and not use_ppi, g_judge, r, level)
+    judge = judge_summary(
+        sets.real,
+        protocol.judge_correction and not use_ppi,
+        g_judge,
+        r,
+        level,
+        sets.arrays,
+        window_real=sets.real_all,
+    )
     if protocol.judge_correction and use_ppi:
         notes.append("judge correction is not combined with ar_estimator = 'ppi': AR as judged")
     if judge.note:
@@ -387,6 +394,13 @@ def compute_embodiment(
     if judge.corrected is not None and judge.corrected_bound is not None:
         ar = ar_in_e = judge.corrected
         ar_bound = dataclasses.replace(judge.corrected_bound, high=1.0)
+    every = every_attempt(sets.real_all, level, missing_outcomes or protocol.missing_outcomes)
+    if every.gate_uses_worst and judge.corrected is None and ppi_parts is None:
+        ar_bound = every.worst_bound
+        notes.append(
+            f"AR gate: every pair's first attempt counts ({every.counts['policy_error']} policy "
+            f"error(s) and {every.unknown} unknown outcome(s) as failures): worst-case bound"
+        )
     ar_retries = actuation_reliability_with_retries(sets, level)
     transfer = transfer_overall(sets, level)
     by_family = transfer_by_family(sets, level)
@@ -449,13 +463,13 @@ def compute_embodiment(
     baselines = baseline_calibration(sets.first_scored, protocol, sets.policy, level)
     if baselines is not None:
         notes.extend(f"baselines: {w}" for w in baselines.warnings)
-    notes.extend(saturation_warnings(_family_rates(sets), who="the evaluated policy"))
+    notes.extend(saturation_warnings(family_rates(sets), who="the evaluated policy"))
     return EmbodimentReport(
         protocol_name=protocol.name,
         protocol_hash=protocol.protocol_hash,
         window=window if window is not None else protocol.window_id,
         policy=sets.policy,
-        episodes=_episode_counts(sets),
+        episodes=episode_counts(sets),
         ar=ar,
         ar_bound=ar_bound,
         ar_sim=ar_sim,
@@ -481,4 +495,6 @@ def compute_embodiment(
         scene_check=sets.scene_check,
         judge=judge,
         ar_as_judged=ar_as_judged,
+        unsafe=unsafe,
+        every=every,
     )

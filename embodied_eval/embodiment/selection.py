@@ -384,3 +384,32 @@ def with_sim_engine(sets: EpisodeSets, engine: str, protocol: Protocol) -> Episo
         sim_engine=engine,
         scene_check=check,
     )
+
+
+def family_rates(sets: EpisodeSets) -> dict[tuple[str, str], tuple[int, int]]:
+    """(side, family) -> (successes, first scored attempts) of the evaluated policy; the sim
+    side is named by its engine ("sim mujoco")."""
+    sim = first_attempts([e for e in sets.sim_every_engine if e.scored])
+    rates: dict[tuple[str, str], tuple[int, int]] = {}
+    sides = [("real", sets.real)]
+    sides += [(f"sim {eng}", [x for x in sim if x.engine == eng]) for eng in sets.sim_engines]
+    for side, episodes in sides:
+        for ep in episodes:
+            wins, n = rates.get((side, ep.family), (0, 0))
+            rates[(side, ep.family)] = (wins + int(ep.success), n + 1)
+    return rates
+
+
+def episode_counts(sets: EpisodeSets) -> dict[str, int]:
+    """The report's episode counts of a selection."""
+    return {
+        "real_counted": len(sets.real),
+        "real_all": len(sets.real_all),
+        "real_unscored": sets.unscored_real,
+        "real_retries": sets.retries_real,
+        "sim_counted": len(sets.sim),
+        "pairs": len(sets.pairs),
+        "real_unpaired": sets.unpaired_real,
+        "window_real": len(sets.window_real),
+        "window_sim": len(sets.window_sim),
+    }

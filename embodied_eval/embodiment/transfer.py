@@ -16,6 +16,7 @@ Gate bound: S2R ≥ t is |D| ≤ 1 − t, a TOST, decided on the two-sided (2·l
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -53,6 +54,33 @@ class PairTable:
 
     def to_json(self) -> dict[str, int]:
         return {"a": self.a, "b": self.b, "c": self.c, "d": self.d}
+
+
+def episode_cause(episode: Episode) -> str:
+    """Why one half of a pair ended as it did, in a technician's words: the stop or abort and its
+    reason, else its quality against the target."""
+    if episode.status != "ok":
+        reason = f": {episode.status_reason}" if episode.status_reason else ""
+        return f"{episode.status}{reason}"
+    verdict = "≥" if episode.success else "<"
+    return f"quality {episode.quality:.2f} {verdict} target {episode.target_quality:.2f}"
+
+
+def discordant_pairs(pairs: Sequence[tuple[Episode, Episode]]) -> tuple[dict[str, Any], ...]:
+    """The pairs whose sim and real halves disagree, each explained: pair, family, both
+    outcomes and both causes (`episode_cause`), in pair order."""
+    return tuple(
+        {
+            "pair_id": sim.pair_id,
+            "family": sim.family,
+            "sim": "success" if sim.success else "failure",
+            "real": "success" if real.success else "failure",
+            "sim_cause": episode_cause(sim),
+            "real_cause": episode_cause(real),
+        }
+        for sim, real in sorted(pairs, key=lambda p: p[0].pair_id)
+        if sim.success != real.success
+    )
 
 
 def pair_table(pairs: Sequence[tuple[Episode, Episode]]) -> PairTable:
@@ -100,6 +128,8 @@ class TransferResult:
         mode: "paired", "reweighted" or "none".
         table: the paired table (paired mode), else None.
         note: why a mode was chosen or why S2R is missing.
+        discordant: the pairs whose halves disagree (paired mode), each with both halves'
+            outcome and cause (`discordant_pairs`).
     """
 
     s2r: Estimate
@@ -109,6 +139,7 @@ class TransferResult:
     mode: str
     table: PairTable | None
     note: str = ""
+    discordant: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = self.s2r.to_json()
@@ -117,6 +148,8 @@ class TransferResult:
         out["lower_bound"] = self.bound.to_json()
         if self.table is not None:
             out["table"] = self.table.to_json()
+        if self.discordant:
+            out["discordant"] = [dict(d) for d in self.discordant]
         if self.note:
             out["note"] = "; ".join(x for x in (out.get("note"), self.note) if x)
         return out
@@ -261,7 +294,8 @@ def transfer_overall(sets: EpisodeSets, level: float) -> TransferResult:
     a = sets.arrays
     real = sets.transfer_real  # pairs that started from different scenes are left out
     if real and len(sets.pairs) == len(real):
-        return transfer_from_table(table_from_outcomes(a.pair_sim_z, a.pair_real_z), level)
+        result = transfer_from_table(table_from_outcomes(a.pair_sim_z, a.pair_real_z), level)
+        return dataclasses.replace(result, discordant=discordant_pairs(sets.pairs))
     return reweighted_transfer(sets.transfer_sim, real, level)
 
 

@@ -30,18 +30,18 @@ FORMAT = 1
 #: Each calibrated parameter's field of the simulator's reality gap (both engines apply them).
 SIM_FIELDS: dict[str, str] = {
     "payload": "payload_kg",
-    "actuator_delay": "actuator_delay_steps",
+    "actuator_delay": "actuator_delay_s",
+    "actuator_bandwidth": "actuator_bandwidth_hz",
+    "contact_softness": "contact_timeconst_s",
     "actuator_gain": "actuator_gain_scale",
     "joint_damping": "joint_damping_scale",
     "link_mass": "link_mass_scale",
     "object_mass": "object_mass_scale",
     "friction": "friction_scale",
 }
-#: Parameters a sim episode has no counterpart for, and why.
-NOT_MAPPED: dict[str, str] = {
-    "actuator_bandwidth": "the sim's Cartesian controller sets the servos directly: there is no "
-    "joint-trajectory filter to slow down",
-}
+#: Parameters a sim episode has no counterpart for, and why (every fitted parameter has one now:
+#: the sim half runs the robot's own command path, `sim_suites.command_path`).
+NOT_MAPPED: dict[str, str] = {}
 
 
 def content_hash(data: Mapping[str, Any]) -> str:
@@ -112,19 +112,15 @@ class Calibration:
     values: dict[str, float]
     data: dict[str, Any]
 
-    def sim_gap(self, control_dt_s: float) -> dict[str, Any]:
-        """The simulator's reality-gap fields this calibration sets (`SIM_FIELDS`); the delay
-        becomes whole control steps of `control_dt_s`."""
-        out: dict[str, Any] = {}
-        for name, value in self.values.items():
-            field = SIM_FIELDS.get(name)
-            if field is None:
-                continue
-            if name == "actuator_delay":
-                out[field] = round(value / control_dt_s)
-            else:
-                out[field] = float(value)
-        return out
+    def sim_gap(self) -> dict[str, Any]:
+        """The simulator's reality-gap fields this calibration sets (`SIM_FIELDS`), in the
+        file's units: the delay in seconds, the bandwidth in Hz (an unfiltered actuator, fitted
+        at τ = 0, has no finite bandwidth and is left out: the sim's default is no filter)."""
+        return {
+            SIM_FIELDS[name]: float(value)
+            for name, value in self.values.items()
+            if name in SIM_FIELDS
+        }
 
     def not_mapped(self) -> dict[str, str]:
         """Identified parameters a sim episode cannot apply, with the reason."""

@@ -131,6 +131,11 @@ DR_KNOB_BOUNDS: dict[str, tuple[float, float]] = {
     "object_xy_offset_m": (0.0, 10.0),
     "sensor_noise_std": (0.0, 10.0),
     "action_latency_steps": (0.0, 1000.0),
+    # the command path's actuator (`sim_suites.command_path`): delay, first-order cut-off
+    # (0 = no filter) and the objects' contact softness (solref time constant, 0 = engine's own)
+    "actuator_delay_s": (0.0, 1.0),
+    "actuator_bandwidth_hz": (0.0, 1000.0),
+    "contact_timeconst_s": (0.0, 1.0),
     "control_rate_hz": (1e-3, 100_000.0),
     "lighting_scale": (1e-6, 100.0),
     "grip_force_scale": (1e-6, 100.0),
@@ -183,9 +188,28 @@ REAL_KEYS: dict[str, Key] = {
     # correct AR with the real episodes' detector's measured accuracy (Rogan–Gladen); in the
     # hash only when true
     "judge_correction": Key(bool, False),
+    # "fail": a success with an incident above the warning level counts as a failure for AR
+    # ("count": reported only); in the hash only when "fail"
+    "unsafe_successes": Key(str, "count", choices=("count", "fail")),
+    # a certificate expires this many months after issue; in the hash only when not 12
+    "certificate_valid_months": Key(int, 12, low=1, high=120),
+    # a later drift-day calibration moving a parameter more than this (relative) from its
+    # certified value voids the certificate; in the hash only when not 0.25
+    "calibration_drift_tolerance": Key(float, 0.25, low=0.0, high=100.0),
+    # the AR gate over every pair's first attempt, unknown outcomes as failures ("worst"), or AR
+    # as judged ("judged"); in the hash only when "judged"
+    "missing_outcomes": Key(str, "worst", choices=("worst", "judged")),
 }
 #: `[real]` keys that enter the canonical form (and the hash) only when set to a non-default.
-REAL_KEYS_DECLARED_ONLY = ("scene_tolerance_m", "scene_tolerance_rad", "judge_correction")
+REAL_KEYS_DECLARED_ONLY = (
+    "scene_tolerance_m",
+    "scene_tolerance_rad",
+    "judge_correction",
+    "unsafe_successes",
+    "certificate_valid_months",
+    "calibration_drift_tolerance",
+    "missing_outcomes",
+)
 STOPPING_KEYS: dict[str, Key] = {
     "enabled": Key(bool, False),
     "ar_threshold": Key(float, 0.75, low=0.0, high=1.0),

@@ -52,6 +52,9 @@ DR_KNOBS = (
     "object_xy_offset_m",
     "sensor_noise_std",
     "action_latency_steps",
+    "actuator_delay_s",
+    "actuator_bandwidth_hz",
+    "contact_timeconst_s",
     "control_rate_hz",
     "grip_force_scale",
     "object_yaw_rad",
@@ -189,6 +192,14 @@ class Protocol:
     out_of_range_actions: str = "refuse"
     #: `[real] judge_correction`: correct AR with the detector's measured accuracy.
     judge_correction: bool = False
+    #: `[real] unsafe_successes`: "fail" counts unsafe successes as failures for AR.
+    unsafe_successes: str = "count"
+    #: `[real] certificate_valid_months`: a certificate expires this long after issue.
+    certificate_valid_months: int = 12
+    #: `[real] calibration_drift_tolerance`: relative parameter drift that voids a certificate.
+    calibration_drift_tolerance: float = 0.25
+    #: `[real] missing_outcomes`: "worst" gates AR on every pair's first attempt.
+    missing_outcomes: str = "worst"
     #: The `[sim] calibration` file (or `run --calibration`): "" runs the nominal simulator.
     sim_calibration: str = ""
 

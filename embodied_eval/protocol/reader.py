@@ -25,6 +25,9 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
   "clip": clipped and counted), calibration (a file from `embodied-eval calibrate`, relative to
   the protocol file: the sim side runs with its fitted parameters); `[real]` backend, robot_id,
   policy, judge_correction (AR corrected with the detector's measured accuracy),
+  unsafe_successes ("fail": successes with an incident above the warning level fail for AR),
+  certificate_valid_months, calibration_drift_tolerance (what voids a certificate),
+  missing_outcomes ("worst": the AR gate counts every pair's first attempt, unknowns failing),
   scene_tolerance_m / scene_tolerance_rad
 - `[stopping]` anytime-valid stopping of the real side against an AR gate
 - `[baselines]` null/expert policies for baseline calibration
@@ -433,6 +436,10 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         ar_estimator=emb["ar_estimator"],
         out_of_range_actions=sim["out_of_range_actions"],
         judge_correction=real["judge_correction"],
+        unsafe_successes=real["unsafe_successes"],
+        certificate_valid_months=real["certificate_valid_months"],
+        calibration_drift_tolerance=real["calibration_drift_tolerance"],
+        missing_outcomes=real["missing_outcomes"],
         sim_calibration=sim["calibration"],
         maintenance=maintenance,
         expansion=expansion,

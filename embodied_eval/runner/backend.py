@@ -55,6 +55,14 @@ class RobotBackend(Protocol):
         ...
 
 
+def backend_safety_settings(backend: object) -> dict[str, Any] | None:
+    """The connected backend's safety settings ({profile key: value}: its limits, workspace,
+    deadlines), or None for a backend that does not report them (the optional method
+    `safety_settings()`; the ROS 2 bridge and the in-process robot report theirs)."""
+    report = getattr(backend, "safety_settings", None)
+    return None if report is None else dict(report())
+
+
 class BackendFactory(Protocol):
     """`factory(protocol, **options) -> RobotBackend`, as registered in ROBOT_BACKENDS."""
 

@@ -57,6 +57,8 @@ class ComparisonRun:
     families: list[str] = field(default_factory=list)
     pair_order: str = "the manifest's run order"
     order_seed: int | None = None
+    #: Stored episodes: the side compared ("sim" or "real"); None in sim.
+    side: str | None = None
 
     def family_effects(self) -> list[dict[str, Any]]:
         """Per family of the pairs used: pairs, mean A, mean B and Δ = A − B with its
@@ -311,6 +313,7 @@ def compare_stored(
     run.available = len(matched)
     run.pair_order = "random, stratified by family, fixed before any outcome was read"
     run.order_seed = seed
+    run.side = side
     for index in order:
         a, b = matched[index]
         decision = test.update(outcome(a, test.graded), outcome(b, test.graded))

@@ -25,14 +25,15 @@ from embodied_eval.console.live_state import LiveState
 from embodied_eval.manifest import RETRY_ON, next_attempt, robot_side_abort
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from embodied_eval.runner.backend import RobotBackend, open_backend
+from embodied_eval.runner.backend import RobotBackend, backend_safety_settings, open_backend
 from embodied_eval.runner.executors import call_safely
 from embodied_eval.runner.live import publish_outcome
 from embodied_eval.runner.options import RunOptions, RunSettings
 from embodied_eval.runner.outcomes import Stopwatch, artifact_dir, checked_outcome, error_outcome
 from embodied_eval.runner.progress import RunProgress
 from embodied_eval.runner.stopping import RealSideStopping, StopDecision
-from embodied_eval.store.core import Store
+from embodied_eval.store.core import Store, transaction
+from embodied_eval.store.safety_settings import note_safety_settings
 
 #: The real side stops after this many aborted episodes in a row: the robot needs a person.
 MAX_CONSECUTIVE_ABORTS = 3
@@ -145,6 +146,10 @@ class RealSide:
         try:
             fn = functools.partial(real_episode, backend, self.protocol, self.out_dir)
             with Store(self.db_path) as store:
+                settings = backend_safety_settings(backend)
+                if settings is not None:  # on record before the first episode runs with them
+                    with transaction(store.conn):
+                        note_safety_settings(store.conn, self.protocol.robot_id, settings)
                 self._loop(store, fn, backend)
         finally:
             backend.disconnect()

@@ -31,7 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats
 
-from embodied_eval.stats.ppi import PPIResult, ppi_mean, ppi_mean_clustered
+from embodied_eval.stats.ppi import PPIResult, ppi_mean, ppi_mean_clustered, ppi_validity
 
 GOOD, BIASED, BAD = "good", "biased", "bad"
 
@@ -168,3 +168,35 @@ def real_trials_for_classical_width(
         else:
             lo = mid
     return scenario.n_pairs, hi, 1.0 - hi / scenario.n_pairs
+
+
+@dataclass(frozen=True)
+class FloorCoverage:
+    """Coverage of the cluster PPI interval among windows above the validity floor: two-sided
+    at `level`, and of its low end alone (the AR gate's bound under this version's floor);
+    `valid` is the share of windows above the floor."""
+
+    two_sided: float
+    lower_end: float
+    valid: float
+    reps: int
+
+
+def floor_coverage(
+    scenario: PPIScenario, rng: np.random.Generator, reps: int = 1000, level: float = 0.95
+) -> FloorCoverage:
+    """Simulated coverage of the cluster AR_ppi interval where it would be used: only windows
+    above `ppi.ppi_validity`'s floor count."""
+    two = low_hits = valid = 0
+    truth = scenario.truth()
+    for _ in range(reps):
+        data = scenario.draw(rng)
+        r = ppi_fit(data, level, True)
+        if ppi_validity(r, data["y"]):
+            continue
+        valid += 1
+        est = r.estimate
+        assert est.low is not None and est.high is not None
+        two += est.low <= truth <= est.high
+        low_hits += est.low <= truth
+    return FloorCoverage(two / max(valid, 1), low_hits / max(valid, 1), valid / reps, reps)

@@ -24,21 +24,32 @@ variance is the delete-one-cluster jackknife V_J = (C − 1)/C Σ_k (θ̂_(k) �
 every replicate, with a t_{C−1} quantile (the plain sandwich with C/(C − 1) under-covered by
 1–2 points at 40 clusters in the coverage simulation; the jackknife did not).
 
-Validity (checked by simulation in `coverage_ppi`): both are large-sample intervals. The iid
-version needs independent episodes (no task-instance clustering) and ≳ 100 pairs with the rate
-away from 0/1; the cluster version ≳ 40 task instances without strongly skewed instance rates.
-The PPI mean's validity does not depend on the sim's quality: a biased or useless sim only
-widens the interval.
+Validity (checked by simulation in `coverage_ppi`; tables in benchmarks/coverage.py): both are
+large-sample intervals. The iid version needs independent episodes (no task-instance clustering)
+and ≳ 100 pairs with the rate away from 0/1. The cluster version was simulated on grids of task
+instances (10–80), labelled pairs (50–400), true rates 0.3–0.9, ICC 0–0.2 and sim quality (good,
+biased, useless): with 10–30 instances or 50 pairs it dips to 88–93 % (95 % nominal) at ordinary
+rates, and at real rates of 0.85 and above it dips to 91–93 % even with 80 instances and 400
+pairs. Hence the floor below; at it (40 instances, 100 or 200 pairs, rates 0.2–0.8) the low end
+of the two-sided 95 % interval, the AR gate's bound, covers ≥ 95.2 % for true rates 0.3–0.8
+(93.3 % at a true rate of 0.2, on the range's edge); the two-sided interval itself only ≥ 93.1 %
+(92.8 % at 0.2), so the one-sided claim is the gate's: `FLOOR_COVERAGE`, stated in the
+certificate. The PPI mean's validity does not depend on the sim's quality: a
+biased or useless sim only widens the interval.
 
-Validity floor (`ppi_validity`): neither interval is claimed valid, and callers must fall back to
-the classical estimate, below any of
-  * `MIN_PAIRS` = 50 labelled (sim, real) pairs;
-  * `MIN_CLUSTERS` = 10 clusters (task instances) for the cluster version — the iid version is
+Validity floor (`ppi_validity`, `ppi_floor.PPIFloor`): neither interval is claimed valid, and
+callers must fall back to the classical estimate, below any of
+  * `MIN_PAIRS` = 100 labelled (sim, real) pairs;
+  * `MIN_CLUSTERS` = 40 clusters (task instances) for the cluster version — the iid version is
     not valid on clustered episodes at all;
-  * a real rate at least `EDGE_EVENTS`/n = 5/n away from 0 and 1 (5/5 successes, or 48/50, is
-    at the edge: the CLT interval collapses there);
+  * a real rate inside `RATE_RANGE` = [0.2, 0.8] and at least `EDGE_EVENTS`/n = 5/n away from 0
+    and 1 (the CLT interval is skewed, then collapses, towards the edges);
   * a non-degenerate variance: V(λ) > 0 and the classical variance > 0 (otherwise the interval
     is a point, e.g. [1, 1] with λ = 0 when every pair succeeded).
+The AR gate's bound is the low end of the two-sided interval at the protocol's level (the
+(2·level − 1) interval's low end covered only 92.7 % in the grid). Certificates issued under the
+earlier floor (50 pairs, 10 instances, no rate range, the (2·level − 1) low end) are recomputed
+with it.
 
 Effective real sample size: n_eff = n · V_classical / V_ppi, the number of real trials the
 classical estimator would need for the same variance.
@@ -57,11 +68,7 @@ from scipy import stats
 from embodied_eval.errors import EvalError
 from embodied_eval.stats._checks import check_level
 from embodied_eval.stats.estimate import Estimate
-
-#: Validity floor (module docstring): labelled pairs, clusters, events from the edge.
-MIN_PAIRS = 50
-MIN_CLUSTERS = 10
-EDGE_EVENTS = 5
+from embodied_eval.stats.ppi_floor import PPIFloor
 
 IID = "iid"
 CLUSTER = "cluster"
@@ -128,29 +135,39 @@ def _checked(
     return y, f, g
 
 
-def ppi_validity(result: PPIResult, real: ArrayLike) -> list[str]:
+def ppi_validity(result: PPIResult, real: ArrayLike, floor: PPIFloor | None = None) -> list[str]:
     """Why a PPI fit is below the validity floor (module docstring); empty when it is above it.
 
     Args:
         result: the fit (`ppi_mean` or `ppi_mean_clustered`). real: the pairs' real outcomes Y.
+        floor: the floor (default: this version's, `PPIFloor()`).
 
     Returns:
         One reason per floor not met, in the users' words.
     """
+    fl = floor if floor is not None else PPIFloor()
     y = _vector(real, "real")
     n = result.n_pairs
     reasons = []
-    if n < MIN_PAIRS:
-        reasons.append(f"{n} labelled pair(s), fewer than {MIN_PAIRS}")
+    if n < fl.pairs:
+        reasons.append(f"{n} labelled pair(s), fewer than {fl.pairs}")
     if result.clusters is None:
         reasons.append("iid interval: episodes clustered in task instances are not independent")
-    elif result.clusters < MIN_CLUSTERS:
-        reasons.append(f"{result.clusters} cluster(s), fewer than {MIN_CLUSTERS}")
+    elif result.clusters < fl.task_instances:
+        reasons.append(f"{result.clusters} cluster(s), fewer than {fl.task_instances}")
     if n > 0:
         rate = float(np.mean(y))
-        edge = EDGE_EVENTS / n
+        edge = fl.events_from_edge / n
         if rate <= edge or rate >= 1.0 - edge:
-            reasons.append(f"real rate {rate:.3g} within {EDGE_EVENTS}/n = {edge:.3g} of 0 or 1")
+            reasons.append(
+                f"real rate {rate:.3g} within {fl.events_from_edge}/n = {edge:.3g} of 0 or 1"
+            )
+        elif fl.rate_range is not None and not fl.rate_range[0] <= rate <= fl.rate_range[1]:
+            low, high = fl.rate_range
+            reasons.append(
+                f"real rate {rate:.3g} outside {low:g}–{high:g}, where the interval's coverage "
+                "was shown"
+            )
     if not (result.variance > 0.0 and result.classical_variance > 0.0):
         reasons.append(f"degenerate variance (λ = {result.lam:.3g}, V = {result.variance:.3g})")
     return reasons

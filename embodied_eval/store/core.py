@@ -279,6 +279,14 @@ class Store:
         )
         return text
 
+    def _scored_duration(self, episode_id: str, record_json: str) -> float:
+        """The episode's duration as scored (s): the stored one, or a chained correction's."""
+        stored = float(json.loads(record_json)["duration_s"])
+        episode = self.get_episode(episode_id)
+        if episode is None:
+            return stored
+        return float(ledger.scored_view(self.conn, [episode]).episodes[0].duration_s)
+
     def write_faults(self, faults: Sequence[Fault]) -> tuple[int, int]:
         """Attach faults (each naming its `episode_id`) to stored episodes, all-or-nothing.
 
@@ -287,6 +295,7 @@ class Store:
         """
         new = same = 0
         ordinals: dict[str, int] = {}
+        durations: dict[str, float] = {}
         chained: list[dict[str, Any]] = []
         with transaction(self.conn):
             for fault in faults:
@@ -301,7 +310,9 @@ class Store:
                         "(import the episodes first)",
                         key="episode_id",
                     )
-                check_autonomous_recovery(fault, float(json.loads(exists[0])["duration_s"]))
+                if fault.episode_id not in durations:
+                    durations[fault.episode_id] = self._scored_duration(fault.episode_id, exists[0])
+                check_autonomous_recovery(fault, durations[fault.episode_id])
                 ordinal = ordinals.get(fault.episode_id, 0)
                 ordinals[fault.episode_id] = ordinal + 1
                 row = self.conn.execute(

@@ -22,6 +22,14 @@ the `episodes`, `faults` or `safety_events` tables outside the ledger is caught 
   (`embodied_eval.embodiment.calibration_days`);
 * `revocation` — a key revoked in the key registry (written together with the incident log's
   `revocation`), so the ledger's own order says which signatures came after it;
+* `version` — a robot's firmware or software, or a policy, now at a new version (who recorded
+  it): what a certificate's validity conditions are checked against
+  (`embodied_eval.certificate.validity`);
+* `analysis` — a stored-data `compare` or a `rank` run: its seed and outcome, so re-running a
+  decision with new seeds stays visible (`embodied_eval.certificate.analyses`);
+* `checkpoint` — the heads of both chains (sequence, hash, time), signed by the writer, and
+* `countersignature` — a second party's signature (or RFC 3161 token) of a checkpoint's digest:
+  the anchor outside the writer's reach (`embodied_eval.store.checkpoints`);
 * `operator` — a stop, pause or resume of a running run asked for from its console (or the
   console's API): who asked, how, when, and the real episode in progress then.
 
@@ -50,9 +58,16 @@ KINDS = (
     "episode", "faults", "manifest", "import", "audit", "amendment", "seal", "revocation", "patch",
     "calibration",
     "operator",
+    "version",
+    "analysis",
+    "checkpoint", "countersignature",
+    "audit_draw",
+    "audit_label",
+    "judge_accuracy",
+    "safety_settings",
 )  # fmt: skip
 #: Kinds that must carry a signature.
-SIGNED_KINDS = frozenset({"audit", "seal", "revocation"})
+SIGNED_KINDS = frozenset({"audit", "seal", "revocation", "checkpoint"})
 TRIGGER_NAMES = ("episode_chain_no_update", "episode_chain_no_delete")
 #: The record tables the ledger vouches for, each with its append-only triggers.
 RECORD_TABLES = ("episodes", "faults", "safety_events", "manifests")
@@ -258,6 +273,9 @@ def changes_of(row: ChainRow) -> dict[str, Any]:
     """The field changes an audit or amendment record makes to the scored episode."""
     if row.kind == "audit":
         return {"audited_success": bool(row.data["succeeded"])}
+    if row.kind == "audit_label":  # a window audit's label; "cannot_tell" changes nothing
+        label = row.data["label"]
+        return {} if label == "cannot_tell" else {"audited_success": label == "success"}
     return {c["field"]: c["new"] for c in row.data.get("changes", [])}
 
 
@@ -267,7 +285,7 @@ def scored_view(conn: sqlite3.Connection, episodes: Iterable[Episode]) -> Scored
     if not originals or not table_exists(conn):
         return ScoredView(originals, [])
     by_id: dict[str, list[ChainRow]] = {}
-    for row in rows(conn, "kind != 'episode' AND kind IN ('audit', 'amendment')"):
+    for row in rows(conn, "kind != 'episode' AND kind IN ('audit', 'amendment', 'audit_label')"):
         by_id.setdefault(row.subject or "", []).append(row)
     out: list[Episode] = []
     used: list[dict[str, Any]] = []
@@ -282,7 +300,7 @@ def scored_view(conn: sqlite3.Connection, episodes: Iterable[Episode]) -> Scored
                     "seq": row.seq,
                     "episode_id": row.subject,
                     "changes": changes,
-                    "by": row.data.get("auditor") or row.data.get("author"),
+                    "by": row.data.get("auditor") or row.data.get("author") or row.data.get("by"),
                     "role": row.data.get("role"),
                     "signer": row.signer,
                     "at": row.at,

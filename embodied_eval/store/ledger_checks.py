@@ -80,7 +80,10 @@ class LedgerWalk:
                 self.manifests[data["manifest_hash"]] = (seq, data["json_sha256"])
             elif kind == "import":
                 self.imports.add(str(rid))
-            elif kind in ("audit", "amendment") and env.get("subject") not in self.episodes:
+            elif (
+                kind in ("audit", "amendment", "audit_label")
+                and env.get("subject") not in self.episodes
+            ):
                 return Problem(seq, rid, "content", f"{kind} of an episode not chained before it")
             elif kind == "revocation":
                 self.revoked[str(data["fingerprint"])] = seq
@@ -94,6 +97,17 @@ class LedgerWalk:
                         "seal names an episode-chain head that is not the record before it",
                     )
                 self.seals.append({**data, "seq": seq, "hash": digest})
+            elif kind == "checkpoint":
+                head = data["trial_ledger"]
+                if head.get("hash") != prev or head.get("seq") != seq - 1:
+                    return Problem(
+                        seq,
+                        rid,
+                        "checkpoint",
+                        f"checkpoint {rid} names trial-ledger record {head.get('seq')} "
+                        f"({str(head.get('hash'))[:16]}…), which is not the record before it: "
+                        "the history before the checkpoint was rewritten",
+                    )
         except (KeyError, TypeError, ValueError) as exc:
             return Problem(seq, rid, "content", f"unreadable {kind} record ({exc})")
         return None

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
-from embodied_eval.records import Episode
+from embodied_eval.records import Episode, check_autonomous_recovery
 from embodied_eval.store import ledger
 from embodied_eval.store.core import Store, default_db_path, transaction
 
@@ -164,7 +164,10 @@ def amend_episode(
             if old == new:
                 raise EvalError(f"{name}: already {new!r}; nothing to correct", key=name)
             listed.append({"field": name, "old": old, "new": new})
-        current.replace(**{c["field"]: c["new"] for c in listed})  # validates the values
+        amended = current.replace(**{c["field"]: c["new"] for c in listed})  # validates them
+        for fault in amended.faults:
+            # A shorter duration may not leave an autonomous recovery longer than the episode.
+            check_autonomous_recovery(fault, amended.duration_s)
         payload = {
             "episode_id": episode_id,
             "episode_hash": chained.hash,

@@ -17,7 +17,7 @@ class StoreReport:
     Attributes:
         ok: everything checked out.
         section: where the first problem is ("trial ledger", "episodes table", "artifacts",
-            "incident log", "seal", "triggers"), None when ok.
+            "incident log", "seal", "checkpoint", "triggers"), None when ok.
         problem: the first problem, None when ok.
         ledger_records, ledger_head: records walked and the last good hash of the trial ledger.
         incident_records, incident_head, incident_summary: the same for the incident log.
@@ -25,6 +25,9 @@ class StoreReport:
         signers: each key that signed something in either chain: fingerprint, holder, role,
             revoked_at (or None), signatures.
         seals: window, seq, hash, episode and incident heads of each seal.
+        checkpoints: each checkpoint (id, time, heads named, who countersigned it).
+        anchoring: the records after the last countersigned checkpoint, per chain
+            (`embodied_eval.store.checkpoints.not_yet_anchored`).
         notes: what the verify has to say besides problems (imported artifacts not on this disk).
     """
 
@@ -39,6 +42,8 @@ class StoreReport:
     counts: dict[str, int] = field(default_factory=dict)
     signers: list[dict[str, Any]] = field(default_factory=list)
     seals: list[dict[str, Any]] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    anchoring: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     def fail(self, section: str, problem: Problem) -> StoreReport:
@@ -53,6 +58,7 @@ class StoreReport:
                 f"{self.ledger_head[:16]}…) and incident log ({self.incident_records} records, "
                 f"head {self.incident_head[:16]}…); {self.counts.get('episodes', 0)} episode(s), "
                 f"{self.counts.get('artifacts', 0)} artifact file(s) re-hashed"
+                + (f"; {self.anchoring_line()}" if self.anchoring else "")
             )
         assert self.problem is not None
         where = (
@@ -61,6 +67,13 @@ class StoreReport:
             else (self.problem.record_id or "store")
         )
         return f"{self.section}: {where}: {self.problem.message}"
+
+    def anchoring_line(self) -> str:
+        """How far the countersigned checkpoints reach, and what is not yet anchored."""
+        from embodied_eval.store.checkpoints import anchoring_line
+
+        countersigned = sum(1 for c in self.checkpoints if c.get("countersigned_by"))
+        return anchoring_line(self.anchoring, countersigned)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,5 +90,7 @@ class StoreReport:
             "counts": dict(self.counts),
             "signers": list(self.signers),
             "seals": list(self.seals),
+            "checkpoints": list(self.checkpoints),
+            "not_yet_anchored": dict(self.anchoring),
             "notes": list(self.notes),
         }

@@ -16,11 +16,15 @@ Checks, stopping at the first failure and naming the record:
 5. the seals: each ledger seal's incident head is still that record in the incident log, and
    each window close's episode-chain head and seal are still in the ledger (a tail removed after
    a seal from either chain is detected);
-6. the append-only triggers on the ledger and the record tables.
+6. the checkpoints (`embodied_eval.store.checkpoints`): each countersignature verifies, and every
+   record a countersigned checkpoint names still hashes to what it named — a history rewritten
+   before it, even re-hashed and re-signed, fails naming the checkpoint;
+7. the append-only triggers on the ledger and the record tables.
 
-What this cannot show alone: records appended after the last signed record (a seal, an audit, a
-signed review) can be removed or rewritten together by someone holding the file. A seal, a
-certificate (which binds both heads) or a copy of a head kept elsewhere anchors them.
+What this cannot show alone: records after the last countersigned checkpoint can be removed or
+rewritten together (and re-signed) by someone holding the file and the store's keys; the report
+lists them as not yet anchored. A countersigned checkpoint file kept by the second party
+(`store verify --checkpoint FILE`) still catches a rewrite that removed the store's own copy.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from typing import Any
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.store import hashchain, ledger
+from embodied_eval.store.checkpoints import check_store_checkpoints, not_yet_anchored
 from embodied_eval.store.core import Store, default_db_path
 from embodied_eval.store.hashchain import Problem
 from embodied_eval.store.ledger_checks import LedgerWalk, check_tables
@@ -164,13 +169,24 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def verify_store(db: str | os.PathLike[str] | None = None) -> StoreReport:
-    """Verify the whole store (see the module docstring); never raises for a bad store."""
+def verify_store(
+    db: str | os.PathLike[str] | None = None,
+    checkpoint_files: list[dict[str, Any]] | None = None,
+) -> StoreReport:
+    """Verify the whole store (see the module docstring); never raises for a bad store.
+
+    Args:
+        db: the store (None: the default path).
+        checkpoint_files: countersigned checkpoints kept outside the store
+            (`embodied_eval.store.checkpoints.load_checkpoint_file`), checked like its own.
+    """
     with _no_cycle_collection():
-        return _verify_store(db)
+        return _verify_store(db, checkpoint_files)
 
 
-def _verify_store(db: str | os.PathLike[str] | None) -> StoreReport:
+def _verify_store(
+    db: str | os.PathLike[str] | None, checkpoint_files: list[dict[str, Any]] | None
+) -> StoreReport:
     path = Path(db) if db is not None else default_db_path()
     report = StoreReport()
     incident = _incident_log(path)
@@ -202,6 +218,12 @@ def _verify_store(db: str | os.PathLike[str] | None) -> StoreReport:
             return report.fail("incident log", log_report.problem)
         if not _check_seals(conn, walk, closes, report):
             return report
+        report.checkpoints, problem = check_store_checkpoints(conn, checkpoint_files)
+        if problem is not None:
+            return report.fail("checkpoint", problem)
+        report.anchoring = not_yet_anchored(
+            report.checkpoints, report.ledger_records, report.incident_records
+        )
         for table, names in ledger.ALL_TRIGGERS.items():
             if not hashchain.triggers_present(conn, table, names):
                 return report.fail(

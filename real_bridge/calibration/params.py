@@ -63,6 +63,11 @@ PARAMETERS: dict[str, ParameterInfo] = {
             "friction", "", 1.0, 0.1, 3.0, "object (and drawer) friction multiplier",
             needs_object=True,
         ),
+        ParameterInfo(
+            "contact_softness", "s", 0.02, 0.005, 0.2,
+            "the objects' contact time constant (MuJoCo solref; larger is softer)",
+            needs_object=True,
+        ),
     )
 }  # fmt: skip
 

@@ -3,7 +3,8 @@
 The model is the simulator's own scene of the pair (`sim_suites.env.PandaTaskEnv`, reset with the
 episode's scene seed and the protocol's scene ranges only, as the robot's reset station does),
 with candidate physical parameters (`real_bridge.calibration.params`). The commands drive it the
-way a ros2_control robot follows them — the twin's `TrajectoryFollower`: a command takes effect
+way a ros2_control robot follows them — the one command path's robot side
+(`sim_suites.command_path.JointFollower`, the sim episode's and the twin's own): a command takes effect
 `actuator_delay` after it arrived (plus how much longer than its shortest wait the robot's echo
 says it waited, `Command.late_s`), at the controller's next update; its target is reached by
 linear interpolation over the command's duration, then passes the actuator's first-order
@@ -98,6 +99,7 @@ class EpisodeReplay:
             actuator_gain_scale=float(values["actuator_gain"]),
             joint_damping_scale=float(values["joint_damping"]),
             payload_kg=float(values["payload"]),
+            contact_timeconst_s=float(values.get("contact_softness", 0.0)),
         )
         env = self.env
         env.configure(
@@ -109,20 +111,16 @@ class EpisodeReplay:
 
     def run(self, recorded: RecordedEpisode, values: Mapping[str, float]) -> ReplayTrace:
         """Replay the episode's commands with the parameter values (see the module docstring)."""
-        from real_bridge.twin.sim_plant import TrajectoryFollower
-        from sim_suites.robot import FINGER_MAX_M
-
         self.reset(recorded, values)
         env = self.env
         backend, kin, task = env.backend, env.kin, env.task
         dt = float(env.params.control_dt)
         substeps = int(env.params.substeps)
-        follower = TrajectoryFollower(kin, bandwidth_hz(float(values["actuator_bandwidth"])))
-        if follower.bandwidth_hz == float("inf"):
-            follower.bandwidth_hz = 0.0
+        # The robot side of the one command path (`sim_suites.command_path`).
+        follower = env.follower
+        follower.bandwidth_hz = bandwidth_hz(float(values["actuator_bandwidth"]))  # ∞: no filter
         q, _ = backend.joint_state()
-        follower.reset(q)
-        follower.finger = float(np.clip(q[7], 0.0, FINGER_MAX_M))
+        follower.reset(q, finger=float(q[7]))
         commands = recorded.commands
         first = commands[0].arrival_s
         phase = controller_phase_s(recorded, dt)
@@ -148,20 +146,19 @@ class EpisodeReplay:
         out_q = np.empty((ticks, q.shape[0]))
         out_obj = np.empty((ticks, 3))
         nxt = 0
-        zero = np.zeros(3)
         for k in range(ticks):
             now = t0 + k * dt
             while nxt < len(events) and events[nxt][0] <= now + 1e-9:
                 index = events[nxt][1]
                 if index < 0:  # the robot held: its set-point stays where it is
-                    follower.set_target(follower.q_des, 0.0)
+                    follower.hold_here()
                 elif (c := commands[index]).kind == "arm":
                     follower.set_target(np.clip(c.positions[:7], lower, upper), c.duration_s)
                 else:
-                    follower.finger = float(np.clip(c.positions[0], 0.0, FINGER_MAX_M))
+                    follower.set_finger(float(c.positions[0]))
                 nxt += 1
             rots, origins = kin.link_frames(q[:7])
-            command = follower.command(zero, 0.0, dt, q[:7], zero, rots, origins)
+            command = follower.command(dt, rots, origins)
             backend.step(command.arm_cmd, command.finger, substeps)
             q, _ = backend.joint_state()
             out_q[k] = q

@@ -19,8 +19,10 @@ The tracker is a sensor (`real_bridge.twin.tracker`): noisy, late by the gap's
 `tracker_latency_s` (stamped when the pose was true) and blind while the hand hides the object.
 
 Deadman: once a harness has sent a heartbeat, the twin follows commands only while heartbeats
-keep arriving; when none came for `deadlines.deadman_s` it holds its posture at once (checked every
-tick) and reports `mode = hold` with the wall time it did so. A latched protective stop also holds
+keep arriving; when none came for `deadlines.deadman_s` of the robot's own (simulated) time it
+holds its posture at once (checked every tick) and reports `mode = hold` with the time it did so
+and the time of the last heartbeat, both on its stamp clock: a load that holds the control loop up
+holds the simulated robot with it, so neither the robot nor its deadman moves meanwhile. A latched protective stop also holds
 until the scene is reset. `robot/state` also names the last arm command received and when it
 arrived (`last_arm_command`, `last_arm_command_ns`, wall clock). The twin runs no policy.
 
@@ -38,9 +40,8 @@ import json
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -71,8 +72,11 @@ from real_bridge.twin.sensors import (
     image_message,
     pose_message,
 )
-from real_bridge.twin.settings import SAME_INSTANT_S, TwinSettings
+from real_bridge.twin.settings import TwinSettings
 from real_bridge.twin.tracker import TrackerSensor
+
+if TYPE_CHECKING:
+    from sim_suites.command_path import CommandQueue
 
 #: Seconds between periodic diagnostics (robot/state and latched safety statuses).
 DIAGNOSTICS_PERIOD_S = 0.5
@@ -145,8 +149,11 @@ class TwinNode:
         self.episode_id = ""
         self.episode_started_sim_s: float | None = None
         self.mode = "follow"  # follow | hold (deadman) | stopped (latched protective stop)
-        self.last_heartbeat_s: float | None = None
-        self.last_heartbeat_ns = 0  # robot-clock time of the last heartbeat (the robot's log)
+        # The deadman runs on the robot's own clock (its simulated time, the clock of its state
+        # stamps): a machine load that holds the control loop up holds the simulated robot too.
+        self.last_heartbeat_s: float | None = None  # sim time of the last heartbeat received
+        self.last_heartbeat_ns = 0  # the same on the robot's stamp clock (the robot's log)
+        self.held_at_ns = 0  # robot stamp clock of the deadman hold
         self.sim_time = settings.sim_time
         self.lockstep = Lockstep(settings.sim_grace_s)
         self._wake = threading.Condition(self.lock)
@@ -155,11 +162,12 @@ class TwinNode:
             if settings.sim_time
             else None
         )
-        self.held_at_ns = 0
         self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
-        self.pending: deque[tuple[float, str, str, np.ndarray, float, float]] = deque()
+        from sim_suites.command_path import CommandQueue
+
+        self.pending: CommandQueue[tuple[str, str, np.ndarray, float, float]] = CommandQueue()
         self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray, float]] = []
         self.sim_s = 0.0
         self._state_msg = mc("sensor_msgs/msg/JointState")()
@@ -184,6 +192,7 @@ class TwinNode:
         self.tracker = TrackerSensor(settings.gap)
         self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
         self._epoch = time.monotonic()
+        self._epoch_ns = 0 if settings.sim_time else time.time_ns()
         self._slip = 0.0
         self._stop = threading.Event()
 
@@ -195,8 +204,8 @@ class TwinNode:
 
     def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
-            self.last_heartbeat_s = time.monotonic()
-            self.last_heartbeat_ns = self._clock_ns()
+            self.last_heartbeat_s = self._sim_time_now()
+            self.last_heartbeat_ns = self._robot_clock_ns(self.last_heartbeat_s)
             if self.sim_time:
                 self.lockstep.heard(stamp_to_ns(msg.stamp), str(msg.frame_id), self.sim_s)
                 self._wake.notify_all()
@@ -204,15 +213,20 @@ class TwinNode:
                 self.mode = "follow"
 
     def _clock_ns(self) -> int:
-        """Now on the robot's clock, ns: the simulated clock in simulated-time mode, else wall."""
-        return round(self.sim_s * 1e9) if self.sim_time else time.time_ns()
+        """Now on the robot's log clock, ns: its stamp clock in simulated-time mode, else wall."""
+        return self._robot_clock_ns(self.sim_s) if self.sim_time else time.time_ns()
 
     def _supervised(self) -> bool:
         last = self.last_heartbeat_s
         deadman_s = self.settings.bridge.deadlines.deadman_s
-        if self.sim_time:
+        if self.sim_time:  # the simulated time the harness allowed, plus the deadman
             return self.lockstep.supervised(self.sim_s, deadman_s)
-        return last is not None and time.monotonic() - last <= deadman_s
+        return last is not None and self.sim_s - last <= deadman_s
+
+    def _robot_clock_ns(self, sim_s: float) -> int:
+        """The robot's stamp clock at simulated time `sim_s` (what its joint states carry): from
+        0 in simulated-time mode, else from the wall clock when the control loop started."""
+        return self._epoch_ns + round(sim_s * 1e9)
 
     def _check_trajectory(self, msg: Any, joints: tuple[str, ...]) -> str:
         return trajectory_problem(
@@ -244,17 +258,17 @@ class TwinNode:
             # The gap's actuator delay plus the drift's and firmware's command latency.
             delay_s = self.settings.gap.actuator_delay_s + self.plant.command_latency_s
             now = self._sim_time_now()
-            self.pending.append(
-                (now + delay_s, kind, str(msg.header.frame_id), positions, duration, now)
+            self.pending.push(
+                now + delay_s, (kind, str(msg.header.frame_id), positions, duration, now)
             )
 
     def _sim_time_now(self) -> float:
         """The simulation time corresponding to now on the wall clock (≥ the simulated time, which
         lags when the control loop was held up): a command is applied at the sim time it arrived
         at, so commands that arrive while the loop catches up keep their spacing."""
-        wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
         if self.sim_time:
             return self.sim_s  # the clock stands still while the harness decides
+        wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
         return max(self.sim_s, wall)
 
     def _received(self) -> None:
@@ -440,7 +454,7 @@ class TwinNode:
             self.mode = "hold"
             self.pending.clear()
             self.plant.hold_here()
-            self.held_at_ns = self._clock_ns()
+            self.held_at_ns = self._robot_clock_ns(self.sim_s)
             self.stats["deadman_holds"] += 1
             self._publish_statuses(
                 [(ROBOT_STATE_STATUS, LEVEL_WARN, "hold: heartbeat lost", self.robot_state_values())]
@@ -451,8 +465,7 @@ class TwinNode:
         monitors."""
         dt = self.plant.physics_dt_s
         while self.sim_s + 0.5 * dt < target_s:
-            while self.pending and self.pending[0][0] <= self.sim_s + SAME_INSTANT_S:
-                _, kind, command_id, positions, duration, arrived = self.pending.popleft()
+            for kind, command_id, positions, duration, arrived in self.pending.due(self.sim_s):
                 if kind == "arm":
                     applied = self.plant.set_arm_target(positions, duration)
                     names = self.plant.arm_joints
@@ -477,7 +490,7 @@ class TwinNode:
         camera_period = 1.0 / self.settings.camera_hz if self.settings.camera_hz > 0 else 0.0
         next_camera = 0.0
         # Simulated time stamps from 0; otherwise from the wall clock at the start.
-        epoch_ns = 0 if self.sim_time else time.time_ns()
+        epoch_ns = self._epoch_ns = 0 if self.sim_time else time.time_ns()
         epoch = self._epoch = time.monotonic()
         slip = self._slip = 0.0
         next_diag = 0.0 if self.sim_time else epoch

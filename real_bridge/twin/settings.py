@@ -137,11 +137,14 @@ class TwinGap:
 
 @dataclass(frozen=True)
 class Monitors:
-    """The twin's own safety monitors (its "safety controller").
+    """The twin's safety controller: the limits of the scene's safety monitor (the sim episode's
+    own, `sim_suites.safety_monitors`) and the stop drill.
 
     Attributes:
-        force_limit_n: contact force at the robot above this raises a protective stop, N.
-        speed_limit_mps: TCP speed above this raises a protective stop, m/s (0 disables).
+        force_limit_n: the net external force on the robot above this raises a protective
+            stop, N (the sim's fixture-contact limit).
+        speed_limit_mps: TCP speed above this raises a protective stop, m/s (0: the sim's
+            limit, `SafetyLimits.tcp_speed_stop_mps`).
         stop_at_s: raise a protective stop this long after start, s (0 disables; for drills
             and tests of the stop path).
     """

@@ -2,23 +2,26 @@
 following joint trajectories like a ros2_control robot.
 
 The environment keeps what a physical scene does by itself — contacts, the grasp model, the
-safety monitors, the task's ground truth — but its Cartesian controller is replaced by
-`TrajectoryFollower`: the arm's servos track the joint targets the harness sends (interpolated
-over each command's duration, then through the actuator's first-order bandwidth), with a
-gravity feed-forward from the *nominal* model (the gap's payload and link masses are unknown to
-it, as on a real robot). The twin runs no policy.
+safety monitor, the task's ground truth — and runs only the robot side of the one command path
+(`sim_suites.command_path.JointFollower` through `PandaTaskEnv.robot_step`, the sim episode's
+own): the arm's servos track the joint targets the harness sends (interpolated over each
+command's duration, then through the actuator's first-order bandwidth), with a gravity
+feed-forward from the *nominal* model (the gap's payload and link masses are unknown to it, as on
+a real robot); the fingers move toward the wanted opening at the gripper's rated speed. The twin
+runs no policy; the harness side of the path runs in the harness (`real_bridge.observation`).
 
 The twin publishes at the physics rate while the environment steps one control period at a time,
 so its physics backend is wrapped: every physics sub-step is recorded (joint state, efforts,
 contact force) and the twin's ticks play those samples out one per physics step.
 
-Wrench: the twin has no 6-axis force sensor model. It reports the total normal contact force on
-the robot (what its force monitor watches) as `force.z` of the wrench, N; torques are 0.
+Wrench: the net external force on the robot at each physics step (`robot_external_force`, what
+a wrist force/torque sensor or the robot's external-wrench estimate reads and what the scene's
+safety monitor stops on), world frame, N; torques are 0 (no moment model).
 """
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,106 +45,68 @@ class Sample:
     q: np.ndarray
     qd: np.ndarray
     tau: np.ndarray
-    contact_n: float
+    #: (3,) the net external force on the robot, N (what its force/torque sensor reads).
+    force: np.ndarray
 
 
 class _RecordingBackend:
-    """Wraps a sim_suites physics backend: runs `step(..., substeps)` one physics step at a time
-    and records a `Sample` after each."""
+    """Wraps a sim_suites physics backend: runs `step(..., substeps)` one physics step at a time,
+    records a `Sample` after each, and keeps the contact peaks over the whole control step (what
+    the scene's safety monitor reads, as in a sim episode)."""
 
     def __init__(self, inner: Any, sink: deque[Sample]) -> None:
         self._inner = inner
         self._sink = sink
+        self._peak: dict[tuple[str, str], float] = {}
+        self._net_peak = np.zeros(3)
 
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
+        peak: dict[tuple[str, str], float] = {}
+        net_peak = np.zeros(3)
         for _ in range(substeps):
             self._inner.step(arm_cmd, finger_cmd, 1)
-            self._sink.append(sample_of(self._inner))
+            sample = sample_of(self._inner)
+            self._sink.append(sample)
+            for key, force in self._inner.contact_forces().items():
+                if force > peak.get(key, 0.0):
+                    peak[key] = force
+            if sample.force @ sample.force > net_peak @ net_peak:
+                net_peak = sample.force
+        self._peak, self._net_peak = peak, net_peak
+
+    def contact_forces(self) -> dict[tuple[str, str], float]:
+        return dict(self._peak)
+
+    def robot_external_force(self) -> np.ndarray:
+        return self._net_peak.copy()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
 def sample_of(backend: Any) -> Sample:
-    """The current state of a physics backend as a Sample."""
+    """The current state of a physics backend as a Sample (after a one-physics-step `step`)."""
     q, qd = backend.joint_state()
-    contacts = backend.contact_forces()
-    robot_n = sum(force for (a, _), force in contacts.items() if a == "robot")
-    return Sample(q=q, qd=qd, tau=backend.applied_torque(), contact_n=float(robot_n))
+    return Sample(
+        q=q, qd=qd, tau=backend.applied_torque(), force=backend.robot_external_force()
+    )
 
 
-def first_order_alpha(bandwidth_hz: float, dt_s: float) -> float:
-    """Discrete first-order low-pass factor α = 1 − exp(−2π f_c Δt) (1 when f_c = 0: no filter)."""
-    if bandwidth_hz <= 0:
-        return 1.0
-    return 1.0 - math.exp(-2.0 * math.pi * bandwidth_hz * dt_s)
+def safety_limits(settings: TwinSettings) -> Any:
+    """The scene's safety-monitor limits on the twin: the sim's (`SafetyLimits`) with the twin's
+    contact-force limit and, when set, its TCP speed limit."""
+    from sim_suites.safety_monitors import SafetyLimits
 
-
-class TrajectoryFollower:
-    """Replaces the environment's Cartesian controller: joint targets in, servo set-points out.
-
-    Each target is reached by linear interpolation over its `duration_s` (a one-point
-    joint_trajectory_controller goal), then filtered by the actuator bandwidth.
-    """
-
-    def __init__(self, kinematics: Any, bandwidth_hz: float) -> None:
-        self.kin = kinematics
-        self.bandwidth_hz = bandwidth_hz
-        self.q_des = np.zeros(7)
-        self.start = np.zeros(7)
-        self.goal = np.zeros(7)
-        self.elapsed_s = 0.0
-        self.duration_s = 0.0
-        self.finger = 0.04
-        self.tcp_target = np.zeros(3)
-
-    def reset(self, q: np.ndarray) -> None:
-        self.q_des = np.array(q[:7], dtype=float)
-        self.start = self.q_des.copy()
-        self.goal = self.q_des.copy()
-        self.elapsed_s = self.duration_s = 0.0
-        self.tcp_target = self.kin.forward(self.q_des)[0]
-
-    def set_target(self, goal: np.ndarray, duration_s: float) -> None:
-        self.start = self.q_des.copy()
-        self.goal = np.array(goal, dtype=float)
-        self.elapsed_s = 0.0
-        self.duration_s = max(0.0, duration_s)
-
-    def command(
-        self,
-        velocity: np.ndarray,
-        g: float,
-        dt: float,
-        q: np.ndarray,
-        tcp: np.ndarray,
-        rots: np.ndarray,
-        origins: np.ndarray,
-    ) -> Any:
-        from sim_suites.controller import ControlCommand
-        from sim_suites.robot import ARM_KP, ARM_KV
-
-        self.elapsed_s += dt
-        s = 1.0 if self.duration_s <= 0 else min(1.0, self.elapsed_s / self.duration_s)
-        ramp = self.start + s * (self.goal - self.start)
-        previous = self.q_des
-        # The set-point moves once per control period of the robot's command interface (a
-        # firmware's lower rate means longer holds between updates) through the servo low-pass.
-        self.q_des = previous + first_order_alpha(self.bandwidth_hz, dt) * (ramp - previous)
-        qd_des = (self.q_des - previous) / dt
-        ff = self.kin.gravity_from_frames(rots, origins) + ARM_KV * qd_des
-        self.tcp_target = self.kin.forward(self.q_des)[0]
-        return ControlCommand(
-            arm_cmd=self.q_des + ff / ARM_KP,
-            q_des=self.q_des.copy(),
-            finger=self.finger,
-            tcp_target=self.tcp_target.copy(),
-        )
+    mon = settings.monitors
+    limits = SafetyLimits(fixture_contact_limit_n=mon.force_limit_n)
+    if mon.speed_limit_mps > 0:
+        limits = dataclasses.replace(limits, tcp_speed_stop_mps=mon.speed_limit_mps)
+    return limits
 
 
 def sim_reality_gap(settings: TwinSettings) -> Any:
     """The sim_suites RealityGap of the twin's environment (delay and noise are applied by the
-    node on the wire, so they are 0 here)."""
+    robot's host — the node or the in-process robot — on the wire, so they are 0 here)."""
     from sim_suites.variations import RealityGap
 
     gap = settings.gap
@@ -152,6 +117,8 @@ def sim_reality_gap(settings: TwinSettings) -> Any:
         actuator_gain_scale=gap.actuator_gain_scale,
         joint_damping_scale=gap.joint_damping_scale,
         payload_kg=gap.payload_kg,
+        actuator_bandwidth_hz=gap.actuator_bandwidth_hz,
+        contact_timeconst_s=gap.contact_timeconst_s,
     )
 
 
@@ -164,7 +131,7 @@ class SimSuitesPlant:
 
     def __init__(self, settings: TwinSettings) -> None:
         from sim_suites.engines.base import PHYSICS_DT
-        from sim_suites.robot import ARM_JOINTS, FINGER_JOINTS, FINGER_MAX_M
+        from sim_suites.robot import ARM_JOINTS, FINGER_JOINTS
         from sim_suites.variations import NOMINAL_CONTROL_RATE_HZ
 
         self.settings = settings
@@ -173,13 +140,11 @@ class SimSuitesPlant:
         self.arm_joints = tuple(ARM_JOINTS)
         self.finger_joints = tuple(FINGER_JOINTS)
         self.joint_names = self.arm_joints + self.finger_joints
-        self._finger_max = float(FINGER_MAX_M)
         self.env: Any = None
         self.contact_model: dict[str, Any] = {}
         self.command_latency_s = 0.0
         self._envs: dict[str, Any] = {}
         self._inner_backends: dict[str, Any] = {}
-        self._followers: dict[str, TrajectoryFollower] = {}
         self._buffer: deque[Sample] = deque()
         self._events: list[SafetyEvent] = []
         self._live = False
@@ -209,6 +174,7 @@ class SimSuitesPlant:
             "randomization": scene_ranges(manifest.get("randomization", {})),
             "drift": dict(spec.drift) if spec is not None else {},
             "reality_gap": sim_reality_gap(self.settings),
+            "safety": safety_limits(self.settings),
             "faults": faults,
             "max_steps": NEVER_ENDS_STEPS,
             "target_quality": spec.target_quality if spec is not None else None,
@@ -218,16 +184,13 @@ class SimSuitesPlant:
             env = PandaTaskEnv(task_id, self.settings.engine, **kwargs)
             self._inner_backends[task_id] = env.backend
             env.backend = _RecordingBackend(env.backend, self._buffer)
-            follower = TrajectoryFollower(env.kin, self.settings.gap.actuator_bandwidth_hz)
-            env.controller = follower  # type: ignore[assignment]  # same command() interface
-            self._followers[task_id] = follower
             self._envs[task_id] = env
         else:
             env.configure(**kwargs)
         self.env = env
         self._task_id = task_id
         self._inner_backend = self._inner_backends[task_id]
-        self.follower = self._followers[task_id]
+        self.follower = env.follower
 
     def _reset_env(self, seed: int, scene_seed: int | None = None) -> None:
         self._buffer.clear()
@@ -236,8 +199,9 @@ class SimSuitesPlant:
         self._buffer.clear()
         from sim_suites.engines.contact_softness import set_contact_softness
 
+        # The softness the reset applied (`PhysicsParams.contact_timeconst_s`), as a record.
         self.contact_model = set_contact_softness(
-            self._inner_backend, self.settings.gap.contact_timeconst_s
+            self._inner_backend, self.env.params.physics.contact_timeconst_s
         )
         # The command interface's period and latency of this episode's drift and firmware
         # profile (the servo set-point moves once per period; commands take effect late).
@@ -245,8 +209,6 @@ class SimSuitesPlant:
         self.control_dt_s = float(params.control_dt)
         self.command_latency_s = params.action_latency_steps * self.control_dt_s
         self._current = sample_of(self._inner_backend)
-        self.follower.reset(self._current.q)
-        self.follower.finger = float(np.clip(self._current.q[7], 0.0, self._finger_max))
         self._live = True
 
     def reset_scene(self, spec: EpisodeSpec, manifest: Mapping[str, Any]) -> None:
@@ -265,9 +227,7 @@ class SimSuitesPlant:
         return applied
 
     def set_finger_target(self, per_finger_m: float) -> float:
-        value = float(np.clip(per_finger_m, 0.0, self._finger_max))
-        self.follower.finger = value
-        return value
+        return self.follower.set_finger(per_finger_m)
 
     def hold_here(self) -> None:
         """Freeze the servo set-point where it is now (a stop, not a new target).
@@ -276,7 +236,7 @@ class SimSuitesPlant:
         unknown tool at every hold, so repeated holds would press a worn arm into the table;
         a real arm's controller keeps its present set-point instead.
         """
-        self.follower.set_target(self.follower.q_des, 0.0)
+        self.follower.hold_here()
 
     # ------------------------------------------------------------------ stepping
 
@@ -286,31 +246,26 @@ class SimSuitesPlant:
         self._current = self._buffer.popleft()
 
     def _control_step(self) -> None:
+        """One control period of the robot: the scene's robot side of the command path
+        (`PandaTaskEnv.robot_step`: follower, servos, physics, monitors). After the scene's own
+        monitor ended it (a stop, the hand out of the workspace), the robot's controller still
+        follows its trajectories — a hold is the host's decision (deadman, latched stop), never
+        the scene's — so the follower keeps stepping the physics directly."""
         env = self.env
         if self._live:
             if hasattr(env, "_complete_steps"):
                 env._complete_steps = 0  # a robot's scene does not end when the task is done
-            _, _, terminated, truncated, info = env.step(
-                np.array([0.0, 0.0, 0.0, 0.0], dtype=np.float32)
-            )
+            _, _, terminated, truncated, info = env.robot_step()
             self._events.extend(info.get("safety_events", ()))
             if terminated or truncated:  # a safety stop or a physics failure ended the scene
                 self._live = False
         else:
-            # The scene's task ended (the simulator's own monitor stopped it, e.g. the hand left
-            # the workspace): the robot's controller still follows its trajectories — a hold is
-            # the node's decision (deadman, latched stop), never the scene's. Freezing the
-            # set-point here left the arm deaf to every later command until the next scene
-            # reset, so homing before that reset could never move it.
             q = self._current.q
             rots, origins = env.kin.link_frames(q[:7])
-            unused = np.zeros(3)  # the follower reads neither a Cartesian velocity nor the TCP
-            command = self.follower.command(
-                unused, 0.0, self.control_dt_s, q[:7], unused, rots, origins
-            )
+            command = self.follower.command(self.control_dt_s, rots, origins)
             env.backend.step(
                 command.arm_cmd,
-                self.follower.finger,
+                command.finger,
                 round(self.control_dt_s / self.physics_dt_s),
             )
         if not self._buffer:
@@ -323,7 +278,7 @@ class SimSuitesPlant:
         return s.q.copy(), s.qd.copy(), s.tau.copy()
 
     def wrench(self) -> np.ndarray:
-        return np.array([0.0, 0.0, self._current.contact_n, 0.0, 0.0, 0.0])
+        return np.concatenate([self._current.force, np.zeros(3)])
 
     def tcp_speed_mps(self) -> float:
         v = getattr(self.env, "_tcp_vel", None)  # measured by the scene once per control step

@@ -35,7 +35,8 @@ class PhysicsParams:
     of mass; `friction_scale` multiplies the friction of the free parts (the object and a tool,
     `sim_suites.arena.PART_ROLES`) and the drawer's slide friction; `object_mass_scale` the
     scored object's mass only (a tool keeps its own);
-    `grip_force_scale` multiplies the gripper's force limit (GRIP_FORCE_N per finger).
+    `grip_force_scale` multiplies the gripper's force limit (GRIP_FORCE_N per finger);
+    `contact_timeconst_s` sets the manipulated objects' contact softness.
 
     `object_size_scale` s scales the free task part (role "object", joint "free") uniformly:
     every collision and visual geom's size and offset × s, so the cameras see the part as the
@@ -54,6 +55,9 @@ class PhysicsParams:
     payload_kg: float = 0.0
     grip_force_scale: float = 1.0
     object_size_scale: float = 1.0
+    #: Contact softness of the manipulated objects, s (solref time constant; 0 keeps the
+    #: engine's own contacts; `sim_suites.engines.contact_softness`).
+    contact_timeconst_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,13 @@ class PhysicsBackend(Protocol):
         anything but the table (an object resting on the table is not a contact event). Keys come from
         `pair_key`: ("robot", x), (body, "table") or two body names in alphabetical order.
         """
+
+    def robot_external_force(self) -> np.ndarray:
+        """The net external force on the robot (3,) N, world frame, at the physics step of the
+        last control step where it was largest: the vector sum of every contact force that
+        something not the robot exerts on it — what a wrist force/torque sensor or the robot's
+        external-wrench estimate reads (a grip's opposing finger forces cancel; a fixture
+        pressed through the hand or a held part counts)."""
 
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
         """Distance (m) from the robot's collision geometry to each named body (0 if touching,

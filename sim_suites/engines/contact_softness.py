@@ -38,8 +38,15 @@ def pybullet_contact_spring(mass_kg: float, timeconst_s: float) -> tuple[float, 
     return stiffness, 2.0 * math.sqrt(stiffness * mass_kg)
 
 
+#: PyBullet cannot go back to rigid contacts once a body has a contact spring: a body made soft
+#: by an earlier episode gets this stiff spring instead when an episode asks for the engine's own
+#: contacts (10× stiffer than MuJoCo's default, s).
+PYBULLET_STIFF_TIMECONST_S = 0.002
+
+
 def set_contact_softness(backend: Any, timeconst_s: float) -> dict[str, Any]:
-    """Set the contact time constant of the task objects' contacts (0 keeps the engine's own).
+    """Set the contact time constant of the task objects' contacts (0 keeps the engine's own;
+    the backends call this at every reset, after MuJoCo's nominal solref is restored).
 
     Args:
         backend: a MuJoCo or PyBullet physics backend of `sim_suites.engines`.
@@ -47,14 +54,17 @@ def set_contact_softness(backend: Any, timeconst_s: float) -> dict[str, Any]:
     Returns:
         What was applied, per engine: {"solref": [τ, 1]} or {"contact_stiffness_n_per_m": ...}.
     """
-    if timeconst_s <= 0:
-        return {}
     engine = getattr(backend, "engine", "")
+    if timeconst_s <= 0:
+        if engine == "mujoco" or not getattr(backend, "_contact_spring", False):
+            return {}
+        timeconst_s = PYBULLET_STIFF_TIMECONST_S
     if engine == "mujoco":
         backend.model.geom_solref[backend._object_geoms, 0] = timeconst_s
         backend.model.geom_solref[backend._object_geoms, 1] = 1.0
         return {"solref": [timeconst_s, 1.0]}
     client = backend.client
+    backend._contact_spring = True
     applied: dict[str, Any] = {}
     for body in backend.scene.bodies:
         if body.role != "object":

@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 
 from embodied_eval.errors import EvalError
-from sim_suites.arena import PART_ROLES, Body, Scene
+from sim_suites.arena import PART_ROLES, Scene
 from sim_suites.engines.base import (
     PHYSICS_DT,
     TABLE,
@@ -36,7 +36,9 @@ from sim_suites.engines.base import (
     quat_conj_mul,
     yaw_quat,
 )
+from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.engines.mujoco_contacts import MujocoContacts
+from sim_suites.engines.mujoco_scene import WORLD_CONAFFINITY, WORLD_CONTYPE, add_scene_body
 from sim_suites.panda_description import (
     ARMATURE_KGM2,
     JOINT_FRICTION_NM,
@@ -65,15 +67,8 @@ MUJOCO_ITERATIONS = 100
 # Everything collides with everything (self-collision on); parent–child pairs are skipped by
 # MuJoCo and the pairs of SELF_COLLISION_EXCLUDE explicitly.
 _ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 1, 1
-_WORLD_CONTYPE, _WORLD_CONAFFINITY = 1, 1
 #: Where the URDF import puts the bodies fused into link 7 (the hand and the flange).
 _FUSED_INTO_LINK7 = ("panda_link8", "panda_hand")
-_GEOM_TYPES = {
-    "box": mujoco.mjtGeom.mjGEOM_BOX,
-    "capsule": mujoco.mjtGeom.mjGEOM_CAPSULE,
-    "cylinder": mujoco.mjtGeom.mjGEOM_CYLINDER,
-    "sphere": mujoco.mjtGeom.mjGEOM_SPHERE,
-}
 
 
 _LOG = logging.getLogger(__name__)
@@ -141,9 +136,9 @@ class MujocoBackend:
         floor.type = mujoco.mjtGeom.mjGEOM_PLANE
         floor.size = [2.0, 2.0, 0.1]
         floor.friction = [scene.table_friction, 0.005, 0.0001]
-        floor.contype, floor.conaffinity = _WORLD_CONTYPE, _WORLD_CONAFFINITY
+        floor.contype, floor.conaffinity = WORLD_CONTYPE, WORLD_CONAFFINITY
         for body in scene.bodies:
-            self._add_body(spec, body)
+            add_scene_body(spec, body)
         for i, name in enumerate((*ARM_JOINTS, *FINGER_JOINTS)):
             act = spec.add_actuator()
             act.name = f"servo_{name}"
@@ -215,6 +210,7 @@ class MujocoBackend:
             "geom_pos": m.geom_pos.copy(),
             "geom_rbound": m.geom_rbound.copy(),
             "geom_aabb": m.geom_aabb.copy(),
+            "geom_solref": m.geom_solref.copy(),
         }
         self._fingers = (m.body("panda_leftfinger").id, m.body("panda_rightfinger").id)
         self._geom_body = [int(b) for b in m.geom_bodyid]
@@ -242,6 +238,7 @@ class MujocoBackend:
         }
         self._contact_buf = np.zeros(6)
         self._peak: dict[tuple[str, str], float] = {}
+        self._net_peak = np.zeros(3)
         # A live view of the data's warning counters (the data is allocated once) and the
         # counters that mean the simulation went unstable.
         self._warning_counts = self.data.warning.number
@@ -257,50 +254,13 @@ class MujocoBackend:
 
     # ------------------------------------------------------------------ build
 
-    @staticmethod
-    def _add_body(spec: mujoco.MjSpec, body: Body) -> None:
-        mj_body = spec.worldbody.add_body()
-        mj_body.name = body.name
-        mj_body.pos = list(body.pos)
-        if body.joint == "free":
-            mj_body.add_freejoint()
-        elif body.joint == "slide":
-            joint = mj_body.add_joint()
-            joint.name = f"{body.name}_slide"
-            joint.type = mujoco.mjtJoint.mjJNT_SLIDE
-            joint.axis = list(body.slide_axis)
-            joint.range = list(body.slide_range)
-            joint.limited = mujoco.mjtLimited.mjLIMITED_TRUE
-            joint.damping = [body.slide_damping, 0.0, 0.0]
-            joint.frictionloss = body.slide_friction_n
-        else:
-            # Fixed bodies are mocap bodies: the compiler would otherwise fuse them into the
-            # world (URDF import fuses static bodies), and mocap lets the obstacle be moved.
-            mj_body.mocap = True
-        volume = sum(float(np.prod(g.size)) * 8.0 for g in body.geoms if g.shape == "box")
-        for geom in body.geoms:
-            mj_geom = mj_body.add_geom()
-            mj_geom.type = _GEOM_TYPES[geom.shape]
-            mj_geom.size = list(geom.size) + [0.0] * (3 - len(geom.size))
-            mj_geom.pos = list(geom.pos)
-            mj_geom.rgba = list(geom.rgba)
-            mj_geom.contype, mj_geom.conaffinity = _WORLD_CONTYPE, _WORLD_CONAFFINITY
-            if body.joint != "fixed":
-                # Mass split over the boxes by volume; the compiler derives the inertia.
-                share = float(np.prod(geom.size)) * 8.0 / volume if volume else 1.0
-                mj_geom.mass = body.mass * share
-            if body.role in PART_ROLES:
-                mj_geom.priority = 1
-                mj_geom.friction = [body.friction, 0.005, 0.0001]
-            else:
-                mj_geom.friction = [1.0, 0.005, 0.0001]
-
     # ------------------------------------------------------------------ episode
 
     def reset(self, init: InitialState, params: PhysicsParams) -> None:
         m, d = self.model, self.data
         nom = self._nominal
         self._peak = {}
+        self._net_peak = np.zeros(3)
         m.body_mass[:] = nom["body_mass"]
         m.body_inertia[:] = nom["body_inertia"]
         m.body_ipos[:] = nom["body_ipos"]
@@ -314,6 +274,7 @@ class MujocoBackend:
         m.geom_pos[:] = nom["geom_pos"]
         m.geom_rbound[:] = nom["geom_rbound"]
         m.geom_aabb[:] = nom["geom_aabb"]
+        m.geom_solref[:] = nom["geom_solref"]
         m.actuator_forcerange[7:9] *= params.grip_force_scale
         rb = self._robot_body_ids
         m.body_mass[rb] *= params.link_mass_scale
@@ -337,6 +298,7 @@ class MujocoBackend:
         m.actuator_gainprm[:, 0] *= g
         m.actuator_biasprm[:, 1] *= g
         m.actuator_biasprm[:, 2] *= g
+        set_contact_softness(self, params.contact_timeconst_s)
         # Masses and inertias changed: recompute the compiler's derived constants (inverse
         # weights used by the constraint solver, subtree masses).
         mujoco.mj_setConst(m, d)
@@ -390,13 +352,18 @@ class MujocoBackend:
         # Contact forces are read after every physics step: a peak between control steps
         # (a hand hitting a wall) must reach the monitors (`contact_forces`).
         peak: dict[tuple[str, str], float] = {}
+        net_peak = np.zeros(3)
         for _ in range(substeps):
             mujoco.mj_step(m, d)
             if d.ncon:
-                for key, force in self._contacts_now().items():
+                pairs, net = self.contacts.forces(m, d)
+                for key, force in pairs.items():
                     if force > peak.get(key, 0.0):
                         peak[key] = force
+                if net @ net > net_peak @ net_peak:
+                    net_peak = net
         self._peak = peak
+        self._net_peak = net_peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         return self.data.qpos[self._q_idx].copy(), self.data.qvel[self._v_idx].copy()
@@ -465,9 +432,10 @@ class MujocoBackend:
         """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
         return dict(self._peak)
 
-    def _contacts_now(self) -> dict[tuple[str, str], float]:
-        """Total normal force per reported body pair at the current physics step."""
-        return self.contacts.forces(self.model, self.data)
+    def robot_external_force(self) -> np.ndarray:
+        """Peak (by magnitude) over the last control step's physics steps of the net external
+        force on the robot (3,) N (see `PhysicsBackend`)."""
+        return self._net_peak.copy()
 
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
         """Distance from the robot's geometry to each body (see `MujocoContacts.separation`)."""

@@ -18,6 +18,22 @@ from sim_suites.arena import PART_ROLES, Scene
 from sim_suites.engines.base import ROBOT, TABLE, pair_key
 
 
+def force_on_robot(frame: np.ndarray, force: np.ndarray, robot_is_geom2: bool) -> np.ndarray:
+    """The force (3,) N, world frame, that one MuJoCo contact exerts on the robot.
+
+    `mj_contactForce` gives the force in the contact frame (normal, then the two tangents; the
+    frame's rows are those axes, the normal pointing from geom1 to geom2); it acts on geom2 as
+    given and on geom1 opposite.
+
+    Args:
+        frame: (9,) or (3, 3) the contact frame (rows: normal, tangent 1, tangent 2).
+        force: (3,) normal and tangential force in that frame, N.
+        robot_is_geom2: whether the robot's geom is the contact's geom2.
+    """
+    world = np.asarray(frame, dtype=float).reshape(3, 3).T @ np.asarray(force, dtype=float)
+    return world if robot_is_geom2 else -world
+
+
 class MujocoContacts:
     """Reported contact forces and geometric separations for one compiled scene.
 
@@ -61,27 +77,42 @@ class MujocoContacts:
             [pair_key(names[a], names[b]) if relevant[a, b] else None for b in owner] for a in owner
         ]
         self._buf = np.zeros(6)
+        # Per geom: 1 on the robot, 0 elsewhere (the external wrench sums robot ↔ non-robot).
+        self._robot_geom = (codes == 0).astype(np.int8).tolist()
         # Separation: the robot's collision geoms and each scene body's geoms.
         self.robot_geoms = np.flatnonzero(codes == 0)
         self.geoms_of = {
             b.name: np.flatnonzero(m.geom_bodyid == body_id[b.name]) for b in scene.bodies
         }
 
-    def forces(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[tuple[str, str], float]:
-        """Total normal force (N) per reported body pair at the current physics step."""
+    def forces(
+        self, model: mujoco.MjModel, data: mujoco.MjData
+    ) -> tuple[dict[tuple[str, str], float], np.ndarray]:
+        """At the current physics step: the total normal force (N) per reported body pair, and
+        the net external force on the robot (3,) N, world frame — the vector sum of every
+        contact force a non-robot geom exerts on a robot geom (what a wrist F/T sensor or the
+        robot's external-wrench estimate reads: a grip's opposing finger forces cancel)."""
         out: dict[tuple[str, str], float] = {}
+        net = np.zeros(3)
         ncon = data.ncon
         if ncon == 0:
-            return out
+            return out, net
         keys = self.pair_keys
+        on_robot = self._robot_geom
         buf = self._buf
+        contacts = data.contact
         # A handful of contacts per step: a plain loop over Python ints beats numpy indexing.
-        for i, (g1, g2) in enumerate(data.contact.geom[:ncon].tolist()):
+        for i, (g1, g2) in enumerate(contacts.geom[:ncon].tolist()):
             key = keys[g1][g2]
+            r1, r2 = on_robot[g1], on_robot[g2]
+            if key is None and r1 == r2:
+                continue
+            mujoco.mj_contactForce(model, data, i, buf)
             if key is not None:
-                mujoco.mj_contactForce(model, data, i, buf)
                 out[key] = out.get(key, 0.0) + abs(float(buf[0]))
-        return out
+            if r1 != r2:
+                net += force_on_robot(contacts.frame[i], buf[:3], robot_is_geom2=bool(r2))
+        return out, net
 
     def separation(
         self, model: mujoco.MjModel, data: mujoco.MjData, bodies: Sequence[str], max_m: float

@@ -46,12 +46,13 @@ from sim_suites.engines.base import (
     WELD_MAX_FORCE_N,
     InitialState,
     PhysicsParams,
-    pair_key,
     pd_torque,
     quat_conj_mul,
     quat_to_matrix,
     yaw_quat,
 )
+from sim_suites.engines.contact_softness import set_contact_softness
+from sim_suites.engines.pybullet_contacts import contacts_now
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
@@ -199,6 +200,7 @@ class PybulletBackend:
         self._tau = np.zeros(9)
         self._constraint: int | None = None
         self._peak: dict[tuple[str, str], float] = {}
+        self._net_peak = np.zeros(3)
         self.attached: str | None = None
         self._state_id = client.saveState()
 
@@ -210,6 +212,7 @@ class PybulletBackend:
         self._restore_nominal_parts()
         self._flush_contact_cache()
         self._peak = {}
+        self._net_peak = np.zeros(3)
         c.restoreState(self._state_id)
         self._resize_parts(params.object_size_scale)
         for link in self._robot_links:
@@ -245,6 +248,7 @@ class PybulletBackend:
                     targetVelocity=0.0,
                     force=body.slide_friction_n * params.friction_scale,
                 )
+        set_contact_softness(self, params.contact_timeconst_s)
         self._gain = params.actuator_gain_scale
         self._limit = self._nominal_limit.copy()
         self._limit[7:] *= params.grip_force_scale
@@ -322,6 +326,7 @@ class PybulletBackend:
         cmd = np.concatenate([arm_cmd, [finger_cmd, finger_cmd]])
         kp, kv = self._kp * self._gain, self._kv * self._gain
         peak: dict[tuple[str, str], float] = {}
+        net_peak = np.zeros(3)
         for _ in range(substeps):
             states = c.getJointStates(self.robot, self._joints)
             q = np.array([s[0] for s in states])
@@ -338,10 +343,14 @@ class PybulletBackend:
             )
             c.stepSimulation()
             # Contact forces after every physics step: peaks between control steps count.
-            for key, force in self._contacts_now().items():
+            pairs, net = self._contacts_now()
+            for key, force in pairs.items():
                 if force > peak.get(key, 0.0):
                     peak[key] = force
+            if net @ net > net_peak @ net_peak:
+                net_peak = net
         self._peak = peak
+        self._net_peak = net_peak
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
         states = self.client.getJointStates(self.robot, self._joints)
@@ -426,26 +435,15 @@ class PybulletBackend:
         """Peak over the last control step's physics steps (see `PhysicsBackend`)."""
         return dict(self._peak)
 
-    def _contacts_now(self) -> dict[tuple[str, str], float]:
-        """Total normal force per reported body pair at the current physics step."""
-        out: dict[tuple[str, str], float] = {}
-        names = self._names
-        c = self.client
-        # The robot against anything; objects against anything but the table and the robot
-        # (robot contacts are already in the first query).
-        skip = {self.table, self.robot}
-        points = list(c.getContactPoints(bodyA=self.robot))
-        for bid in self._object_ids:
-            points.extend(
-                p for p in c.getContactPoints(bodyA=bid) if p[1] not in skip and p[2] not in skip
-            )
-        for point in points:
-            a, b = names.get(point[1]), names.get(point[2])
-            if a is None or b is None or a == b:
-                continue
-            key = pair_key(a, b)
-            out[key] = out.get(key, 0.0) + abs(float(point[9]))
-        return out
+    def robot_external_force(self) -> np.ndarray:
+        """Peak (by magnitude) net external force on the robot (3,) N (see `PhysicsBackend`)."""
+        return self._net_peak.copy()
+
+    def _contacts_now(self) -> tuple[dict[tuple[str, str], float], np.ndarray]:
+        """The pair forces and the net external force on the robot now (`contacts_now`)."""
+        return contacts_now(
+            self.client, self.robot, self._object_ids, {self.table, self.robot}, self._names
+        )
 
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
         """Smallest distance (m) between the robot and each named body (`getClosestPoints`).

@@ -211,7 +211,7 @@ class DrawerScript(ScriptedPolicy):
 class PushScript(ScriptedPolicy):
     """Push the block toward the goal with the closed fingers, re-positioning when off-line."""
 
-    PUSH_Z = 0.02
+    PUSH_Z = 0.03
     HOVER_Z = 0.10
     CONTACT = 0.034  # block half-width + finger half-thickness (m)
     LINE_TOL = 0.012

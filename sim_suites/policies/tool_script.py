@@ -77,7 +77,7 @@ class ToolScript(ScriptedPolicy):
             xy_ok = self.near(tcp[:2], tool[:2], 0.02)
             # Slow for the last 3 cm: an arm that lags its set-point must not overshoot into
             # the table.
-            speed = 0.6 if tcp[2] > tool[2] + 0.03 else 0.25
+            speed = 0.6 if tcp[2] > tool[2] + 0.03 else 0.15
             return toward(tcp, tool if xy_ok else tool + np.array([0.0, 0.0, self.HOVER]), speed)
         if self.phase == "close":
             velocity = self.close_phase(obs, tool, "lift", self.CLOSE_TIMEOUT)

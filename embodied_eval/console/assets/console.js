@@ -46,6 +46,11 @@
       div.children[2].textContent = "ETA " + duration(s.eta_s);
       sides.appendChild(div);
     });
+    // Recorded files: followed with this page's own token (the store's view is shared).
+    var links = document.querySelectorAll('a[href^="/files/"]');
+    for (var i = 0; i < links.length; i++) {
+      links[i].href = links[i].getAttribute("href") + "?token=" + encodeURIComponent(token);
+    }
     document.body.dataset.stateVersion = String(version);
   }
 
@@ -113,12 +118,14 @@
     source.addEventListener("error", function () { document.body.dataset.connected = "no"; });
     source.addEventListener("state", function (m) {
       var d = JSON.parse(m.data);
-      if (d.user && !$("user").value) { $("user").value = d.user; }
+      if (d.user) { $("user").textContent = d.user; }
       showRun(d.run);
       showWindow(d.window, d.version);
       if (d.real) { showReal(d.real); }
       (d.events || []).forEach(function (e) { addEvent(e, false); });
     });
+    // The run's status on every change (the first `state` holds it at connect).
+    source.addEventListener("run", function (m) { showRun(JSON.parse(m.data)); });
     source.addEventListener("real", function (m) { showReal(JSON.parse(m.data)); });
     source.addEventListener("frame", function (m) {
       var d = JSON.parse(m.data);
@@ -126,13 +133,7 @@
       $("frame-count").textContent = String(d.count);
       document.body.dataset.frame = String(d.count);
     });
-    source.addEventListener("event", function (m) {
-      var e = JSON.parse(m.data);
-      addEvent(e, true);
-      if (e.kind === "run" || e.kind === "operator") {
-        showRun({run_id: e.run_id, status: e.kind === "run" ? e.status : document.body.dataset.runStatus, manifest_hash: e.manifest_hash});
-      }
-    });
+    source.addEventListener("event", function (m) { addEvent(JSON.parse(m.data), true); });
   }
 
   function ask(action) {
@@ -141,7 +142,7 @@
     return fetch("/api/" + action, {
       method: "POST",
       headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json", "X-Console-Via": "page"},
-      body: JSON.stringify({user: $("user").value})
+      body: "{}"
     }).then(function (r) { return r.json().then(function (d) { return [r.status, d]; }); })
       .then(function (res) {
         note.textContent = res[0] === 200 ? action + " recorded (" + res[1].record_id + ")" : res[1].error;
