@@ -11,9 +11,14 @@ clock is short of that allowance and once those N messages are in (so a command 
 tick whatever the load; topics are not ordered with each other), and otherwise waits. The harness
 supervises the simulated time it allowed: the deadman holds `deadlines.deadman_s` of simulated
 time past it. With no heartbeat for `sim_grace_s` on the wall clock the harness is gone and the
-twin free-runs (paced on the wall clock by `time_scale`), so a dead harness still trips the
-deadman, in simulated time. A message
-announced but not in after `sim_grace_s` (lost) is given up on.
+twin runs on (paced on the wall clock by `time_scale`) until its deadman holds, in simulated
+time; then its clock stands again until a harness supervises. A message announced but not in
+after `sim_grace_s` (lost) is given up on.
+
+While the clock stands the twin republishes its latest state and clock without drawing new
+sensor noise, and a resent scene-reset request is answered without a second reset
+(`real_bridge.interface`): how long anything took on the wall clock changes nothing the
+harness later sees.
 """
 
 from __future__ import annotations

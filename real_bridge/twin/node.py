@@ -145,6 +145,9 @@ class TwinNode:
         self.lock = threading.RLock()
         self.rng = np.random.default_rng(settings.seed)
         self.manifest_text: str | None = None
+        self._manifests_heard = 0
+        #: (manifests heard, result) of the last reset (`_scene_reset`).
+        self._last_reset: tuple[int, tuple[bool, str]] | None = None
         self.spec: EpisodeSpec | None = None
         self.episode_id = ""
         self.episode_started_sim_s: float | None = None
@@ -187,6 +190,7 @@ class TwinNode:
             "max_tick_lag_us": 0,
             "sim_waits": 0,
             "sim_grace_advances": 0,
+            "resets_repeated": 0,
         }
         self.last_rejection = ""
         self.tracker = TrackerSensor(settings.gap)
@@ -195,12 +199,15 @@ class TwinNode:
         self._epoch_ns = 0 if settings.sim_time else time.time_ns()
         self._slip = 0.0
         self._stop = threading.Event()
+        #: Simulated time: the stamp of the latest state published (None before the first).
+        self._standing_stamp_ns: int | None = None
 
     # ------------------------------------------------------------------ subscriptions
 
     def _on_manifest(self, msg: Any) -> None:
         with self.lock:
             self.manifest_text = str(msg.data)
+            self._manifests_heard += 1
 
     def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
@@ -322,11 +329,25 @@ class TwinNode:
         return response
 
     def _scene_reset(self) -> tuple[bool, str]:
-        """Reset the scene to the last manifest (control thread, lock held)."""
+        """Reset the scene to the last manifest (control thread, lock held). One reset per
+        manifest published: the harness publishes it before every reset it asks for and resends
+        an unanswered request (`deadlines.resend_s`), so a request with no new manifest since
+        the last reset is answered with that reset's result — resetting again would restart the
+        scene (and the twin's noise) under a harness that already goes on from the first."""
         if self.manifest_text is None:
             return False, "no manifest received yet"
+        done = self._last_reset
+        if done is not None and done[0] == self._manifests_heard:
+            self.stats["resets_repeated"] += 1
+            return done[1]
+        result = self._reset_to(self.manifest_text)
+        self._last_reset = (self._manifests_heard, result)
+        return result
+
+    def _reset_to(self, manifest_text: str) -> tuple[bool, str]:
+        """Reset the scene to a manifest (control thread, lock held)."""
         try:
-            spec, manifest = parse_manifest(self.manifest_text)
+            spec, manifest = parse_manifest(manifest_text)
             self.plant.reset_scene(spec, manifest)
         except EvalError as exc:
             return False, f"reset failed: {exc}"
@@ -531,7 +552,19 @@ class TwinNode:
                     self._publish_periodic_diagnostics()
                     next_diag += DIAGNOSTICS_PERIOD_S
                 self._publish_clock(stamp)  # after the tick's states: they are in
+                self._standing_stamp_ns = stamp
             k += 1
+
+    def _publish_standing(self) -> None:
+        """Simulated time, while the clock stands: the latest joint state and the clock again.
+        Only the first one is a new (noisy) sample: how long the clock stood on the wall clock
+        must not change the noise the ticks after it draw."""
+        if self._standing_stamp_ns is None:
+            self._standing_stamp_ns = self._robot_clock_ns(self.sim_s)
+            self._publish_tick(self._standing_stamp_ns)
+        else:
+            self.state_pub.publish(self._state_msg)
+        self._publish_clock(self._standing_stamp_ns)
 
     def _publish_clock(self, stamp_ns: int) -> None:
         if self.clock_pub is not None:
@@ -554,10 +587,10 @@ class TwinNode:
             self._serve_reset()
             permission = self.lockstep.permission(self.sim_s)
             self.stats["sim_grace_advances"] = self.lockstep.grace_advances
+            if permission == "free" and self.mode != "follow":
+                permission = "idle"  # the harness is gone and the robot holds: its clock stands
             if permission == "idle":  # the harness finds the robot's state and clock
-                stamp = round(self.sim_s * 1e9)
-                self._publish_tick(stamp)
-                self._publish_clock(stamp)
+                self._publish_standing()
                 self._wake.wait(IDLE_PERIOD_S)
                 return False
             if not permission:
