@@ -7,16 +7,8 @@ the callbacks deserialize them for the harness's own bookkeeping. All shared sta
 one lock because callbacks run on the session's executor thread. Commands are one-point
 `trajectory_msgs/JointTrajectory` messages on the joint_trajectory_controller's topic (and the
 gripper's); the hold is header stamp 0, the current posture of the arm controller's joints,
-time_from_start 0.1 s. The heartbeat (`std_msgs/Header`, the deadman) runs on its own thread from
-`connect` to `disconnect`: when this process dies, it stops, and the robot holds.
-
-Simulated time (`loop.use_sim_time`, the twin's `--sim-time`; `real_bridge.twin.lockstep`):
-`now_s()` is the robot's /clock (plus any time skipped while it did not answer), messages are
-stamped on arrival and recorded with it, and `sleep(s)` asks the robot to advance to now + s —
-a heartbeat stamped with that time whose frame_id announces how many trajectory messages were
-sent ("name#N") — and waits until the clock and the joint states reach it. When the clock stops
-moving for SIM_CLOCK_GRACE_S of wall time, the harness's clock skips to the target, so a robot
-that died is found stale as on the wall clock.
+time_from_start 0.1 s. The robot's clock (the wall clock, or a simulated robot's /clock under
+`loop.use_sim_time`) and the deadman heartbeat are `real_bridge.bridge_clock.LinkClock`.
 """
 
 from __future__ import annotations
@@ -34,6 +26,7 @@ from rclpy.serialization import deserialize_message
 
 from embodied_eval.canonical import canonical_json
 from embodied_eval.errors import EvalError
+from real_bridge.bridge_clock import LinkClock
 from real_bridge.bridge_config import BridgeConfig, QosSpec
 from real_bridge.bridge_messages import (
     StateSample,
@@ -56,20 +49,12 @@ from real_bridge.robot import (
     TrackerPose,
     hold_posture,
 )
-from real_bridge.ros_node import (
-    RosSession,
-    ns_to_stamp,
-    qos_profile,
-    stamp_to_ns,
-    stream_message_class,
-)
+from real_bridge.ros_node import RosSession, qos_profile, stream_message_class
 from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading, SafetyTracker
 
 #: How long connect waits for a robot-side heartbeat listener to appear, s (robots without one
 #: are fine: the wait just ends).
 HEARTBEAT_MATCH_S = 2.0
-#: Simulated time: wall seconds without the robot's clock moving before `sleep` stops waiting.
-SIM_CLOCK_GRACE_S = 2.0
 #: Streams the harness subscribes to (robot → harness).
 INCOMING = (
     "joint_state",
@@ -125,20 +110,15 @@ class Ros2Robot:
         self._diagnostics: deque[DiagnosticReading] = deque(maxlen=10_000)
         self._diagnostics_total = 0
         self._arm_command: np.ndarray | None = None
-        self._heartbeat_stop = threading.Event()
-        self._heartbeat_thread: threading.Thread | None = None
         self.publishers: dict[str, Any] = {}
         self.subscriptions: dict[str, Any] = {}
         self.reset_client: Any = None
-        self.sim_time = config.loop.use_sim_time
-        self._clock_ns = 0  # the robot's /clock (simulated time)
-        self._clock_heard = False
-        self._skipped_s = 0.0  # simulated time skipped while the robot did not answer
-        self._sleeping_to_ns: int | None = None  # the target of the sleep under way
-        self._allowed_ns = 0  # how far this harness allows the robot's clock
-        self._trajectories_sent = 0
-        if self.sim_time:
-            self.taps.clock_ns = lambda: round(self.arrival_s() * 1e9)
+        #: The robot's clock and the deadman heartbeat.
+        self.clock = LinkClock(
+            config, self._arrived, self._latest_stamp_ns, lambda: self.session is not None
+        )
+        if config.loop.use_sim_time:
+            self.taps.clock_ns = lambda: round(self.clock.arrival_s() * 1e9)
 
     # ------------------------------------------------------------------ connection
 
@@ -228,27 +208,20 @@ class Ros2Robot:
 
             self.trigger_type = Trigger
             self.reset_client = node.create_client(Trigger, self.config.services.scene_reset)
-        if self.sim_time:
+        self.clock.publisher = self.publishers.get("heartbeat")
+        if self.clock.sim_time:  # subscribed last: see `real_bridge.bridge_clock`
             self.subscriptions["clock"] = node.create_subscription(
                 stream_message_class("clock"),
                 topics.clock,
-                self._on_clock,
+                self.clock.on_clock,
                 qos_profile(self.config.qos.clock),
             )
-
-    def _on_clock(self, msg: Any) -> None:
-        ns = stamp_to_ns(msg.clock)
-        with self._lock:
-            self._clock_heard = True
-            if ns > self._clock_ns:
-                self._clock_ns = ns
-                self._arrived.notify_all()
 
     def _make_callback(self, stream: str, handler: Any) -> Any:
         cls = stream_message_class(stream)
 
         def callback(raw: bytes, info: Any) -> None:
-            received_s = self.arrival_s()
+            received_s = self.clock.arrival_s()
             transit = self.transit_log
             if transit is not None and stream == "joint_state":
                 transit.append(time.time_ns() - int(info.get("source_timestamp", 0)))
@@ -319,52 +292,14 @@ class Ros2Robot:
     # ------------------------------------------------------------------ the Robot interface
 
     def now_s(self) -> float:
-        if self.sim_time:
-            return self._clock_ns / 1e9 + self._skipped_s
-        return time.monotonic()
-
-    def arrival_s(self) -> float:
-        """When a message arriving now was received, s on `now_s`'s clock. Simulated time: what
-        arrives during a sleep arrives at its end (the harness looks then), whatever the order
-        in which the topics' messages and the clock were delivered."""
-        to_ns = self._sleeping_to_ns
-        if to_ns is None:
-            return self.now_s()
-        return to_ns / 1e9 + self._skipped_s
+        return self.clock.now_s()
 
     def sleep(self, seconds: float) -> None:
-        if seconds <= 0:
-            return
-        if not self.sim_time:
-            time.sleep(seconds)
-            return
-        target_s = self.now_s() + seconds
-        with self._lock:
-            # At least one tick of the robot's (as on MuJoCo: a positive sleep steps once).
-            target_ns = max(round((target_s - self._skipped_s) * 1e9), self._clock_ns + 1000)
-            self._allowed_ns = max(self._allowed_ns, target_ns)
-            self._sleeping_to_ns = target_ns
-        try:
-            self._beat()
-            self._await_clock(target_ns, target_s)
-        finally:
-            self._sleeping_to_ns = None
+        self.clock.sleep(seconds)
 
-    def _await_clock(self, target_ns: int, target_s: float) -> None:
-        """Wait until the robot's clock and joint states reach `target_ns`; when the clock stops
-        for SIM_CLOCK_GRACE_S (wall), skip ours to `target_s` (the robot is found stale)."""
-        seen, since = -1, time.monotonic()
-        with self._lock:
-            while True:
-                state = self._state
-                if self._clock_ns >= target_ns and (state is None or state.stamp_ns >= target_ns):
-                    return
-                if self._clock_ns != seen:
-                    seen, since = self._clock_ns, time.monotonic()
-                elif time.monotonic() - since > SIM_CLOCK_GRACE_S or self.session is None:
-                    self._skipped_s += target_s - self.now_s()
-                    return
-                self._arrived.wait(0.05)
+    def _latest_stamp_ns(self) -> int | None:
+        state = self._state
+        return None if state is None else state.stamp_ns
 
     def get_observation(self) -> Observation | None:
         with self._lock:
@@ -403,8 +338,7 @@ class Ros2Robot:
     ) -> None:
         msg = trajectory_message(names, positions, duration_s, command_id=cid)
         self.publishers[stream].publish(msg)
-        with self._lock:
-            self._trajectories_sent += 1
+        self.clock.trajectory_sent()
         self.taps.sent(stream, msg)
 
     def applied(self, command_id: str) -> AppliedAction | None:
@@ -500,47 +434,13 @@ class Ros2Robot:
     @property
     def heartbeat_alive(self) -> bool:
         """Whether this harness's deadman heartbeat is being published."""
-        return self._heartbeat_thread is not None and self._heartbeat_thread.is_alive()
+        return self.clock.heartbeat_alive
 
     def start_heartbeat(self) -> None:
-        if self._heartbeat_thread is not None:
-            return
-        period = 1.0 / self.config.loop.heartbeat_hz
-        def beat() -> None:
-            while not self._heartbeat_stop.wait(period):
-                try:
-                    self._beat()
-                except Exception:  # the context is shutting down
-                    return
-
-        self._heartbeat_thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
-        self._heartbeat_thread.start()
-
-    def _beat(self) -> None:
-        """Publish one heartbeat: wall-clock stamped, or (simulated time) stamped with how far
-        the robot's clock may go, announcing the trajectory messages sent so far."""
-        msg = stream_message_class("heartbeat")()
-        with self._lock:
-            if self.sim_time:
-                # No allowance before the robot's clock is heard: it free-runs until then.
-                self._allowed_ns = max(self._allowed_ns, self._clock_ns)
-                if not self._clock_heard:
-                    return
-                ns_to_stamp(self._allowed_ns, msg.stamp)
-                msg.frame_id = f"{self.config.node_name}#{self._trajectories_sent}"
-            else:
-                ns_to_stamp(time.time_ns(), msg.stamp)
-                msg.frame_id = self.config.node_name
-        pub = self.publishers.get("heartbeat")
-        if pub is not None and self._heartbeat_thread is not None:
-            pub.publish(msg)
+        self.clock.start_heartbeat()
 
     def stop_heartbeat(self) -> None:
-        self._heartbeat_stop.set()
-        if self._heartbeat_thread is not None:
-            self._heartbeat_thread.join(1.0)
-            self._heartbeat_thread = None
-        self._heartbeat_stop = threading.Event()
+        self.clock.stop_heartbeat()
 
     # ------------------------------------------------------------------ discovery
 
@@ -549,7 +449,7 @@ class Ros2Robot:
         out = []
         if self.get_observation() is None:
             out.append(f"no messages on {self.config.topics.joint_state}")
-        if self.sim_time and not self._clock_heard:
+        if self.clock.sim_time and not self.clock.clock_heard:
             out.append(f"no clock on {self.config.topics.clock} (loop.use_sim_time)")
         if self.reset_client is not None and not self.reset_client.service_is_ready():
             out.append(f"service {self.config.services.scene_reset} not available")
@@ -590,7 +490,7 @@ class Ros2Robot:
 
     def _wait_heartbeat_heard(self, timeout_s: float) -> None:
         pub = self.publishers.get("heartbeat")
-        if pub is None or self._heartbeat_thread is None:
+        if pub is None or not self.clock.heartbeat_started:
             return
         if self.session.wait_for(lambda: pub.get_subscription_count() > 0, timeout_s, 0.01):
             time.sleep(3.0 / self.config.loop.heartbeat_hz)  # a few beats reach it

@@ -7,10 +7,11 @@ What it offers is what franka_ros2 or ur_robot_driver offer (names from the twin
   `CameraInfo`, default 30 Hz) rendered from its own MuJoCo scene; an object tracker
   (`geometry_msgs/PoseStamped`, at the camera's rate); `diagnostic_msgs/DiagnosticArray`
   (safety events when they happen, `robot/state` and latched safety statuses at 2 Hz); an echo
-  of every applied command;
+  of every applied command (`real_bridge.twin.streams`);
 - follows `trajectory_msgs/JointTrajectory` on its arm and gripper controllers' topics, refusing
   what a joint_trajectory_controller refuses (`real_bridge.interface.trajectory_problem`);
-- serves the optional scene-reset service (the automated reset station);
+- serves the optional scene-reset service (the automated reset station,
+  `real_bridge.twin.reset_station`);
 - answers the harness's "ended" episode event with the oracle's verdict (its ground truth,
   labelled "oracle"): the harness records it beside the episode to measure its own detector,
   which judges from the recorded camera and tracker streams (`real_bridge.detector`).
@@ -22,23 +23,23 @@ Deadman: once a harness has sent a heartbeat, the twin follows commands only whi
 keep arriving; when none came for `deadlines.deadman_s` of the robot's own (simulated) time it
 holds its posture at once (checked every tick) and reports `mode = hold` with the time it did so
 and the time of the last heartbeat, both on its stamp clock: a load that holds the control loop up
-holds the simulated robot with it, so neither the robot nor its deadman moves meanwhile. A latched protective stop also holds
-until the scene is reset. `robot/state` also names the last arm command received and when it
-arrived (`last_arm_command`, `last_arm_command_ns`, wall clock). The twin runs no policy.
+holds the simulated robot with it, so neither the robot nor its deadman moves meanwhile. A latched
+protective stop also holds until the scene is reset. `robot/state` also names the last arm
+command received and when it arrived (`last_arm_command`, `last_arm_command_ns`, on the robot's
+log clock). The twin runs no policy.
 
-Clock: states are stamped with the simulation clock anchored to wall time when the node starts:
-tick k is stamped start + k / rate. Ticks are never skipped, so a gap in the stamps the harness
-receives is a lost message.
-
-Simulated time (`TwinSettings.sim_time`): see `real_bridge.twin.lockstep`.
+Clock (`real_bridge.twin.clock`): one control loop for both modes. In real-time mode (a robot on
+the wall clock) tick k runs at its wall-clock slot and is stamped start + (k + 1) / rate, start
+being the wall clock when the loop started; ticks are never skipped, so a gap in the stamps the
+harness receives is a lost message. In simulated-time mode (`TwinSettings.sim_time`,
+`real_bridge.twin.lockstep`) the clock starts at 0 and a tick runs only once the harness allowed
+it; the deadman then holds `deadlines.deadman_s` of simulated time past what the harness allowed.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -60,28 +61,19 @@ from real_bridge.interface import (
     safety_status_name,
     trajectory_problem,
 )
-from real_bridge.ros_node import RosSession, message_class, ns_to_stamp, qos_profile, stamp_to_ns
+from real_bridge.ros_node import RosSession, message_class, qos_profile, stamp_to_ns
 from real_bridge.safety_state import ROBOT_STATE_STATUS
-from real_bridge.twin.lockstep import MAX_LAG_S, Lockstep
+from real_bridge.twin.clock import TwinClock
 from real_bridge.twin.monitors import monitor_event
 from real_bridge.twin.plant import Plant
-from real_bridge.twin.sensors import (
-    applied_echo,
-    camera_info_message,
-    diagnostic_array,
-    image_message,
-    pose_message,
-)
+from real_bridge.twin.reset_station import ResetStation
 from real_bridge.twin.settings import TwinSettings
+from real_bridge.twin.streams import Status, TwinStreams
 from real_bridge.twin.tracker import TrackerSensor
 
 if TYPE_CHECKING:
     from sim_suites.command_path import CommandQueue
 
-#: Seconds between periodic diagnostics (robot/state and latched safety statuses).
-DIAGNOSTICS_PERIOD_S = 0.5
-#: Simulated time, before a harness comes: how often the standing state and clock are sent, s.
-IDLE_PERIOD_S = 0.02
 #: Name and version the twin's oracle publishes under (its ground truth: for measuring the
 #: harness's detector, never for judging a counted episode).
 ORACLE_NAME, ORACLE_VERSION = "twin-oracle", "1"
@@ -91,7 +83,7 @@ class TwinNode:
     """The twin robot: ROS interface + control loop over a `Plant`.
 
     Args:
-        settings: interface names, reality gap, monitors, rate.
+        settings: interface names, reality gap, monitors, rate, clock mode.
         plant: the physics (already built; the node closes it on shutdown).
     """
 
@@ -102,24 +94,31 @@ class TwinNode:
         # Callbacks take the message alone, so the twin can use the EventsExecutor.
         self.session = RosSession("twin_robot", cfg.domain_id, cfg.namespace, events_executor=True)
         node = self.session.node
+        self.lock = threading.RLock()
+        self.stats = {
+            "states_published": 0,
+            "commands_applied": 0,
+            "commands_ignored": 0,
+            "commands_rejected": 0,
+            "deadman_holds": 0,
+            "images_published": 0,
+            "poses_published": 0,
+            "pose_dropouts": 0,
+            "late_ticks": 0,
+            "max_tick_lag_us": 0,
+            "sim_waits": 0,
+            "sim_grace_advances": 0,
+            "resets_repeated": 0,
+        }
+        self.clock = TwinClock(settings, self.lock, self.stats)
+        self.streams = TwinStreams(node, cfg, plant.joint_names, clock=settings.sim_time)
+        self.station = ResetStation(self.lock, self.stats)
         t, q = cfg.topics, cfg.qos
-        events_qos = qos_profile(q.events)
         mc = message_class
-
-        def pub(msgtype: str, topic: str, spec: Any) -> Any:
-            return node.create_publisher(mc(msgtype), topic, qos_profile(spec)) if topic else None
-
-        self.state_pub = pub("sensor_msgs/msg/JointState", t.joint_state, q.joint_state)
-        self.wrench_pub = pub("geometry_msgs/msg/WrenchStamped", t.wrench, q.wrench)
-        self.applied_pub = pub("trajectory_msgs/msg/JointTrajectory", t.applied, q.command)
-        self.image_pub = pub("sensor_msgs/msg/Image", t.camera_image, q.camera)
-        self.info_pub = pub("sensor_msgs/msg/CameraInfo", t.camera_info, q.camera)
-        self.pose_pub = pub("geometry_msgs/msg/PoseStamped", t.object_pose, q.object_pose)
-        # Diagnostics are offered TRANSIENT_LOCAL: compatible with volatile subscribers too.
-        diag_qos = dataclasses.replace(q.diagnostics, durability="transient_local")
-        self.diag_pub = pub("diagnostic_msgs/msg/DiagnosticArray", t.diagnostics, diag_qos)
-        self.verdict_pub = node.create_publisher(mc("std_msgs/msg/String"), t.verdict, events_qos)
-        node.create_subscription(mc("std_msgs/msg/String"), t.manifest, self._on_manifest, events_qos)
+        events_qos = qos_profile(q.events)
+        node.create_subscription(
+            mc("std_msgs/msg/String"), t.manifest, self.station.on_manifest, events_qos
+        )
         node.create_subscription(mc("std_msgs/msg/String"), t.episode, self._on_episode, events_qos)
         node.create_subscription(
             mc("std_msgs/msg/Header"), t.heartbeat, self._on_heartbeat, qos_profile(q.heartbeat)
@@ -140,14 +139,9 @@ class TwinNode:
         if cfg.services.scene_reset:
             from std_srvs.srv import Trigger
 
-            node.create_service(Trigger, cfg.services.scene_reset, self._srv_scene_reset)
+            node.create_service(Trigger, cfg.services.scene_reset, self.station.on_request)
 
-        self.lock = threading.RLock()
         self.rng = np.random.default_rng(settings.seed)
-        self.manifest_text: str | None = None
-        self._manifests_heard = 0
-        #: (manifests heard, result) of the last reset (`_scene_reset`).
-        self._last_reset: tuple[int, tuple[bool, str]] | None = None
         self.spec: EpisodeSpec | None = None
         self.episode_id = ""
         self.episode_started_sim_s: float | None = None
@@ -157,15 +151,7 @@ class TwinNode:
         self.last_heartbeat_s: float | None = None  # sim time of the last heartbeat received
         self.last_heartbeat_ns = 0  # the same on the robot's stamp clock (the robot's log)
         self.held_at_ns = 0  # robot stamp clock of the deadman hold
-        self.sim_time = settings.sim_time
-        self.lockstep = Lockstep(settings.sim_grace_s)
-        self._wake = threading.Condition(self.lock)
-        self.clock_pub = (
-            node.create_publisher(mc("rosgraph_msgs/msg/Clock"), t.clock, qos_profile(q.clock))
-            if settings.sim_time
-            else None
-        )
-        self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (wall ns)
+        self.arm_received: tuple[str, int] = ("", 0)  # last arm command: id, arrival (log ns)
         self.latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration, arrived at), sim seconds.
         from sim_suites.command_path import CommandQueue
@@ -173,67 +159,24 @@ class TwinNode:
         self.pending: CommandQueue[tuple[str, str, np.ndarray, float, float]] = CommandQueue()
         self.applied_now: list[tuple[str, tuple[str, ...], np.ndarray, float]] = []
         self.sim_s = 0.0
-        self._state_msg = mc("sensor_msgs/msg/JointState")()
-        self._state_msg.name = list(plant.joint_names)
-        self._wrench_msg = mc("geometry_msgs/msg/WrenchStamped")()
-        self._wrench_msg.header.frame_id = "tool0"
-        self.stats = {
-            "states_published": 0,
-            "commands_applied": 0,
-            "commands_ignored": 0,
-            "commands_rejected": 0,
-            "deadman_holds": 0,
-            "images_published": 0,
-            "poses_published": 0,
-            "pose_dropouts": 0,
-            "late_ticks": 0,
-            "max_tick_lag_us": 0,
-            "sim_waits": 0,
-            "sim_grace_advances": 0,
-            "resets_repeated": 0,
-        }
         self.last_rejection = ""
         self.tracker = TrackerSensor(settings.gap)
-        self._reset_request: tuple[threading.Event, dict[str, Any]] | None = None
-        self._epoch = time.monotonic()
-        self._epoch_ns = 0 if settings.sim_time else time.time_ns()
-        self._slip = 0.0
         self._stop = threading.Event()
         #: Simulated time: the stamp of the latest state published (None before the first).
         self._standing_stamp_ns: int | None = None
 
     # ------------------------------------------------------------------ subscriptions
 
-    def _on_manifest(self, msg: Any) -> None:
-        with self.lock:
-            self.manifest_text = str(msg.data)
-            self._manifests_heard += 1
-
     def _on_heartbeat(self, msg: Any) -> None:
         with self.lock:
-            self.last_heartbeat_s = self._sim_time_now()
-            self.last_heartbeat_ns = self._robot_clock_ns(self.last_heartbeat_s)
-            if self.sim_time:
-                self.lockstep.heard(stamp_to_ns(msg.stamp), str(msg.frame_id), self.sim_s)
-                self._wake.notify_all()
+            self.last_heartbeat_s = self.clock.arrival_s(self.sim_s)
+            self.last_heartbeat_ns = self.clock.stamp_ns(self.last_heartbeat_s)
+            self.clock.heard(stamp_to_ns(msg.stamp), str(msg.frame_id), self.sim_s)
             if self.mode == "hold" and not self.latched:
                 self.mode = "follow"
 
-    def _clock_ns(self) -> int:
-        """Now on the robot's log clock, ns: its stamp clock in simulated-time mode, else wall."""
-        return self._robot_clock_ns(self.sim_s) if self.sim_time else time.time_ns()
-
     def _supervised(self) -> bool:
-        last = self.last_heartbeat_s
-        deadman_s = self.settings.bridge.deadlines.deadman_s
-        if self.sim_time:  # the simulated time the harness allowed, plus the deadman
-            return self.lockstep.supervised(self.sim_s, deadman_s)
-        return last is not None and self.sim_s - last <= deadman_s
-
-    def _robot_clock_ns(self, sim_s: float) -> int:
-        """The robot's stamp clock at simulated time `sim_s` (what its joint states carry): from
-        0 in simulated-time mode, else from the wall clock when the control loop started."""
-        return self._epoch_ns + round(sim_s * 1e9)
+        return self.clock.supervised(self.sim_s, self.last_heartbeat_s)
 
     def _check_trajectory(self, msg: Any, joints: tuple[str, ...]) -> str:
         return trajectory_problem(
@@ -242,12 +185,17 @@ class TwinNode:
             stamp_to_ns(msg.header.stamp),
             [p.time_from_start.sec + p.time_from_start.nanosec * 1e-9 for p in msg.points],
             [len(p.positions) for p in msg.points],
-            self._clock_ns(),
+            self.clock.log_ns(self.sim_s),
         )
 
     def _accept(self, msg: Any, joints: tuple[str, ...], kind: str) -> None:
+        """Queue a trajectory's last point for its controller (the gap's delay later), or refuse
+        or ignore it; counted in either way (the lockstep waits for what was announced)."""
         problem = self._check_trajectory(msg, joints)
         with self.lock:
+            self.clock.command_in()
+            if kind == "arm":
+                self.arm_received = (str(msg.header.frame_id), self.clock.log_ns(self.sim_s))
             if problem:
                 self.stats["commands_rejected"] += 1
                 self.last_rejection = problem
@@ -264,34 +212,16 @@ class TwinNode:
             duration = last.time_from_start.sec + last.time_from_start.nanosec * 1e-9
             # The gap's actuator delay plus the drift's and firmware's command latency.
             delay_s = self.settings.gap.actuator_delay_s + self.plant.command_latency_s
-            now = self._sim_time_now()
+            now = self.clock.arrival_s(self.sim_s)
             self.pending.push(
                 now + delay_s, (kind, str(msg.header.frame_id), positions, duration, now)
             )
 
-    def _sim_time_now(self) -> float:
-        """The simulation time corresponding to now on the wall clock (≥ the simulated time, which
-        lags when the control loop was held up): a command is applied at the sim time it arrived
-        at, so commands that arrive while the loop catches up keep their spacing."""
-        if self.sim_time:
-            return self.sim_s  # the clock stands still while the harness decides
-        wall = (time.monotonic() - self._epoch - self._slip) * self.settings.time_scale
-        return max(self.sim_s, wall)
-
-    def _received(self) -> None:
-        """Count a trajectory message in (simulated time: the lockstep waits for them)."""
-        with self.lock:
-            self.lockstep.received += 1
-            self._wake.notify_all()
-
     def _on_command(self, msg: Any) -> None:
-        self.arm_received = (str(msg.header.frame_id), self._clock_ns())
         self._accept(msg, self.plant.arm_joints, "arm")
-        self._received()
 
     def _on_gripper(self, msg: Any) -> None:
         self._accept(msg, self.plant.finger_joints, "gripper")
-        self._received()
 
     def _on_episode(self, msg: Any) -> None:
         event = parse_episode_event(str(msg.data))
@@ -309,49 +239,18 @@ class TwinNode:
                 event["episode_id"], "oracle", ORACLE_NAME, ORACLE_VERSION, quality, success,
                 f"the twin's ground truth: {detail}",
             )
-        out = message_class("std_msgs/msg/String")()
-        out.data = verdict.to_json()
-        self.verdict_pub.publish(out)
+        self.streams.publish_verdict(verdict.to_json())
 
-    # ------------------------------------------------------------------ services
-
-    def _srv_scene_reset(self, request: Any, response: Any) -> Any:
-        # The reset runs on the control loop's thread (the camera's GL context lives there and a
-        # new scene's first render must not stall the state stream later); this callback waits.
-        done = threading.Event()
-        result: dict[str, Any] = {}
-        with self.lock:
-            self._reset_request = (done, result)
-        if not done.wait(30.0):
-            response.success, response.message = False, "reset did not finish within 30 s"
-            return response
-        response.success, response.message = result["success"], result["message"]
-        return response
-
-    def _scene_reset(self) -> tuple[bool, str]:
-        """Reset the scene to the last manifest (control thread, lock held). One reset per
-        manifest published: the harness publishes it before every reset it asks for and resends
-        an unanswered request (`deadlines.resend_s`), so a request with no new manifest since
-        the last reset is answered with that reset's result — resetting again would restart the
-        scene (and the twin's noise) under a harness that already goes on from the first."""
-        if self.manifest_text is None:
-            return False, "no manifest received yet"
-        done = self._last_reset
-        if done is not None and done[0] == self._manifests_heard:
-            self.stats["resets_repeated"] += 1
-            return done[1]
-        result = self._reset_to(self.manifest_text)
-        self._last_reset = (self._manifests_heard, result)
-        return result
+    # ------------------------------------------------------------------ the reset station
 
     def _reset_to(self, manifest_text: str) -> tuple[bool, str]:
-        """Reset the scene to a manifest (control thread, lock held)."""
+        """Reset the scene to a manifest (control thread, lock held; `ResetStation.serve`)."""
         try:
             spec, manifest = parse_manifest(manifest_text)
             self.plant.reset_scene(spec, manifest)
         except EvalError as exc:
             return False, f"reset failed: {exc}"
-        if self.image_pub is not None:
+        if self.streams.image is not None:
             self.plant.render(self.settings.camera_size)  # warm the new scene's renderer up
         self.spec = spec
         self.pending.clear()
@@ -396,21 +295,19 @@ class TwinNode:
 
     # ------------------------------------------------------------------ publishing
 
-    def _publish_statuses(
-        self, statuses: list[tuple[str, int, str, list[tuple[str, str]]]]
-    ) -> None:
-        hardware_id = self.settings.bridge.robot_id or "twin"
-        self.diag_pub.publish(diagnostic_array(statuses, hardware_id, self._clock_ns()))
+    def _publish_statuses(self, statuses: list[Status]) -> None:
+        self.streams.publish_statuses(statuses, self.clock.log_ns(self.sim_s))
 
     def robot_state_values(self) -> list[tuple[str, str]]:
+        allowed_s = self.clock.lockstep.allowed_until_s
         return [
             ("mode", self.mode),
             ("supervised", "true" if self._supervised() else "false"),
             ("held_at_ns", str(self.held_at_ns)),
             ("last_heartbeat_ns", str(self.last_heartbeat_ns)),
             *(
-                [("supervised_until_ns", str(round((self.lockstep.allowed_until_s or 0) * 1e9)))]
-                if self.sim_time
+                [("supervised_until_ns", str(round((allowed_s or 0.0) * 1e9)))]
+                if self.clock.sim_time
                 else []
             ),
             ("last_arm_command", self.arm_received[0]),
@@ -426,46 +323,42 @@ class TwinNode:
         self._publish_statuses(statuses)
 
     def _publish_tick(self, stamp_ns: int) -> None:
+        """The tick's applied-command echoes, its joint state (with the gap's sensor noise)
+        and wrench."""
         q, qd, tau = self.plant.joint_state()
         noise = self.settings.gap.sensor_noise_std
         if noise > 0:
             q = q + self.rng.normal(0.0, noise, size=q.shape)
-        if self.applied_pub is not None:
-            for command_id, names, applied, waited_s in self.applied_now:
-                self.applied_pub.publish(
-                    applied_echo(stamp_ns, command_id, names, applied, waited_s)
-                )
+        self.streams.publish_applied(stamp_ns, self.applied_now)
         self.applied_now = []
-        state = self._state_msg  # reused: building messages costs more than filling them
-        ns_to_stamp(stamp_ns, state.header.stamp)
-        state.position = q.tolist()
-        state.velocity = qd.tolist()
-        state.effort = tau.tolist()
-        self.state_pub.publish(state)
+        self.streams.publish_state(stamp_ns, q, qd, tau, self.plant.wrench())
         self.stats["states_published"] += 1
-        if self.wrench_pub is not None:
-            w = self.plant.wrench()
-            wrench = self._wrench_msg
-            ns_to_stamp(stamp_ns, wrench.header.stamp)
-            f, t = wrench.wrench.force, wrench.wrench.torque
-            f.x, f.y, f.z, t.x, t.y, t.z = (float(v) for v in w)
-            self.wrench_pub.publish(wrench)
 
     def _publish_camera(self, stamp_ns: int) -> None:
         size = self.settings.camera_size
-        if self.image_pub is not None:
+        if self.streams.image is not None:
             rgb = self.plant.render(size)
             if rgb is not None:
-                self.image_pub.publish(image_message(rgb, self.settings.gap, self.rng, stamp_ns))
+                self.streams.publish_image(rgb, self.settings.gap, self.rng, stamp_ns)
                 self.stats["images_published"] += 1
-        if self.info_pub is not None:
-            self.info_pub.publish(camera_info_message(size, stamp_ns))
-        if self.pose_pub is not None:
+        self.streams.publish_camera_info(size, stamp_ns)
+        if self.streams.pose is not None:
             reading = self.tracker.reading(self.sim_s, self.rng)
             if reading is not None:
-                self.pose_pub.publish(pose_message(reading))
+                self.streams.publish_pose(reading)
                 self.stats["poses_published"] += 1
             self.stats["pose_dropouts"] = self.tracker.dropouts
+
+    def _publish_standing(self) -> None:
+        """Simulated time, while the clock stands: the latest joint state and the clock again.
+        Only the first one is a new (noisy) sample: how long the clock stood on the wall clock
+        must not change the noise the ticks after it draw."""
+        if self._standing_stamp_ns is None:
+            self._standing_stamp_ns = self.clock.stamp_ns(self.sim_s)
+            self._publish_tick(self._standing_stamp_ns)
+        else:
+            self.streams.republish_state()
+        self.streams.publish_clock(self._standing_stamp_ns)
 
     # ------------------------------------------------------------------ control loop
 
@@ -475,7 +368,7 @@ class TwinNode:
             self.mode = "hold"
             self.pending.clear()
             self.plant.hold_here()
-            self.held_at_ns = self._robot_clock_ns(self.sim_s)
+            self.held_at_ns = self.clock.stamp_ns(self.sim_s)
             self.stats["deadman_holds"] += 1
             self._publish_statuses(
                 [(ROBOT_STATE_STATUS, LEVEL_WARN, "hold: heartbeat lost", self.robot_state_values())]
@@ -503,43 +396,40 @@ class TwinNode:
         if not self.latched:
             self._check_monitors()
 
+    def _await_tick(self, k: int) -> bool:
+        """Whether tick k runs now (after its pacing, `TwinClock.pace`); False after the clock
+        stood or waited for the harness a little (the loop asks again). A pending scene reset
+        is served either way."""
+        with self.lock:
+            self.station.serve(self._reset_to)
+            step = self.clock.next_tick(self.sim_s, held=self.mode != "follow")
+            if step == "stand":  # the harness finds the robot's state and clock
+                self._publish_standing()
+            if step != "tick":
+                self.clock.pause(step)
+                return False
+        self.clock.pace(k)
+        return True
+
     def run(self, on_ready: Callable[[], None] | None = None) -> None:
         """Run the control loop until `shutdown()` (or SIGTERM/SIGINT in the caller)."""
-        period_sim = 1.0 / self.settings.state_rate_hz
-        period_wall = period_sim / self.settings.time_scale
-        period_ns = round(period_sim * 1e9)
+        clock = self.clock
         camera_period = 1.0 / self.settings.camera_hz if self.settings.camera_hz > 0 else 0.0
         next_camera = 0.0
-        # Simulated time stamps from 0; otherwise from the wall clock at the start.
-        epoch_ns = self._epoch_ns = 0 if self.sim_time else time.time_ns()
-        epoch = self._epoch = time.monotonic()
-        slip = self._slip = 0.0
-        next_diag = 0.0 if self.sim_time else epoch
+        clock.start()
         k = 0
         if on_ready is not None:
             on_ready()
         while not self._stop.is_set() and self.session.alive:
-            if self.sim_time:
-                if not self._await_tick(period_wall):
-                    continue
-            else:
-                due = epoch + slip + k * period_wall
-                now = time.monotonic()
-                if due > now:
-                    time.sleep(due - now)
-                elif now - due > MAX_LAG_S:
-                    slip += now - due  # stop trying to catch up; stamps stay continuous
-                    self._slip = slip
-                    self.stats["late_ticks"] += 1
-                lag_us = int((time.monotonic() - due) * 1e6)
-                self.stats["max_tick_lag_us"] = max(self.stats["max_tick_lag_us"], lag_us)
+            if not self._await_tick(k):
+                continue
             with self.lock:
-                self._serve_reset()
+                self.station.serve(self._reset_to)
                 self._deadman()
-                self._advance((k + 1) * period_sim)
-                stamp = epoch_ns + (k + 1) * period_ns
+                self._advance((k + 1) * clock.period_sim_s)
+                stamp = clock.tick_stamp_ns(k)
                 self._publish_tick(stamp)
-                if self.pose_pub is not None and camera_period:
+                if self.streams.pose is not None and camera_period:
                     tcp, holding = self.plant.hand()
                     self.tracker.observe(self.sim_s, stamp, self.plant.object_pose(), tcp, holding)
                 if camera_period and self.sim_s >= next_camera:
@@ -547,58 +437,11 @@ class TwinNode:
                     next_camera += camera_period
                     if next_camera < self.sim_s:
                         next_camera = self.sim_s + camera_period
-                clock_now = self.sim_s if self.sim_time else time.monotonic()
-                if clock_now >= next_diag:
+                if clock.diagnostics_due(self.sim_s):
                     self._publish_periodic_diagnostics()
-                    next_diag += DIAGNOSTICS_PERIOD_S
-                self._publish_clock(stamp)  # after the tick's states: they are in
+                self.streams.publish_clock(stamp)  # after the tick's states: they are in
                 self._standing_stamp_ns = stamp
             k += 1
-
-    def _publish_standing(self) -> None:
-        """Simulated time, while the clock stands: the latest joint state and the clock again.
-        Only the first one is a new (noisy) sample: how long the clock stood on the wall clock
-        must not change the noise the ticks after it draw."""
-        if self._standing_stamp_ns is None:
-            self._standing_stamp_ns = self._robot_clock_ns(self.sim_s)
-            self._publish_tick(self._standing_stamp_ns)
-        else:
-            self.state_pub.publish(self._state_msg)
-        self._publish_clock(self._standing_stamp_ns)
-
-    def _publish_clock(self, stamp_ns: int) -> None:
-        if self.clock_pub is not None:
-            clock = message_class("rosgraph_msgs/msg/Clock")()
-            ns_to_stamp(stamp_ns, clock.clock)
-            self.clock_pub.publish(clock)
-
-    def _serve_reset(self) -> None:
-        """Run a pending scene reset (control thread, lock held)."""
-        if self._reset_request is not None:
-            done, result = self._reset_request
-            self._reset_request = None
-            result["success"], result["message"] = self._scene_reset()
-            done.set()
-
-    def _await_tick(self, period_wall: float) -> bool:
-        """Simulated time: whether the next tick may run now (a free-running one paced on the
-        wall clock); False after waiting a little for the harness (the caller asks again)."""
-        with self._wake:
-            self._serve_reset()
-            permission = self.lockstep.permission(self.sim_s)
-            self.stats["sim_grace_advances"] = self.lockstep.grace_advances
-            if permission == "free" and self.mode != "follow":
-                permission = "idle"  # the harness is gone and the robot holds: its clock stands
-            if permission == "idle":  # the harness finds the robot's state and clock
-                self._publish_standing()
-                self._wake.wait(IDLE_PERIOD_S)
-                return False
-            if not permission:
-                self.stats["sim_waits"] += 1
-                self._wake.wait(0.05)
-                return False
-        self.lockstep.pace(permission, period_wall)
-        return True
 
     def shutdown(self) -> None:
         self._stop.set()
