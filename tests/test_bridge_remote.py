@@ -14,6 +14,9 @@ comes from an `embodied-eval policy serve` process over the openpi websocket pro
   robot got the safe-stop hold after the last command and comes to rest.
 - A served chunk policy in joint space: chunks are checked and executed whole, one inference per
   chunk, each timed on the episode (`control.policy_latency_ms`).
+
+The twin runs on the wall clock on purpose: a policy server that stops answering is found by a
+wall-clock deadline, and the robot's coming to rest after the hold is watched in real time.
 """
 
 from __future__ import annotations

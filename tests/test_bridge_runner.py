@@ -6,6 +6,9 @@
 - SIGKILL of the twin mid-episode: the attempt is aborted as robot-lost, the runner waits, and
   when the twin comes back it re-runs the row without using a policy retry; if the twin never
   comes back the run halts with a non-zero exit and the reason.
+
+The twin and the harness run on the wall clock on purpose, as with a real robot: these are the
+deadman's and the robot-lost deadlines.
 """
 
 from __future__ import annotations
