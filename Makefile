@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_BASE := $(VENV)/.installed-base
 STAMP_ALL := $(VENV)/.installed-all
 
-.PHONY: demo test fuzz lint bench clean system-deps browser-deps libero
+.PHONY: demo test docs fuzz lint bench clean system-deps browser-deps libero
 
 # Camera observations render offscreen with EGL (Mesa's software rasterizer when there is no
 # GPU): Debian packages libegl1, libegl-mesa0 and libgl1-mesa-dri. Installed when missing and
@@ -72,7 +72,15 @@ demo: $(STAMP_BASE) system-deps
 test: $(STAMP_ALL) system-deps browser-deps
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=600
+
+# The guides as a site (MkDocs, Material theme) in build/site: the CLI reference is regenerated
+# from the app first; strict, so a broken link fails (`make test` builds it strictly too, in
+# tests/test_docs.py, and runs the guides' runnable examples).
+docs: $(STAMP_ALL)
+	$(BIN)/python -m embodied_eval.cli.reference > docs/cli.md
+	$(BIN)/mkdocs build --strict
 
 # The input fuzz suite with many more examples per input kind than `make test` runs.
 fuzz: $(STAMP_ALL)
@@ -82,6 +90,7 @@ fuzz: $(STAMP_ALL)
 lint: $(STAMP_ALL)
 	$(BIN)/ruff check .
 	$(BIN)/mypy embodied_eval sim_suites real_bridge incident_logging
+	$(BIN)/lint-imports
 
 bench: $(STAMP_ALL) system-deps browser-deps
 	for b in benchmarks/*_bench.py; do $(BIN)/python $$b || exit 1; done

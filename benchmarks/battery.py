@@ -19,9 +19,9 @@ import os
 import time
 from pathlib import Path
 
-from embodied_eval.manifest import derive_seed
 from embodied_eval.protocol.reader import Protocol, example_protocol_path, load_protocol
 from embodied_eval.records import EpisodeSpec
+from embodied_eval.seeds import derive_seed
 from embodied_eval.stats.proportions import clopper_pearson_interval, wilson_interval
 from sim_suites.episode import run_episode
 

@@ -14,7 +14,7 @@ family, seeds 1, 2, …), calibrates from the recordings, then runs the sim half
   effective number of real trials, before and after.
 
 Run: .venv/bin/python benchmarks/calibration_gap.py [--real 24] [--unpaired 40] [--steps 400]
-     [--twin actuator_gain=0.5 ...] (a gap that changes the sim's outcomes: see the README)
+     [--twin actuator_gain=0.5 ...] (a gap that changes the sim's outcomes: see docs/technician.md)
 """
 
 from __future__ import annotations
@@ -94,13 +94,15 @@ def success(ep: Episode) -> int:
 
 
 def run_real(n: int, steps: int, record_dir: Path) -> list[Episode]:
-    config = load_bridge_config(profile_path("twin")).replace(
+    # The twin on its simulated clock: real outcomes come from the gap, not this machine's load.
+    config = load_bridge_config(profile_path("twin_sim")).replace(
         domain_id=domain_id_for_test(77),
         deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
-        loop=LoopSettings(judge="oracle", max_steps=steps),
+        loop=LoopSettings(judge="oracle", max_steps=steps, use_sim_time=True),
     )
     out = []
-    with TwinProcess(config.domain_id, **TWIN_FLAGS), Ros2Backend(None, config=config) as robot:
+    flags = {**TWIN_FLAGS, "sim_time": True}
+    with TwinProcess(config.domain_id, **flags), Ros2Backend(None, config=config) as robot:
         for i in range(n):
             ep = robot.run_episode(spec(i, "real", "ros2"), None, record_dir).episode
             out.append(ep)

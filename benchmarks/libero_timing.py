@@ -37,7 +37,7 @@ from gymnasium import spaces
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.records import EpisodeSpec
-from sim_suites.scenes import episode_seeds
+from embodied_eval.seeds import episode_seeds
 from sim_suites.suites import libero_suite
 
 #: This folder: on the import path when a benchmark runs as a script.

@@ -1,16 +1,15 @@
 """Both halves of a pair through one command path and one safety monitor: per family, the sim
 half and the in-process robot (the twin's physics on the robot's own clock; the ROS twin with
-`--ros`, on its simulated clock), successes, protective stops and peak contact force, with no
-reality gap and with the twin's example gap, and the sim–real outcome agreement over the pairs
-with the discordant pairs' causes.
+`--ros`), successes, protective stops and peak contact force, with no reality gap and with the
+twin's example gap, and the sim–real outcome agreement over the pairs with the discordant pairs'
+causes.
 
 Each pair is one task instance (the family's first) and one seed: the sim half is
 `sim_suites.episode.run_episode` of the pair's spec, the real half the same spec on the robot
 (`real_bridge.mujoco_robot.mujoco_backend`, `gap = "none"` or `"default"`). Peak force: the net
 external force a wrist force/torque sensor reads (the sim episode's `peak_external_force_n`, the
-robot's wrench stream `bridge_peak_force_n`). Times are the robot's simulated clock — the ROS
-twin's too (`--sim-time`, the `twin_sim` profile: it advances in lockstep with the harness) — so
-nothing here depends on machine load; the wall time per episode is printed for scale.
+robot's wrench stream `bridge_peak_force_n`). Times are the robot's simulated clock, so nothing
+here depends on machine load; the wall time per episode is printed for scale.
 
 Run: .venv/bin/python benchmarks/one_path_bench.py [--seeds 10] [--gaps none,default]
      [--families pick_place,push] [--ros]
@@ -68,9 +67,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--gaps", default="none,default")
     parser.add_argument("--families", default="")
-    parser.add_argument(
-        "--ros", action="store_true", help="also the ROS twin (its own process, simulated clock)"
-    )
+    parser.add_argument("--ros", action="store_true", help="also the ROS twin (its own process, on its simulated clock)")
     args = parser.parse_args()
     first: dict[str, str] = {}
     for task_id, spec in TASK_SPECS.items():
@@ -105,8 +102,9 @@ def run_real(
         from real_bridge.twin.process import TwinProcess
 
         domain = 40 + os.getpid() % 50
+        # On its simulated clock: the outcomes cannot depend on this machine's load.
         twin = TwinProcess(domain, no_gap=gap == "none", sim_time=True).start()
-        runner = Ros2Backend(None, profile="twin_sim", domain_id=domain, max_steps=400)
+        runner = Ros2Backend(None, domain_id=domain, max_steps=400, profile="twin_sim")
         engine = "ros2"
     t0 = time.perf_counter()
     try:

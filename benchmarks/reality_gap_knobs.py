@@ -5,7 +5,7 @@ default at a time (the twin's own flags, or a drift the manifest carries) — st
 runs the reference policy on the real side over ROS 2 for --per-setting episodes (cycling over
 one instance of each family, seeds 1, 2, ...) and reports the success rate with its Wilson 95 %
 interval. Success is the twin's ground truth (the oracle): this measures the policy on the
-robot, not a judge. The table printed is the README's reality-gap table.
+robot, not a judge. The table printed is the reality-gap table of docs/technician.md.
 
 Outcomes: S success, F failure, s safety stop, a aborted, e error.
 

@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.records import EpisodeSpec
+from embodied_eval.seeds import episode_seeds
 from embodied_eval.stats.proportions import wilson_bounds
 from sim_suites.command_path import ArmCommandPath, JointFollower, JointLimits
 from sim_suites.engines.base import InitialState, PhysicsParams
@@ -60,7 +61,6 @@ from sim_suites.policies import scripted
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.feed import CAMERA_RATE_HZ
 from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
-from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import TASK_SPECS, TaskState, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
 from sim_suites.variations import STRONG_RANDOMIZATION

@@ -5,13 +5,12 @@
 2. runs the sim side of the paired trials: both engines in a local worker pool,
 3. starts the twin robot (a separate ROS 2 process playing a ros2_control robot, with its own
    physics, a physical reality gap and a tracker that behaves like a sensor) on its simulated
-   clock — it publishes /clock and advances in lockstep with the harness (the `twin_sim`
-   profile, `loop.use_sim_time`), so the same demo gives the same real outcomes on an idle or a
-   loaded machine — and runs the real side: the policy in this process's control loop commands
-   the twin over its joint_trajectory_controller topic and the harness's success detector judges
-   each episode from the recorded camera and tracker streams (never the twin's oracle, which is
-   only recorded beside it), so the sim-to-real agreement comes out of the data; safety events
-   are ingested into the incident log as they are stored,
+   clock (`--sim-time`, the `twin_sim` profile: it publishes /clock and advances in lockstep with
+   the harness, so machine load cannot change an outcome) and runs the real side: the policy in this process's control loop commands the twin over its
+   joint_trajectory_controller topic and the harness's success detector judges each episode from
+   the recorded camera and tracker streams (never the twin's oracle, which is only recorded
+   beside it), so the sim-to-real agreement comes out of the data; safety events are ingested
+   into the incident log as they are stored,
 4. audits the judge on the window's own episodes: draws the audit sample (seeded, stratified by
    family × verdict, every cannot-judge one) and, with no technician at hand, labels each drawn
    episode with the twin's oracle recorded beside it — under a name that says so — then measures
@@ -211,20 +210,14 @@ def run_demo(
         out_dir=out / "run",
         console=console,
     )
-    # The real side runs on its own afterwards (on its simulated clock the pool could not change
-    # an outcome, but it would slow the lockstep down).
-    _step(
-        console,
-        3,
-        f"starting the twin robot (ROS 2 domain {domain}, loopback, on its simulated clock)",
-        started,
-    )
+    # The real side runs on its own afterwards: the robot's control loop and deadman must not
+    # compete with a pool of simulators for the CPU.
+    _step(console, 3, f"starting the twin robot (ROS 2 domain {domain}, loopback)", started)
     with twin_process(domain, sim_time=True) as twin:
         console.print(
             f"      twin ready (pid {twin.pid}); the real side: the policy in this process "
-            "commands the twin over its joint_trajectory_controller topic, in lockstep with "
-            "the twin's /clock (machine load cannot change an outcome); the harness's detector "
-            "judges from the recorded camera and tracker"
+            "commands the twin over its joint_trajectory_controller topic; the harness's "
+            "detector judges from the recorded camera and tracker"
         )
         summary = run_trials(
             protocol,
@@ -321,12 +314,12 @@ DEMO_AUDIT_PER_STRATUM = 3
 def audit_judge_with_oracle(db: Path, protocol: Protocol, console: Console) -> dict[str, object]:
     """Draw the window's judge audit and label the sample with the twin's oracle (module
     docstring, step 4); returns the chained `judge_accuracy` payload."""
-    from embodied_eval.embodiment.window_audit import verdict_of
-    from embodied_eval.store.audit_sample import (
+    from embodied_eval.embodiment.audit_sample import (
         draw_window_audit,
         label_episode,
         measure_window_audit,
     )
+    from embodied_eval.embodiment.window_audit import verdict_of
     from embodied_eval.store.core import Store
 
     window = protocol.window_id

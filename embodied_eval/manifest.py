@@ -32,32 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.canonical import atomic_write_text, canonical_hash, canonical_json, sha256_hex
+from embodied_eval.canonical import atomic_write_text, canonical_hash, canonical_json
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import OPERATOR_STOP, ROBOT_LOST, UNSUPERVISED
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, EpisodeSpec
+from embodied_eval.seeds import SEED_RULE, derive_seed
 from embodied_eval.store.core import Store
 
 MANIFEST_FORMAT = "embodied-eval/manifest-v1"
-
-#: How `derive_seed` works, written into every manifest so a reader can check the seeds.
-SEED_RULE = "seed = int(SHA-256('<base_seed>:<key>')[:4 bytes], big-endian); key = '<task_id>:s<k>'"
-
-
-def derive_seed(base_seed: int, key: str) -> int:
-    """A 32-bit seed derived from the protocol's base seed and a key, by SHA-256.
-
-    Args:
-        base_seed: the protocol's `base_seed`.
-        key: what the seed is for, e.g. "pick_place/cube_center:s0" or "run-order".
-
-    Returns:
-        An int in [0, 2**32): the first four bytes of SHA-256("<base_seed>:<key>"), big-endian.
-        32 bits keeps the seed usable by every simulator and RNG API.
-    """
-    digest = bytes.fromhex(sha256_hex(f"{base_seed}:{key}"))
-    return int.from_bytes(digest[:4], "big")
-
 
 def run_key(protocol_hash: str, sim_policy: str, real_policy: str, sim_source: str = "") -> str:
     """Eight hex digits naming what is evaluated: the protocol, both policies and the sim source.
@@ -325,7 +308,7 @@ def verify_manifest_file(path: str | Path) -> Manifest:
 RETRY_ON = ("error", "aborted")
 #: `control["abort_cause"]` values of aborts that are not the policy's (see `robot_side_abort`):
 #: the robot was lost, the harness died mid-episode, or an operator stopped the run.
-ROBOT_SIDE_CAUSES = ("robot_lost", "unsupervised", "operator_stop")
+ROBOT_SIDE_CAUSES = (ROBOT_LOST, UNSUPERVISED, OPERATOR_STOP)
 
 Slot = tuple[str, str, str]
 

@@ -24,7 +24,7 @@ The package reads one way, in two rooms:
 - `manual` / `entry` / `start_time`: technician entry of a real episode (`embodied-eval trial record`).
 
 The robot interface (ros2_control conventions; names from the profile, see `BridgeConfig.topics`)
-is described in the README ("The robot") and in `real_bridge.bridge_config.TopicNames`.
+is described in docs/technician.md ("The robot") and in `real_bridge.bridge_config.TopicNames`.
 
 Nothing here imports rclpy at module import time except the modules that talk ROS
 (`bridge_link`, `ros_node`, `twin.node`), so the CLI and manual entry work without ROS installed.

@@ -1,23 +1,19 @@
-"""The robot's clock as `real_bridge.bridge_link.Ros2Robot` reads it, and the deadman heartbeat
-with which the harness supervises the robot.
+"""The harness's clock and deadman heartbeat on a ROS 2 link (`real_bridge.bridge_link.Ros2Robot`).
 
-Real time (a real robot; the twin without `--sim-time`): `now_s()` is this process's monotonic
-clock, `sleep(s)` sleeps, and the heartbeat (`std_msgs/Header`, stamped with the wall clock, its
-frame_id the harness's node name) runs on its own thread at `loop.heartbeat_hz` from `connect` to
-`disconnect`: when this process dies, it stops, and the robot holds.
+Real time: `now_s()` is the monotonic wall clock and `sleep(s)` sleeps; the heartbeat
+(`std_msgs/Header`, stamped with the wall clock, `frame_id` the node's name) runs on its own
+thread at `loop.heartbeat_hz` from `connect` to `disconnect`: when this process dies it stops and
+the robot's deadman holds.
 
 Simulated time (`loop.use_sim_time`, the twin's `--sim-time`; `real_bridge.twin.lockstep`):
 `now_s()` is the robot's /clock (plus any time skipped while it did not answer), messages are
-stamped on arrival and recorded with it — what arrives during a sleep arrives at its end, whatever
-the order in which the topics' messages and the clock were delivered — and `sleep(s)` asks the
-robot to advance to now + s — a heartbeat stamped with that time whose frame_id announces how many
-trajectory messages were sent ("name#N") — and waits until the clock and the joint states reach
-it. The heartbeat thread keeps announcing what was allowed so far (the robot's sign that the
-harness lives). When the clock stops moving for SIM_CLOCK_GRACE_S of wall time, the harness's
-clock skips to the target, so a robot that died is found stale as on the wall clock. The robot
-publishes a tick's messages before that tick's clock, and this process's executor handles each
-ready stream in the order its subscription was made (the clock's last), so the messages of the
-ticks a sleep waited for are in when it ends.
+stamped on arrival and recorded with it, and `sleep(s)` asks the robot to advance to now + s —
+a heartbeat stamped with that time whose `frame_id` announces how many trajectory messages were
+sent ("name#N") — and waits until the clock and the joint states reach it. When the clock stops
+moving for `SIM_CLOCK_GRACE_S` of wall time, the harness's clock skips to the target, so a robot
+that died is found stale as on the wall clock; until the robot's clock moves again, each further
+sleep waits its own length of wall time and skips (waiting for a lost robot's return takes as long
+as on the wall clock, not a grace per sleep).
 """
 
 from __future__ import annotations
@@ -35,53 +31,56 @@ SIM_CLOCK_GRACE_S = 2.0
 
 
 class LinkClock:
-    """The robot's clock and the deadman heartbeat of one `Ros2Robot` (see the module docstring).
+    """The link's clock and heartbeat (module docstring).
 
     Args:
         config: the robot profile (`loop.use_sim_time`, `loop.heartbeat_hz`, the node's name).
-        arrived: the link's condition (on its lock), notified when a joint state or the clock
-            comes in; everything here is guarded by its lock.
-        latest_stamp_ns: the stamp of the latest joint state received (None before the first).
-        connected: whether the link's session is open.
+        arrived: the link's condition (its lock guards the link's state): notified when the
+            robot's clock moves; waited on by `sleep`.
+        state_stamp_ns: the latest joint state's stamp, ns (None before the first).
+        publisher: the heartbeat publisher (None before the link is wired).
+        connected: whether the link is still connected.
     """
 
     def __init__(
         self,
         config: BridgeConfig,
         arrived: threading.Condition,
-        latest_stamp_ns: Callable[[], int | None],
+        state_stamp_ns: Callable[[], int | None],
+        publisher: Callable[[], Any],
         connected: Callable[[], bool],
     ) -> None:
         self.config = config
         self.sim_time = config.loop.use_sim_time
         self._arrived = arrived
-        self._latest_stamp_ns = latest_stamp_ns
+        self._state_stamp_ns = state_stamp_ns
+        self._publisher = publisher
         self._connected = connected
-        #: The heartbeat's publisher (set when the link wires its streams).
-        self.publisher: Any = None
-        self._clock_ns = 0  # the robot's /clock (simulated time)
+        self.clock_ns = 0  # the robot's /clock (simulated time)
         self.clock_heard = False
         self._skipped_s = 0.0  # simulated time skipped while the robot did not answer
         self._sleeping_to_ns: int | None = None  # the target of the sleep under way
+        self._stalled = False  # the robot's clock stopped; skipping until it moves again
         self._allowed_ns = 0  # how far this harness allows the robot's clock
-        self._trajectories_sent = 0
-        self._heartbeat_stop = threading.Event()
-        self._heartbeat_thread: threading.Thread | None = None
+        self.trajectories_sent = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ the clock
 
     def on_clock(self, msg: Any) -> None:
-        """The /clock subscription's callback (simulated time)."""
+        """A /clock message (rosgraph_msgs/Clock) from the robot."""
         ns = stamp_to_ns(msg.clock)
         with self._arrived:
             self.clock_heard = True
-            if ns > self._clock_ns:
-                self._clock_ns = ns
+            if ns > self.clock_ns:
+                self.clock_ns = ns
+                self._stalled = False
                 self._arrived.notify_all()
 
     def now_s(self) -> float:
         if self.sim_time:
-            return self._clock_ns / 1e9 + self._skipped_s
+            return self.clock_ns / 1e9 + self._skipped_s
         return time.monotonic()
 
     def arrival_s(self) -> float:
@@ -102,7 +101,7 @@ class LinkClock:
         target_s = self.now_s() + seconds
         with self._arrived:
             # At least one tick of the robot's (as on MuJoCo: a positive sleep steps once).
-            target_ns = max(round((target_s - self._skipped_s) * 1e9), self._clock_ns + 1000)
+            target_ns = max(round((target_s - self._skipped_s) * 1e9), self.clock_ns + 1000)
             self._allowed_ns = max(self._allowed_ns, target_ns)
             self._sleeping_to_ns = target_ns
         try:
@@ -116,47 +115,54 @@ class LinkClock:
         for SIM_CLOCK_GRACE_S (wall), skip ours to `target_s` (the robot is found stale)."""
         seen, since = -1, time.monotonic()
         with self._arrived:
+            grace = SIM_CLOCK_GRACE_S if not self._stalled else max(target_s - self.now_s(), 0.0)
             while True:
-                stamp_ns = self._latest_stamp_ns()
-                if self._clock_ns >= target_ns and (stamp_ns is None or stamp_ns >= target_ns):
+                stamp = self._state_stamp_ns()
+                if self.clock_ns >= target_ns and (stamp is None or stamp >= target_ns):
                     return
-                if self._clock_ns != seen:
-                    seen, since = self._clock_ns, time.monotonic()
-                elif time.monotonic() - since > SIM_CLOCK_GRACE_S or not self._connected():
+                if self.clock_ns != seen:
+                    seen, since = self.clock_ns, time.monotonic()
+                elif time.monotonic() - since > grace or not self._connected():
                     self._skipped_s += target_s - self.now_s()
+                    self._stalled = True
                     return
                 self._arrived.wait(0.05)
 
-    def trajectory_sent(self) -> None:
-        """Count a trajectory message published (simulated time: heartbeats announce them)."""
+    def sent_trajectory(self) -> None:
+        """Count one trajectory message sent (simulated time: the next heartbeat announces it)."""
         with self._arrived:
-            self._trajectories_sent += 1
+            self.trajectories_sent += 1
 
     # ------------------------------------------------------------------ the deadman heartbeat
 
     @property
     def heartbeat_alive(self) -> bool:
         """Whether this harness's deadman heartbeat is being published."""
-        return self._heartbeat_thread is not None and self._heartbeat_thread.is_alive()
-
-    @property
-    def heartbeat_started(self) -> bool:
-        return self._heartbeat_thread is not None
+        return self._thread is not None and self._thread.is_alive()
 
     def start_heartbeat(self) -> None:
-        if self._heartbeat_thread is not None:
+        if self._thread is not None:
             return
         period = 1.0 / self.config.loop.heartbeat_hz
 
-        def beat() -> None:
-            while not self._heartbeat_stop.wait(period):
+        def run() -> None:
+            while not self._stop.wait(period):
                 try:
                     self.beat()
                 except Exception:  # the context is shutting down
                     return
 
-        self._heartbeat_thread = threading.Thread(target=beat, name="heartbeat", daemon=True)
-        self._heartbeat_thread.start()
+        self._thread = threading.Thread(target=run, name="heartbeat", daemon=True)
+        self._thread.start()
+
+    def wait_heard(self, session: Any, timeout_s: float) -> None:
+        """When the robot side listens to the heartbeat (the twin, the deadman relay), wait until
+        it has had time to receive a few beats (up to `timeout_s` for it to appear)."""
+        pub = self._publisher()
+        if pub is None or self._thread is None:
+            return
+        if session.wait_for(lambda: pub.get_subscription_count() > 0, timeout_s, 0.01):
+            time.sleep(3.0 / self.config.loop.heartbeat_hz)  # a few beats reach it
 
     def beat(self) -> None:
         """Publish one heartbeat: wall-clock stamped, or (simulated time) stamped with how far
@@ -165,20 +171,21 @@ class LinkClock:
         with self._arrived:
             if self.sim_time:
                 # No allowance before the robot's clock is heard: it stands until then.
-                self._allowed_ns = max(self._allowed_ns, self._clock_ns)
+                self._allowed_ns = max(self._allowed_ns, self.clock_ns)
                 if not self.clock_heard:
                     return
                 ns_to_stamp(self._allowed_ns, msg.stamp)
-                msg.frame_id = f"{self.config.node_name}#{self._trajectories_sent}"
+                msg.frame_id = f"{self.config.node_name}#{self.trajectories_sent}"
             else:
                 ns_to_stamp(time.time_ns(), msg.stamp)
                 msg.frame_id = self.config.node_name
-        if self.publisher is not None and self._heartbeat_thread is not None:
-            self.publisher.publish(msg)
+        pub = self._publisher()
+        if pub is not None and self._thread is not None:
+            pub.publish(msg)
 
     def stop_heartbeat(self) -> None:
-        self._heartbeat_stop.set()
-        if self._heartbeat_thread is not None:
-            self._heartbeat_thread.join(1.0)
-            self._heartbeat_thread = None
-        self._heartbeat_stop = threading.Event()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(1.0)
+            self._thread = None
+        self._stop = threading.Event()

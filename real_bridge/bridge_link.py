@@ -7,8 +7,10 @@ the callbacks deserialize them for the harness's own bookkeeping. All shared sta
 one lock because callbacks run on the session's executor thread. Commands are one-point
 `trajectory_msgs/JointTrajectory` messages on the joint_trajectory_controller's topic (and the
 gripper's); the hold is header stamp 0, the current posture of the arm controller's joints,
-time_from_start 0.1 s. The robot's clock (the wall clock, or a simulated robot's /clock under
-`loop.use_sim_time`) and the deadman heartbeat are `real_bridge.bridge_clock.LinkClock`.
+time_from_start 0.1 s. The clock (wall, or the robot's simulated /clock under
+`loop.use_sim_time`) and the deadman heartbeat, which runs on its own thread from `connect` to
+`disconnect` (when this process dies, it stops, and the robot holds), are
+`real_bridge.bridge_clock.LinkClock`.
 """
 
 from __future__ import annotations
@@ -49,7 +51,11 @@ from real_bridge.robot import (
     TrackerPose,
     hold_posture,
 )
-from real_bridge.ros_node import RosSession, qos_profile, stream_message_class
+from real_bridge.ros_node import (
+    RosSession,
+    qos_profile,
+    stream_message_class,
+)
 from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading, SafetyTracker
 
 #: How long connect waits for a robot-side heartbeat listener to appear, s (robots without one
@@ -113,11 +119,15 @@ class Ros2Robot:
         self.publishers: dict[str, Any] = {}
         self.subscriptions: dict[str, Any] = {}
         self.reset_client: Any = None
-        #: The robot's clock and the deadman heartbeat.
+        self.sim_time = config.loop.use_sim_time
         self.clock = LinkClock(
-            config, self._arrived, self._latest_stamp_ns, lambda: self.session is not None
+            config,
+            self._arrived,
+            lambda: None if self._state is None else self._state.stamp_ns,
+            lambda: self.publishers.get("heartbeat"),
+            lambda: self.session is not None,
         )
-        if config.loop.use_sim_time:
+        if self.sim_time:
             self.taps.clock_ns = lambda: round(self.clock.arrival_s() * 1e9)
 
     # ------------------------------------------------------------------ connection
@@ -208,8 +218,7 @@ class Ros2Robot:
 
             self.trigger_type = Trigger
             self.reset_client = node.create_client(Trigger, self.config.services.scene_reset)
-        self.clock.publisher = self.publishers.get("heartbeat")
-        if self.clock.sim_time:  # subscribed last: see `real_bridge.bridge_clock`
+        if self.sim_time:
             self.subscriptions["clock"] = node.create_subscription(
                 stream_message_class("clock"),
                 topics.clock,
@@ -297,10 +306,6 @@ class Ros2Robot:
     def sleep(self, seconds: float) -> None:
         self.clock.sleep(seconds)
 
-    def _latest_stamp_ns(self) -> int | None:
-        state = self._state
-        return None if state is None else state.stamp_ns
-
     def get_observation(self) -> Observation | None:
         with self._lock:
             state, wrench, pixels, pose = self._state, self._wrench, self._pixels, self._object_pose
@@ -338,7 +343,7 @@ class Ros2Robot:
     ) -> None:
         msg = trajectory_message(names, positions, duration_s, command_id=cid)
         self.publishers[stream].publish(msg)
-        self.clock.trajectory_sent()
+        self.clock.sent_trajectory()
         self.taps.sent(stream, msg)
 
     def applied(self, command_id: str) -> AppliedAction | None:
@@ -449,7 +454,7 @@ class Ros2Robot:
         out = []
         if self.get_observation() is None:
             out.append(f"no messages on {self.config.topics.joint_state}")
-        if self.clock.sim_time and not self.clock.clock_heard:
+        if self.sim_time and not self.clock.clock_heard:
             out.append(f"no clock on {self.config.topics.clock} (loop.use_sim_time)")
         if self.reset_client is not None and not self.reset_client.service_is_ready():
             out.append(f"service {self.config.services.scene_reset} not available")
@@ -475,7 +480,7 @@ class Ros2Robot:
         until it has had time to receive one: it follows no command before.
         """
         if self.session.wait_for(lambda: not self.missing(), timeout_s, poll_s=0.01):
-            self._wait_heartbeat_heard(min(timeout_s, HEARTBEAT_MATCH_S))
+            self.clock.wait_heard(self.session, min(timeout_s, HEARTBEAT_MATCH_S))
             return
         missing = self.missing()
         if not missing:
@@ -487,10 +492,3 @@ class Ros2Robot:
             "robot is running and the [topics]/[services] names and domain_id in the robot profile",
             key="robot",
         )
-
-    def _wait_heartbeat_heard(self, timeout_s: float) -> None:
-        pub = self.publishers.get("heartbeat")
-        if pub is None or not self.clock.heartbeat_started:
-            return
-        if self.session.wait_for(lambda: pub.get_subscription_count() > 0, timeout_s, 0.01):
-            time.sleep(3.0 / self.config.loop.heartbeat_hz)  # a few beats reach it

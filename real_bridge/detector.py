@@ -305,7 +305,7 @@ def judge_recording(messages: Sequence[RecordedMessage], ctx: JudgeContext) -> D
     Returns:
         The verdict (success None: cannot judge, with the reason).
     """
-    from sim_suites.tasks import graded_quality, make_task
+    from sim_suites.robot_core import graded_quality, make_task
 
     store = _store()
     ended = _events(store, messages, ctx)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, utc_now_iso
 from real_bridge.entry import Prompter
@@ -46,11 +47,16 @@ class EpisodeBackend:
         self._adapter_cache: Any = None
         self.live_feed: Any = None
 
-    def attach_live(self, live: Any) -> None:
+    def attach_live(self, live: LiveState | None) -> None:
         """Publish into the run's live view (console, Foxglove) and obey its operator stop
-        (`real_bridge.live_feed`)."""
+        (`real_bridge.live_feed`); None detaches."""
         from real_bridge.live_feed import LiveFeed, force_limit_of
 
+        if live is None:
+            if self.live_feed is not None:
+                self.live_feed.detach()
+            self.live_feed = None
+            return
         self.live_feed = LiveFeed(live, force_limit_of(self.protocol))
         if self.robot is not None and self.robot.is_connected:
             self.live_feed.attach(self.robot)
@@ -125,7 +131,7 @@ class EpisodeBackend:
         self.connect()
         robot = self.require_robot()
         from real_bridge.observation import scene_setup
-        from sim_suites.policies import load_policy
+        from sim_suites.robot_core import load_policy
 
         setup = None
         if robot.config.robot.kinematics or robot.config.loop.judge == "detector":

@@ -8,9 +8,7 @@ Standard ROS 2 messages carry everything (no custom message types):
 - manifest: `std_msgs/String` (TRANSIENT_LOCAL) holding `episode_manifest(...)` as JSON, for an
   optional scene-reset service (std_srvs/Trigger has no request payload, so the harness publishes
   the manifest first; the reset station answers `{"episode_id", "manifest_sha256"}` so the harness
-  knows which manifest it reset to, and retries until it has seen the new one). One reset per
-  manifest published: a request resent without a new manifest (`deadlines.resend_s`) gets the
-  answer of the reset already done, not a second reset.
+  knows which manifest it reset to, and retries until it has seen the new one).
 - episode events: `std_msgs/String` (TRANSIENT_LOCAL), `episode_event(...)` — "started" and
   "ended"; the twin's oracle answers "ended" with its verdict (the harness's own detector,
   `real_bridge.detector`, judges from the recorded streams and publishes nothing).
@@ -64,7 +62,7 @@ def episode_manifest(
     Returns:
         A JSON-ready dict; `manifest_sha256(...)` of it is what the robot echoes on reset.
     """
-    from sim_suites.variations import DEFAULT_RANDOMIZATION
+    from sim_suites.robot_core import DEFAULT_RANDOMIZATION
 
     # Without a protocol the sim half uses the default ranges: the scene must come from them too.
     randomization = {k: [float(lo), float(hi)] for k, (lo, hi) in DEFAULT_RANDOMIZATION.items()}

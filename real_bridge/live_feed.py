@@ -1,6 +1,6 @@
 """The robot link's live view for the run's console and Foxglove, and the console's stop.
 
-`LiveFeed` publishes a `real_bridge.robot.Robot` into the run's `embodied_eval.console.live_state.LiveState` (the runner
+`LiveFeed` publishes a `real_bridge.robot.Robot` into the run's `embodied_eval.live_channel.LiveState` (the runner
 hands it to the backend through `attach_live`):
 
 - `LiveSink`, a sink on the link beside the recorder: every message of the recorded streams as it
@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.console.live_state import LiveState
-from real_bridge.policy_loop import OperatorStop
+from embodied_eval.live_channel import LiveState
 from real_bridge.robot import Robot, observation_age_s
 from real_bridge.safety_state import ROBOT_STATE_STATUS, SafetyTracker
 
@@ -110,9 +109,8 @@ class LiveFeed:
     # ------------------------------------------------------------------ the operator
 
     def check_operator(self) -> None:
-        """Raise OperatorStop once an operator asked the run to stop."""
-        if self.live.stop_requested:
-            raise OperatorStop(self.live.stop_reason())
+        """Raise `OperatorStop` once an operator asked the run to stop."""
+        self.live.check_operator_stop()
 
     # ------------------------------------------------------------------ episodes
 

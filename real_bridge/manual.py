@@ -22,6 +22,7 @@ from typing import Any
 
 from embodied_eval.canonical import atomic_write_text, canonical_json, sha256_hex
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import (
     Artifact,
@@ -326,6 +327,7 @@ class ManualBackend:
         self.technician = technician
         self.timed = timed
         self._connected = False
+        self.live: LiveState | None = None
 
     @property
     def is_connected(self) -> bool:
@@ -338,6 +340,11 @@ class ManualBackend:
 
     def disconnect(self) -> None:
         self._connected = False
+
+    def attach_live(self, live: LiveState | None) -> None:
+        """Show the episode the technician is entering on the run's console (its phase: "entry",
+        then "ended"); None detaches. A stop from the console ends the run between episodes."""
+        self.live = live
 
     def __enter__(self) -> ManualBackend:
         self.connect()
@@ -354,6 +361,8 @@ class ManualBackend:
             raise EvalError(f"episode {spec.episode_id}: the manual backend runs side 'real' only")
         self.connect()
         p = self.prompter
+        if self.live is not None:
+            self.live.clear_real(episode_id=spec.episode_id, task_id=spec.task_id, phase="entry")
         for line in describe_spec(spec):
             p.say(line)
         measured = None
@@ -373,6 +382,8 @@ class ManualBackend:
         artifacts: tuple[Artifact, ...] = ()
         if record_dir is not None:
             artifacts = (write_entry_artifact(record_dir, spec, answers),)
+        if self.live is not None:
+            self.live.update_real(phase="ended")
         return episode_from_answers(
             spec, answers, protocol=protocol or self.protocol, artifacts=artifacts
         )

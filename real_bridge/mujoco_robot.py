@@ -17,7 +17,7 @@ the episode loop, homing and the checks assert on this clock. The harness's own 
 robot time (the robot waits for it); a stall is modelled by sleeping on the robot's clock.
 
 This is also the example for a lab implementing `Robot` for a LeRobot arm or a vendor SDK: the
-methods below are all there is to implement (see the README's "Implementing a robot").
+methods below are all there is to implement (see "Implementing a robot" in docs/developer.md).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from real_bridge.safety_state import ROBOT_STATE_STATUS, DiagnosticReading
 from real_bridge.twin.settings import SAME_INSTANT_S, Monitors, TwinGap, TwinSettings
 
 if TYPE_CHECKING:
-    from sim_suites.command_path import CommandQueue
+    from sim_suites.robot_core import CommandQueue
 
 #: Name and version of the in-process robot's oracle (its ground truth, as the twin's).
 ORACLE_NAME, ORACLE_VERSION = "mujoco-robot-oracle", "1"
@@ -104,7 +104,7 @@ class MujocoRobot:
         self.held_at_s: float | None = None
         self._latched: dict[str, tuple[str, list[tuple[str, str]], str]] = {}
         # (apply at, kind, command id, positions, duration), robot seconds.
-        from sim_suites.command_path import CommandQueue
+        from sim_suites.robot_core import CommandQueue
 
         self._pending: CommandQueue[tuple[str, str, np.ndarray, float]] = CommandQueue()
         self._applied: dict[str, AppliedAction] = {}

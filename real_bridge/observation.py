@@ -94,8 +94,8 @@ def hand_covers(tcp: np.ndarray, object_pos: np.ndarray) -> bool:
 def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
     """The pair's scene of `spec` (placement, yaw, size and distractors from the pair's scene
     stream, as the sim half drew them) from the sim's own model."""
-    from sim_suites.env import PandaTaskEnv
-    from sim_suites.scenes import episode_seeds, scene_ranges
+    from embodied_eval.seeds import episode_seeds
+    from sim_suites.robot_core import PandaTaskEnv, scene_ranges
 
     kwargs: dict[str, Any] = {
         "randomization": scene_ranges(manifest.get("randomization", {})),
@@ -134,8 +134,12 @@ class PandaAdapter:
     """
 
     def __init__(self, robot: RobotSpec, dt_s: float) -> None:
-        from sim_suites.command_path import LIMIT_MARGIN, ArmCommandPath, JointLimits
-        from sim_suites.robot import panda_kinematics
+        from sim_suites.robot_core import (
+            LIMIT_MARGIN,
+            ArmCommandPath,
+            JointLimits,
+            panda_kinematics,
+        )
 
         if robot.kinematics != "panda":
             raise EvalError(
@@ -186,7 +190,7 @@ class PandaAdapter:
     ) -> dict[str, np.ndarray]:
         """The observation dict (sim keys) from joint states (arm + 2 fingers, 9 values) and the
         tracker's latest pose (`now_s` on the same clock as its `received_s`)."""
-        from sim_suites.controller import grasp_closes, grasp_releases
+        from sim_suites.robot_core import grasp_closes, grasp_releases
 
         setup = self.setup
         if self._first:  # the first command starts from the posture the policy first sees

@@ -41,7 +41,6 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.console.live_state import OPERATOR_STOP
 from embodied_eval.errors import EvalError
 from real_bridge.command_check import command_problem
 from real_bridge.robot import CLOCK_SLACK_S, JointCommand, Observation, Robot
@@ -53,13 +52,6 @@ class RobotLost(EvalError):
 
 class CommandRefused(EvalError):
     """A command (chunk) violated the robot profile's limits and was not sent."""
-
-
-class OperatorStop(EvalError):
-    """Someone asked the run to stop (the console's stop button or its API): the episode ends
-    `aborted` with this `abort_cause`, after the safe-stop hold."""
-
-    abort_cause = OPERATOR_STOP
 
 
 def no_operator_check() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 from embodied_eval.canonical import canonical_json, file_sha256
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import UNSUPERVISED
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from real_bridge.bridge_config import BridgeConfig, load_bridge_config, profile_path
@@ -30,8 +31,6 @@ from real_bridge.recording import PARTIAL_SUFFIX, McapRecorder, recover_partial
 from real_bridge.robot import Robot
 from real_bridge.supervision import EpisodeRun
 
-#: `control["abort_cause"]` of an episode found to have run while the harness was dead.
-UNSUPERVISED = "unsupervised"
 OPTIONS = (
     "config",
     "config_path",

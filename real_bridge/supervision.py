@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import POLICY_SERVER, ROBOT_LOST, OperatorStop
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec, SafetyEvent
 from embodied_eval.remote.client import RemotePolicyError
@@ -74,10 +75,6 @@ from real_bridge.safety_state import SafetyTracker
 RESET_FRESH_S = 0.05
 #: Pause between the setup and the first observation, s.
 SETTLE_S = 0.3
-#: Why an abort happened, stored as `control["abort_cause"]` (the runner reads it).
-ROBOT_LOST = "robot_lost"
-#: `control["abort_cause"]` when the remote policy server failed (the robot was held).
-POLICY_SERVER = "policy_server"
 
 
 class EpisodeRun:
@@ -314,7 +311,7 @@ class EpisodeRun:
 
     def start_scene(self) -> dict[str, Any]:
         """The episode's `scene` as the robot's own tracker saw it at the start ({} unseen)."""
-        from sim_suites.scenes import scene_record
+        from sim_suites.robot_core import scene_record
 
         if self.start_pose is None or self.started_s is None:
             return {}
@@ -344,7 +341,7 @@ class EpisodeRun:
                 self.check_operator()
                 robot.sleep(0.01)
             policy = self.policy = policy_factory()
-            from sim_suites.scenes import episode_seeds
+            from embodied_eval.seeds import episode_seeds
 
             policy.reset(episode_seeds(spec.seed).policy)  # the sim half's policy seed
             obs = robot.get_observation()
@@ -389,8 +386,10 @@ class EpisodeRun:
             self._abort(str(exc), ROBOT_LOST)
         except RemotePolicyError as exc:  # the policy lives elsewhere and stopped answering
             self._abort(str(exc), POLICY_SERVER)
-        except EvalError as exc:  # an operator's stop carries its abort_cause
-            self._abort(str(exc), getattr(exc, "abort_cause", ""))
+        except OperatorStop as exc:
+            self._abort(str(exc), exc.abort_cause)
+        except EvalError as exc:
+            self._abort(str(exc), "")
         except BaseException as exc:  # Ctrl-C or a bug: hold the robot first, then re-raise
             self._abort(f"interrupted: {type(exc).__name__}: {exc}", "")
             raise

@@ -179,7 +179,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             np.random.default_rng(s) for s in streams
         )
         if scene_seed is not None:
-            # The pair's scene stream (`sim_suites.scenes.episode_seeds`): shared with the twin
+            # The pair's scene stream (`embodied_eval.seeds.episode_seeds`): shared with the twin
             # robot and the technician's setup, so both halves of a pair start from one scene.
             scene_rng = np.random.default_rng(check_scene_seed(scene_seed))
         draw = draw_instance(self.backend, self.task, self._scene, cfg, dr_rng, scene_rng)

@@ -5,7 +5,7 @@ deterministic for a given spec: the same spec (and protocol, policy, faults) giv
 `Episode`, `started_at` included (it is a parameter; by default it is derived from the protocol's
 window start, or the Unix epoch without a protocol).
 
-Randomness comes from `spec.seed` only, split by `sim_suites.scenes.episode_seeds` into the pair's
+Randomness comes from `spec.seed` only, split by `embodied_eval.seeds.episode_seeds` into the pair's
 scene seed (placement, yaw, size: shared with the real half), the sim-only physics seed (domain
 randomization, sensor noise, fault timing) and the policy seed (shared with the real half). The
 record's `scene` says where the task object started.
@@ -13,8 +13,6 @@ record's `scene` says where the task object started.
 
 from __future__ import annotations
 
-import io
-import zipfile
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,16 +21,16 @@ from typing import Any, cast
 import numpy as np
 from gymnasium import spaces
 
-from embodied_eval.canonical import atomic_write_bytes
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.policy_contract import CLIP, ActionCheck
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
+from embodied_eval.rollout.trajectory import record_observation, write_trajectory
+from embodied_eval.seeds import episode_seeds
 from sim_suites.env import ENGINES, PandaTaskEnv
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
 from sim_suites.safety_monitors import SafetyLimits
-from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
@@ -184,7 +182,7 @@ def run_episode(
         summary["control"]["policy_latency_ms"] = agent.latency_summary()
     artifacts: tuple[Artifact, ...] = ()
     if record_dir is not None:
-        artifacts = (_write_trace(Path(record_dir), spec.episode_id, trace),)
+        artifacts = (write_trajectory(Path(record_dir), spec.episode_id, trace),)
     randomization_record = dict(reset_info["randomization"])
     if reset_info["invalid_draws"]:
         # Instances already done at reset: recorded, redrawn, never counted.
@@ -243,13 +241,6 @@ def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:
     return record, RealityGap(**fields)
 
 
-def record_observation(trace: dict[str, list[np.ndarray]], obs: Any, time_s: float) -> None:
-    """Append an observation (every array as `obs.<key>`) and its simulated time to a trace."""
-    trace.setdefault("time", []).append(np.asarray(time_s, dtype=np.float64))
-    for key, value in obs.items():
-        trace.setdefault(f"obs.{key}", []).append(np.asarray(value))
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
@@ -260,26 +251,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (np.integer,)):
         return int(value)
     return value
-
-
-def trace_bytes(trace: dict[str, list[np.ndarray]]) -> bytes:
-    """An .npz archive of the per-step arrays with fixed zip timestamps (byte-reproducible).
-
-    Stored uncompressed: writing must not slow the episode loop down.
-    """
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name in sorted(trace):
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.asarray(trace[name]), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            archive.writestr(info, member.getvalue())
-    return buffer.getvalue()
-
-
-def _write_trace(folder: Path, episode_id: str, trace: dict[str, list[np.ndarray]]) -> Artifact:
-    data = trace_bytes(trace)
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in episode_id)
-    path = folder / f"{safe}.npz"
-    digest = atomic_write_bytes(path, data)
-    return Artifact(path=str(path), sha256=digest, kind="trajectory", size_bytes=len(data))

@@ -2,7 +2,8 @@
 
 A pair is one trial in two worlds: the sim half and the real half must start from the same scene.
 Everything random about an episode therefore comes from its manifest seed through one function,
-`episode_seeds`, which splits it into three independent streams:
+`embodied_eval.seeds.episode_seeds` (used by the sim and the real side alike), which splits it
+into three independent streams:
 
 - `scene`: what a technician or an automated reset station sets up on the real table — the
   object's placement offset, its yaw and its size, and the distractor objects standing around it
@@ -22,35 +23,12 @@ The streams are children of `SeedSequence(seed)` (`physics` = child 0, `policy` 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 #: Randomization knobs that are part of the scene a technician sets up (shared by both halves).
 SCENE_KNOBS = ("object_xy_offset_m", "object_yaw_rad", "object_size_scale", "distractor_count")
-
-
-@dataclass(frozen=True)
-class EpisodeSeeds:
-    """The three independent seeds of one manifest seed (see the module docstring)."""
-
-    physics: int
-    policy: int
-    scene: int
-
-
-def episode_seeds(seed: int) -> EpisodeSeeds:
-    """Split an episode's manifest seed into its physics, policy and scene seeds.
-
-    Args:
-        seed: the manifest row's seed (shared by the sim and real episodes of a pair).
-    Returns:
-        32-bit seeds from the children 0, 1, 2 of `numpy.random.SeedSequence(seed)`.
-    """
-    children = np.random.SeedSequence(int(seed) % 2**63).spawn(3)
-    physics, policy, scene = (int(c.generate_state(1, np.uint32)[0]) for c in children)
-    return EpisodeSeeds(physics=physics, policy=policy, scene=scene)
 
 
 def scene_ranges(ranges: Mapping[str, Sequence[float]]) -> dict[str, tuple[float, ...]]:

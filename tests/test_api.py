@@ -1,4 +1,4 @@
-"""The notebook API (`import embodied_eval as ee`), driven by the README's own example.
+"""The notebook API (`import embodied_eval as ee`), driven by the developer guide's own example.
 
 The window is `tests.test_certificate.build_window`: 25 pairs, real fails on 4 and sim on 2, one
 near-miss recorded at 2026-11-10T12:00:00Z, 500 exposure hours. By hand: 25 real episodes with
@@ -20,15 +20,15 @@ import pytest
 import embodied_eval as ee
 from tests.test_certificate import build_window
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "developer.md"
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def readme_example() -> str:
-    section = README.read_text(encoding="utf-8").split("## Python API", 1)[1]
+    section = GUIDE.read_text(encoding="utf-8").split("## Python API", 1)[1]
     match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match is not None, "README has no Python API example"
+    assert match is not None, "docs/developer.md has no Python API example"
     return match.group(1)
 
 
@@ -42,7 +42,7 @@ def test_readme_example_runs_and_gives_typed_frames(window: tuple[Path, Path]) -
     scope: dict[str, object] = {"db": db, "protocol": protocol}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(readme_example(), "README.md", "exec"), scope)
+        exec(compile(readme_example(), "docs/developer.md", "exec"), scope)
     episodes = scope["episodes"]
     assert isinstance(episodes, pd.DataFrame)
     assert len(episodes) == 50  # 25 pairs (5 families × 5 instances, day 0) × sim + real

@@ -4,19 +4,16 @@ The harness runs its own control loop on the real side; with a policy URL every 
 comes from an `embodied-eval policy serve` process over the openpi websocket protocol.
 
 - The same paired protocol run (sim and real sides) with the served scripted policy and with the
-  in-process one. The sim episodes are identical. The twin is a physical process in real time
-  (its sensor noise and the scheduling of three processes differ from run to run), so on the real
-  side what is compared is what that leaves deterministic — the episodes planned, their status
-  and the judge's success, the number of loop steps and policy calls — and, on a remote run's own
-  observations, every action it received equals what the in-process policy computes from the
-  same observation (a policy that asks both and returns the served action).
+  in-process one. The sim episodes are identical. The twin runs on its simulated clock (the
+  `twin_sim` profile): it advances only as far as the harness allows, so however long the served
+  policy takes, the real episodes are identical too — status, quality, the judge's success, the
+  number of loop steps and policy calls — and, on a remote run's own observations, every action
+  it received equals what the in-process policy computes from the same observation (a policy that
+  asks both and returns the served action).
 - The server dies mid-episode, or stops answering: the episode is `aborted` saying why, and the
   robot got the safe-stop hold after the last command and comes to rest.
 - A served chunk policy in joint space: chunks are checked and executed whole, one inference per
   chunk, each timed on the episode (`control.policy_latency_ms`).
-
-The twin runs on the wall clock on purpose: a policy server that stops answering is found by a
-wall-clock deadline, and the robot's coming to rest after the hold is watched in real time.
 """
 
 from __future__ import annotations
@@ -43,6 +40,7 @@ from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.store.core import Store
 from real_bridge.bridge_config import Deadlines, LoopSettings, load_bridge_config, profile_path
 from real_bridge.discovery import domain_id_for_test, ros_environment
+from real_bridge.robot import wait_until
 from real_bridge.ros2_backend import Ros2Backend
 from real_bridge.twin.process import TwinProcess
 from tests.remote_support import start_server, stop_server
@@ -89,7 +87,7 @@ robot_id = "twin-1"
 
 @pytest.fixture(scope="module")
 def twin():
-    with TwinProcess(domain_id_for_test(640)) as process:
+    with TwinProcess(domain_id_for_test(640), sim_time=True) as process:
         yield process
 
 
@@ -102,7 +100,7 @@ def scripted_url(tmp_path_factory):
 
 
 def profile(tmp_path: Path) -> Path:
-    text = profile_path("twin").read_text(encoding="utf-8")
+    text = profile_path("twin_sim").read_text(encoding="utf-8")
     path = tmp_path / "twin-remote.toml"
     path.write_text(
         text + "\n[deadlines]\nstate_stale_s = 1.0\ndiscovery_s = 20.0\nservice_s = 10.0\n"
@@ -208,7 +206,7 @@ def test_a_paired_run_over_the_websocket_matches_the_in_process_run(twin, script
         assert (a.task_id, a.seed) == (b.task_id, b.seed)
         assert a.status == b.status == "ok", (a.status_reason, b.status_reason)
         assert a.judge["kind"] == b.judge["kind"] == "oracle"
-        assert a.success == b.success
+        assert (a.success, a.quality) == (b.success, b.quality)
         assert a.control["loop_steps"] == b.control["loop_steps"] == RUN_STEPS
         assert a.control["loop_policy_calls"] == b.control["loop_policy_calls"] == RUN_STEPS
         assert "policy_latency_ms" not in a.control
@@ -231,10 +229,10 @@ def test_a_paired_run_over_the_websocket_matches_the_in_process_run(twin, script
 
 
 def backend(domain: int, steps: int = STEPS) -> Ros2Backend:
-    config = load_bridge_config(profile_path("twin")).replace(
+    config = load_bridge_config(profile_path("twin_sim")).replace(
         domain_id=domain,
         deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
-        loop=LoopSettings(judge="oracle", max_steps=steps),
+        loop=LoopSettings(judge="oracle", max_steps=steps, use_sim_time=True),
     )
     return Ros2Backend(None, config=config)
 
@@ -304,11 +302,12 @@ def test_server_death_or_silence_aborts_the_real_episode_and_holds_the_robot(twi
             died = robot.run_episode(
                 spec("dies", f"ws://127.0.0.1:{port}"), None, tmp_path / "a"
             ).episode
-            assert robot.ros2_robot().session.wait_for(lambda: _at_rest(robot), 5.0)
+            # On the robot's (simulated) clock: it advances while the harness waits on it.
+            assert wait_until(robot.ros2_robot(), lambda: _at_rest(robot), 5.0, 0.02)
             slow = robot.run_episode(
                 spec("slow", f"ws://127.0.0.1:{silent_port}?timeout=0.5"), None, tmp_path / "b"
             ).episode
-            assert robot.ros2_robot().session.wait_for(lambda: _at_rest(robot), 5.0)
+            assert wait_until(robot.ros2_robot(), lambda: _at_rest(robot), 5.0, 0.02)
     finally:
         stop_server(dead)
         stop_server(silent)

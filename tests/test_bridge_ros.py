@@ -4,11 +4,6 @@ The twin (`python -m real_bridge.twin`) plays a plain ros2_control robot; the ha
 reference policy in its own loop, sends JointTrajectory commands, records everything and asks a
 declared judge. Each test uses loopback-only discovery and a domain id of its own; fixtures always
 stop the twin. Timing is not asserted except the deadman's 200 ms hold, which is the requirement.
-
-Every test that runs an episode does so on the twin's simulated clock (`--sim-time`,
-`loop.use_sim_time`): the twin advances in lockstep with the harness, so machine load cannot
-change what happens in it. Two tests use a twin on the wall clock on purpose: the state stream
-(what a real robot's 500 Hz stream looks like) and the reference deadman relay's 200 ms deadline.
 """
 
 from __future__ import annotations
@@ -63,15 +58,6 @@ def no_shm_leftovers():
 
 @pytest.fixture(scope="module")
 def twin():
-    """The twin on its simulated clock (for the tests that run episodes)."""
-    domain = domain_id_for_test(next(_counter))
-    with TwinProcess(domain, sim_time=True) as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-def wall_twin():
-    """The twin on the wall clock, as a real robot runs (real time on purpose)."""
     domain = domain_id_for_test(next(_counter))
     with TwinProcess(domain) as process:
         yield process
@@ -95,15 +81,13 @@ def spec(episode="e1", task="pick_place/cube_center", attempt=1, seed=3, policy=
 
 
 def backend(domain, *, judge="oracle", prompter=None, reset_station=True, **loop):
-    """The harness's backend for the twin on `domain`: on the twin's simulated clock unless
-    `use_sim_time=False` (a twin on the wall clock)."""
     config = load_bridge_config(profile_path("twin"))
     if not reset_station:
         config = config.replace(services=ServiceNames(scene_reset=""))
     config = config.replace(
         domain_id=domain,
         deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
-        loop=LoopSettings(**{"judge": judge, "max_steps": STEPS, "use_sim_time": True, **loop}),
+        loop=LoopSettings(**{"judge": judge, "max_steps": STEPS, **loop}),
     )
     return Ros2Backend(None, config=config, prompter=prompter)
 
@@ -117,10 +101,8 @@ def read_mcap(path):
     return out
 
 
-def test_state_stream_camera_and_a_checked_command(wall_twin):
-    """The 500 Hz state stream, the camera and an applied command, as a real robot sends them:
-    on the wall clock on purpose."""
-    with backend(wall_twin.domain_id, use_sim_time=False) as backend_:
+def test_state_stream_camera_and_a_checked_command(twin):
+    with backend(twin.domain_id) as backend_:
         robot = backend_.ros2_robot()
         assert isinstance(robot, Robot)  # the one robot interface, structurally
         first = robot.get_observation()
@@ -230,7 +212,7 @@ def test_the_trackers_latency_and_dropouts_show_in_the_recording(tmp_path):
     # A twin whose tracker is 100 ms late; a pick long enough for the hand to come over the cube.
     domain = domain_id_for_test(next(_counter))
     with (
-        TwinProcess(domain, tracker_latency_s=0.1, sim_time=True),
+        TwinProcess(domain, tracker_latency_s=0.1),
         backend(domain, judge="oracle", max_steps=300) as robot,
     ):
         ep = robot.run_episode(spec("lat", seed=5), None, tmp_path / "rec").episode
@@ -343,17 +325,15 @@ def _robot_state(link):
     return states[-1] if states else {}
 
 
-def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(wall_twin):
+def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
     """20 heartbeat losses: the relay holds within 200 ms of the last heartbeat it received,
-    every time, by its own log (a safety property: never rerun). A wall-clock deadline, so on
-    the wall clock on purpose."""
+    every time, by its own log (a safety property: never rerun)."""
     from real_bridge.deadman_relay import DeadmanRelay
 
-    config = load_bridge_config(profile_path("twin")).replace(domain_id=wall_twin.domain_id)
+    config = load_bridge_config(profile_path("twin")).replace(domain_id=twin.domain_id)
     relay = DeadmanRelay(config)
     try:
-        # Its heartbeat runs while connected.
-        with backend(wall_twin.domain_id, use_sim_time=False) as robot:
+        with backend(twin.domain_id) as robot:  # its heartbeat runs while connected
             link = robot.ros2_robot()
             for trial in range(1, 21):
                 # Armed: the heartbeat seen and the posture known (the hold needs it).
@@ -405,7 +385,7 @@ def test_tool_use_episode_end_to_end(twin, tmp_path):
     config = load_bridge_config(profile_path("twin")).replace(
         domain_id=twin.domain_id,
         deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
-        loop=LoopSettings(judge="detector", max_steps=450, use_sim_time=True),
+        loop=LoopSettings(judge="detector", max_steps=450),
     )
     with Ros2Backend(None, config=config) as robot:
         outcome = robot.run_episode(spec("tool", task="tool_use/hook_center"), None, tmp_path)

@@ -1,4 +1,5 @@
-"""The runner's real side against the twin: a killed harness, a killed robot, resume.
+"""The runner's real side against the twin: a killed harness, a killed robot, resume. The twin runs
+in real time here on purpose: deadlines, the deadman and a robot's return are about the wall clock.
 
 - SIGKILL of the harness mid-episode: the twin holds within 200 ms (its deadman), the partial
   recording is readable, and the resumed run marks that attempt as unsupervised (partial kept and
@@ -6,9 +7,6 @@
 - SIGKILL of the twin mid-episode: the attempt is aborted as robot-lost, the runner waits, and
   when the twin comes back it re-runs the row without using a policy retry; if the twin never
   comes back the run halts with a non-zero exit and the reason.
-
-The twin and the harness run on the wall clock on purpose, as with a real robot: these are the
-deadman's and the robot-lost deadlines.
 """
 
 from __future__ import annotations

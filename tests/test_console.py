@@ -28,9 +28,9 @@ pytest.importorskip("uvicorn")
 
 from embodied_eval.console.access import Operators, TLSFiles
 from embodied_eval.console.app import ConsoleServer
-from embodied_eval.console.live_state import LiveState
 from embodied_eval.console.window import window_view
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.live import operator_requests
 from embodied_eval.runner.trials import RunOptions, run_trials

@@ -19,7 +19,7 @@ pytest.importorskip("fastapi")
 
 from embodied_eval.console.access import Operators
 from embodied_eval.console.app import ConsoleServer
-from embodied_eval.console.live_state import LiveState
+from embodied_eval.live_channel import LiveState
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.live import operator_requests
 from embodied_eval.runner.trials import RunOptions, run_trials

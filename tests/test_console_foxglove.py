@@ -20,8 +20,8 @@ pytest.importorskip("foxglove")
 
 from embodied_eval.console.access import Operators, TLSFiles
 from embodied_eval.console.foxglove_live import JSON_TOPICS, FoxgloveLive
-from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 from tests.console_support import self_signed_tls
 
 pytestmark = [pytest.mark.timeout(120)]

@@ -3,7 +3,7 @@ the page's stop button holds the arm — the twin's own log (its `robot/state` d
 last arm command it received and when, on its wall clock) shows the safe-stop hold arriving
 within 200 ms of the click; the episode ends `aborted` with cause `operator_stop`, the run stops,
 and the stop is a chained ledger record naming the operator whose link opened the page. Never
-rerun. The twin runs on the wall clock on purpose: the 200 ms from click to hold is a deadline.
+rerun.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.console.access import Operators
 from embodied_eval.console.app import ConsoleServer
-from embodied_eval.console.live_state import LiveState
+from embodied_eval.live_channel import LiveState
 from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.runner.live import operator_requests
 from embodied_eval.runner.trials import RunOptions, run_trials

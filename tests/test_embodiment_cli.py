@@ -92,6 +92,10 @@ def test_json_equals_the_report_object(store_db, fake_log, capsys):
     ).to_json()
     assert out.pop("amendments_used") == []  # no chained audit or correction in this store
     assert out.pop("calibration_by_day") is None  # the protocol declares no maintenance audit
+    trials = out.pop("trials")  # the certificate's trials section (tests/test_console_manifests.py)
+    assert [row["family"] for row in trials["by_family"]] == sorted(
+        {e.family for e in load_episodes("ss_pos")}
+    )
     verdict = window_verdict(
         expected["gates"], valid=expected["valid"], invalid_reason=expected["invalid_reason"]
     )

@@ -17,7 +17,7 @@ import pytest
 from embodied_eval.cli.main import main
 from embodied_eval.manifest import plan_manifest
 from embodied_eval.protocol.reader import protocol_from_mapping
-from embodied_eval.runner.gym_physics import apply_randomization
+from embodied_eval.rollout.gym_physics import apply_randomization
 from embodied_eval.runner.gym_side import RANDOM_POLICY
 from embodied_eval.runner.trials import RunOptions, run_trials
 from embodied_eval.runner.work import GymSource

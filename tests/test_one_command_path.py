@@ -12,6 +12,7 @@ import pytest
 pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.records import EpisodeSpec
+from embodied_eval.seeds import episode_seeds
 from real_bridge.bridge_config import load_bridge_config, profile_path
 from real_bridge.calibration.replay import EpisodeReplay
 from real_bridge.interface import episode_manifest
@@ -23,7 +24,7 @@ from real_bridge.twin.sim_plant import SimSuitesPlant
 from sim_suites.command_path import ArmCommandPath, JointFollower
 from sim_suites.env import PandaTaskEnv
 from sim_suites.policies import load_policy
-from sim_suites.scenes import episode_seeds, scene_ranges
+from sim_suites.scenes import scene_ranges
 
 TASK = "pick_place/cube_center"
 SEED = 4

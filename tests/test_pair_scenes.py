@@ -14,12 +14,13 @@ pytest.importorskip("sim_suites.env", exc_type=ImportError)
 
 from embodied_eval.protocol.reader import load_protocol
 from embodied_eval.records import EpisodeSpec
+from embodied_eval.seeds import episode_seeds
 from real_bridge.interface import episode_manifest
 from real_bridge.observation import scene_setup
 from real_bridge.twin.settings import TwinSettings
 from real_bridge.twin.sim_plant import SimSuitesPlant
 from sim_suites.episode import run_episode
-from sim_suites.scenes import episode_seeds, yaw_of_quat
+from sim_suites.scenes import yaw_of_quat
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -176,6 +176,9 @@ class FakeBackend:
     def disconnect(self) -> None:
         self.connected = False
 
+    def attach_live(self, live: object) -> None:
+        self.live = live
+
     def __enter__(self) -> FakeBackend:
         self.connect()
         return self

@@ -30,7 +30,7 @@ from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.protocol.task_catalog import check_instances
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.runner.options import RunOptions, run_settings
-from sim_suites.scenes import episode_seeds
+from embodied_eval.seeds import episode_seeds
 from sim_suites.suites import libero_suite
 from sim_suites.suites.libero_suite import LiberoTaskEnv, run_episode
 from tests.suite_support import suite_protocol_text, suite_spec

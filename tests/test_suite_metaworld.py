@@ -25,7 +25,7 @@ from embodied_eval.protocol.reader import protocol_from_mapping
 from embodied_eval.protocol.task_catalog import check_instances
 from embodied_eval.records import EpisodeSpec
 from embodied_eval.runner.options import RunOptions, run_settings
-from sim_suites.scenes import episode_seeds
+from embodied_eval.seeds import episode_seeds
 from sim_suites.suites import meta_world, mujoco_compat
 from sim_suites.suites.meta_world import MetaWorldTaskEnv, expert_policy, run_episode
 from sim_suites.suites.suite_knobs import apply_suite_randomization

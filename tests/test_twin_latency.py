@@ -1,8 +1,6 @@
 """The twin honours a drift's command latency, measured on the robot's own clock: each applied
 command's echo says how long the command waited between its arrival and taking effect (the
-twin's simulated clock), read from the episode's recording. The twin runs on its simulated
-clock (`--sim-time`), in lockstep with the harness: a loaded machine cannot make the loop skip
-ticks and send fewer commands."""
+twin's simulated clock), read from the episode's recording."""
 
 from __future__ import annotations
 
@@ -46,7 +44,7 @@ def command_to_effect_s(path) -> list[float]:
 
 @pytest.fixture(scope="module")
 def twin():
-    with TwinProcess(domain_id_for_test(next(_counter)), sim_time=True) as process:
+    with TwinProcess(domain_id_for_test(next(_counter))) as process:
         yield process
 
 

@@ -1,11 +1,6 @@
 """The twin on its simulated clock (`real_bridge.twin.lockstep`, `loop.use_sim_time`): machine load
 cannot move an outcome, and a dead harness still trips the deadman, in simulated time.
 
-What once let load in, each covered here: the twin drew new sensor noise for every state it
-republished while its clock stood (so how long it stood on the wall clock changed the noise of
-every tick after), and a scene-reset request resent after `deadlines.resend_s` of wall time
-reset the scene a second time while the harness already ran on from the first.
-
 Asserted on what the robot's own clock recorded; never rerun.
 """
 
@@ -16,7 +11,6 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
 
 from real_bridge.twin.lockstep import Lockstep
@@ -147,58 +141,9 @@ def test_a_dead_harness_trips_the_deadman_after_deadman_s_of_simulated_time():
                 return bool(held)
 
             # The twin waits sim_grace_s (2 s wall) for the harness, then runs on its own.
-            if not link.session.wait_for(hold_reported, 20.0):
-                readings, _ = link.safety_readings(0)
-                last = [dict(r.values) for r in readings if r.name == ROBOT_STATE_STATUS][-1:]
-                pytest.fail(f"no deadman hold; the twin's last robot/state: {last}")
-            time.sleep(0.5)  # wall time: a robot held without a harness does not run on
-            clock_ns = round(link.now_s() * 1e9)
+            assert link.session.wait_for(hold_reported, 20.0), "no deadman hold"
     state = held[0]
     assert int(state["supervised_until_ns"]) == allowed_ns
     # The profile's deadman is 100 ms of simulated time: still supervised at the allowance +
     # 100 ms, held at the first tick past it, 2 ms later (500 Hz) — 102 ms on the robot's clock.
     assert int(state["held_at_ns"]) - allowed_ns == 102_000_000
-    # The hold's tick ends 2 ms later, and there the clock stands.
-    assert clock_ns - allowed_ns == 104_000_000
-
-
-@ros
-def test_a_resent_reset_request_does_not_reset_the_scene_again():
-    pytest.importorskip("rclpy", exc_type=ImportError)
-    pytest.importorskip("sim_suites.env", exc_type=ImportError)
-    from real_bridge.discovery import domain_id_for_test
-    from real_bridge.interface import episode_manifest
-    from real_bridge.robot import JointCommand
-    from real_bridge.safety_state import ROBOT_STATE_STATUS
-    from real_bridge.twin.process import TwinProcess
-    from tests.test_bridge_ros import backend, spec
-
-    with TwinProcess(domain_id_for_test(next(_counter)), sim_time=True) as twin:  # noqa: SIM117
-        with backend(twin.domain_id, use_sim_time=True) as robot:
-            link = robot.ros2_robot()
-            manifest = episode_manifest(spec("rs", seed=5), None)
-            for _ in range(10):  # as the harness does: until the twin has the manifest
-                ok, answer = link.reset_scene(manifest, 10.0)
-                if ok:
-                    break
-                link.sleep(0.02)
-            assert ok, answer
-            link.sleep(0.02)
-            start = link.get_observation().position[:7].copy()
-            turn = np.array([0.1, 0, 0, 0, 0, 0, 0])
-            link.send_action(JointCommand(start + turn, 0.3))
-            for _ in range(25):  # 0.5 s: the arm turns 0.1 rad about its first joint
-                link.sleep(0.02)
-            turned = link.get_observation().position[0]
-            assert turned - start[0] > 0.09
-            # The same request again without a new manifest (what `deadlines.resend_s` sends
-            # when the answer is late): the first reset's answer, and no second reset, which
-            # would put the arm back where the scene starts.
-            again = link.session.call(link.reset_client, link.trigger_type.Request(), 10.0)
-            assert (again.success, again.message) == (True, answer)
-            link.sleep(0.02)
-            assert abs(link.get_observation().position[0] - turned) < 0.005
-            link.sleep(0.5)  # a periodic robot/state comes every 0.5 s of the robot's time
-            readings, _ = link.safety_readings(0)
-            state = [dict(r.values) for r in readings if r.name == ROBOT_STATE_STATUS][-1]
-            assert state["resets_repeated"] == "1"

@@ -41,10 +41,10 @@ from embodied_eval.certificate.closures import (
 from embodied_eval.certificate.inputs import WindowInputs, gather_inputs
 from embodied_eval.embodiment import EmbodimentReport, compute_embodiment
 from embodied_eval.errors import EvalError
-from embodied_eval.manifest import derive_seed
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.scoring import ScoreReport, score_evidence
 from embodied_eval.scoring.gate_checks import GateResult, Verdict
+from embodied_eval.seeds import derive_seed
 from embodied_eval.stats.ppi_floor import PPIFloor
 
 PROFILE = "robotics"

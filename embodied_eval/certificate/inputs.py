@@ -17,6 +17,7 @@ from typing import Any
 from embodied_eval.canonical import canonical_hash
 from embodied_eval.embodiment.calibration_days import window_day_calibrations
 from embodied_eval.embodiment.loading import load_window
+from embodied_eval.embodiment.window_rates import window_manifests
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import Protocol
@@ -39,7 +40,7 @@ class WindowInputs:
         incidents: the window's incidents (data contract; final severity when reviewed).
         exposure: the window's exposure-ledger entries.
         manifests: escrowed manifests of this protocol and window: {"manifest_hash",
-            "created_at", "manifest"} each.
+            "created_at", "name", "manifest"} each (`embodiment.window_rates.window_manifests`).
         amendments: amendment payloads of the window's incidents, in chain order.
         reviews: signed review payloads of the window's incidents, in chain order.
         chain: the incident log's integrity when read: head_hash, record_count, verification
@@ -154,17 +155,7 @@ def gather_inputs(
     db_path = Path(db) if db is not None else default_db_path()
     window_id = window if window is not None else protocol.window_id
     with Store(db_path, create=False) as store:
-        manifests = []
-        for row in store.manifests(protocol_hash=protocol.protocol_hash):
-            if row["window"] != window_id:
-                continue
-            manifests.append(
-                {
-                    "manifest_hash": row["manifest_hash"],
-                    "created_at": row["created_at"],
-                    "manifest": store.manifest(row["manifest_hash"]),
-                }
-            )
+        manifests = window_manifests(store, protocol, window_id)
     chain, states = _incident_log_state(db_path, window_id, signer_fingerprint)
     # The same window selection as `embodied-eval metrics` (one place decides which episodes,
     # faults, incidents and exposure belong to a window); the log was verified just above.

@@ -3,26 +3,15 @@ success per family and per sim engine, and what the planner says remains to run.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from embodied_eval.certificate.compute import Results
 from embodied_eval.certificate.inputs import WindowInputs
 from embodied_eval.embodiment.selection import select_episodes
+from embodied_eval.embodiment.window_rates import family_rows, planned_rows, success_by
 from embodied_eval.records import Episode, first_attempts
-from embodied_eval.stats import wilson_interval
-
-
-def _planned(manifests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The planned episode rows of every escrowed manifest, each planned slot once."""
-    seen: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for m in manifests:
-        body = m.get("manifest") or {}
-        for spec in body.get("episodes", []):
-            key = (str(spec["pair_id"]), str(spec["side"]), str(spec["engine"]))
-            seen.setdefault(key, spec)
-    return list(seen.values())
 
 
 def _side_counts(
@@ -40,13 +29,6 @@ def _side_counts(
         "error": status.get("error", 0),
         "retries": sum(1 for e in mine if e.attempt > 1),
     }
-
-
-def _success(episodes: Iterable[Episode], level: float) -> dict[str, Any] | None:
-    eps = list(episodes)
-    if not eps:
-        return None
-    return wilson_interval(sum(e.success for e in eps), len(eps), level).to_json()
 
 
 def _remaining(results: Results) -> list[dict[str, Any]]:
@@ -79,42 +61,25 @@ def trials_section(inputs: WindowInputs, results: Results) -> dict[str, Any]:
     and what the planner says remains to run.
 
     Success per family and engine is the plain Wilson interval over first scored attempts (a
-    technician's view); AR and S2R with their cluster-bootstrap intervals are in `embodiment`.
+    technician's view, `embodiment.window_rates`, which the console shows too); AR and S2R with
+    their cluster-bootstrap intervals are in `embodiment`.
     """
     protocol = inputs.protocol
     level = protocol.confidence
     episodes = list(inputs.episodes)
-    planned = _planned(inputs.manifests)
     sets = select_episodes(episodes, protocol)
+    planned = planned_rows(inputs.manifests, sets.policy)
     s2r_by_family = results.embodiment.get("S2R_by_family", {})
-    families = sorted({e.family for e in episodes} | {str(s["family"]) for s in planned})
-    by_family = []
-    for family in families:
-        real_run = {e.pair_id for e in episodes if e.side == "real" and e.family == family}
-        by_family.append(
-            {
-                "family": family,
-                "real_planned": (
-                    sum(1 for s in planned if s["side"] == "real" and s["family"] == family)
-                    if planned
-                    else None
-                ),
-                "real_run": len(real_run),
-                "sim": _success((e for e in sets.sim if e.family == family), level),
-                "real": _success((e for e in sets.real if e.family == family), level),
-                "s2r": s2r_by_family.get(family),
-            }
-        )
-    engines: dict[str, list[Episode]] = defaultdict(list)
-    for e in sets.sim_every_engine:
-        if e.scored:
-            engines[e.engine].append(e)
+    by_family = [
+        {**row, "s2r": s2r_by_family.get(row["family"])}
+        for row in family_rows(episodes, inputs.manifests, protocol)
+    ]
+    scored_sim = (e for e in sets.sim_every_engine if e.scored)
+    engines = success_by(first_attempts(scored_sim), lambda e: e.engine, level)
     return {
         "by_side": {side: _side_counts(episodes, planned, side) for side in ("sim", "real")},
         "by_family": by_family,
-        "sim_by_engine": {
-            eng: _success(first_attempts(eps), level) for eng, eps in sorted(engines.items())
-        },
+        "sim_by_engine": {engine: est.to_json() for engine, est in engines.items()},
         "evaluated_policy": sets.policy,
         "success_method": f"Wilson {level * 100:g} % over first scored attempts",
         "remaining": _remaining(results),

@@ -111,7 +111,7 @@ def trial_window_audit(
         )
         return
     if label is not None:
-        from embodied_eval.store.audit_sample import label_episode, latest_draw_window
+        from embodied_eval.embodiment.audit_sample import label_episode, latest_draw_window
 
         private = load_key_option(key, passphrase_env) if key is not None else None
         target = window if window is not None else latest_draw_window(db)
@@ -134,7 +134,7 @@ def trial_window_audit(
             key="window",
         )
     if measure:
-        from embodied_eval.store.audit_sample import measure_window_audit
+        from embodied_eval.embodiment.audit_sample import measure_window_audit
 
         private = load_key_option(key, passphrase_env) if key is not None else None
         measured = measure_window_audit(db, window, key=private)
@@ -157,8 +157,8 @@ def trial_window_audit(
                 highlight=False,
             )
         return
+    from embodied_eval.embodiment.audit_sample import draw_window_audit
     from embodied_eval.embodiment.window_audit import recording_of, verdict_of
-    from embodied_eval.store.audit_sample import draw_window_audit
 
     used_seed = seed if seed is not None else secrets.randbits(32)
     draw, record, sample = draw_window_audit(db, window, used_seed, per_stratum)

@@ -60,8 +60,8 @@ InsecureRemoteOption = typer.Option(
 def operators_from(users: list[str] | None, operators_file: Path | None) -> Operators:
     """The session's operators: `--operators FILE`, else `--user` names, else the login name."""
     from embodied_eval.console.access import Operators
-    from embodied_eval.console.live_state import default_user
     from embodied_eval.errors import EvalError
+    from embodied_eval.live_channel import default_user
 
     if operators_file is not None:
         if users:

@@ -98,6 +98,12 @@ failures) are `null` with a note. Intervals are two-sided at the protocol's conf
                         "content_sha256", "parameters": {"payload" | "friction" |
                         "actuator_delay": {"value", "low", "high", "unit", "identified"}}}];
                         null without a [maintenance] audit
+    trials              the certificate's trials section (`certificate.trials`): "by_side",
+                        "by_family" [{"family", "real_planned" (over every manifest of the
+                        window), "real_run", "sim", "real" (Wilson estimates over first scored
+                        attempts, `embodiment.window_rates`), "s2r"}], "sim_by_engine",
+                        "evaluated_policy", "success_method", "remaining", "real_episodes" — the
+                        per-family counts the console shows for a stored window
     amendments_used     the trial ledger's audits and corrections applied to the episodes:
                         [{"kind", "record_id", "seq", "episode_id", "changes", "by", "role",
                         "signer", "at"}]
@@ -117,6 +123,7 @@ import typer
 from rich.table import Table
 
 from embodied_eval.certificate.compute import evaluate_window
+from embodied_eval.certificate.trials import trials_section
 from embodied_eval.cli.common import DbOption, JsonOption, console, print_json, window_id
 from embodied_eval.cli.summaries import print_remains, print_verdict
 from embodied_eval.embodiment.report import EmbodimentReport
@@ -311,6 +318,7 @@ def metrics(
                 **report.to_json(),
                 "verdict": report_verdict(report).to_json(),
                 "amendments_used": amendments_used,
+                "trials": trials_section(inputs, results),
                 "calibration_by_day": (results.closures.get("maintenance") or {}).get(
                     "calibration_by_day"
                 ),

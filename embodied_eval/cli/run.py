@@ -37,8 +37,8 @@ from embodied_eval.cli.console_cmd import (
     operators_from,
     token_file_kept,
 )
-from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 from embodied_eval.protocol.reader import Protocol, load_protocol
 from embodied_eval.runner.gym_side import GymSource
 from embodied_eval.runner.progress import summary_table

@@ -30,9 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from embodied_eval.console.access import Operators, TLSFiles, check_bind, listening_socket
-from embodied_eval.console.live_state import LiveState, default_user, frame_jpeg
+from embodied_eval.console.frames import frame_jpeg
 from embodied_eval.console.window import window_view
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState, default_user
 from embodied_eval.protocol.reader import Protocol
 
 #: Seconds between re-reads of the store when nothing was published (another process may write).

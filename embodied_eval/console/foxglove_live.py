@@ -29,8 +29,8 @@ from typing import Any
 
 from embodied_eval.console.access import Operators, TLSFiles, check_bind
 from embodied_eval.console.foxglove_gate import FoxgloveGate
-from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 
 #: How often the publisher looks at the live state, Hz.
 PUBLISH_HZ = 50.0

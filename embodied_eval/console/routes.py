@@ -14,7 +14,7 @@ from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.sse import EventSourceResponse
 
 from embodied_eval.console.access import token_in_request
-from embodied_eval.console.live_state import frame_jpeg
+from embodied_eval.console.frames import frame_jpeg
 from embodied_eval.console.window import episode_artifact
 from embodied_eval.errors import EvalError
 

@@ -1,9 +1,14 @@
 """The window as the console shows it, read from the store through a read-only connection.
 
-`window_view` reads the manifest (the run's, or the newest one escrowed for the protocol), every
-stored attempt of it, and returns the numbers and HTML sections of the page:
+`window_view` reads the manifests it shows — the attached run's, or, for a stored window, every
+manifest escrowed for the window (the run and, say, an expansion audit's arms), each named — every
+stored attempt of them, and returns the numbers and HTML sections of the page:
 
-- progress per side × engine × family × drift day (`runner.summary.progress_rows`): run/planned,
+- what the certificate counts, per family (`embodiment.window_rates.family_rows`, over every
+  manifest and every stored episode of the window: the certificate's trials section and
+  `metrics --json` "trials" show the same rows);
+- progress per manifest × side × engine × family × drift day (`runner.summary.progress_rows`;
+  a stored window's manifest shows the sides it has stored attempts on): run/planned,
   successes of the scored episodes with a Wilson interval at the protocol's confidence
   (`stats.proportions.wilson_interval`), aborted and errored rows, and per side the ETA at the
   rate episodes were recorded recently;
@@ -20,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -31,6 +37,7 @@ from embodied_eval.certificate.episodes_html import (
     recording_links,
 )
 from embodied_eval.certificate.html_parts import esc, fmt_number, table, verdict_html
+from embodied_eval.embodiment.window_rates import family_rows, window_manifests
 from embodied_eval.errors import EvalError
 from embodied_eval.manifest import Manifest, settle, stored_attempts
 from embodied_eval.plugins import INCIDENT_LOG, resolve
@@ -66,8 +73,50 @@ def load_manifest(store: Store, protocol: Protocol, manifest_hash: str | None) -
     data = store.manifest(manifest_hash)
     if data is None:
         raise EvalError(f"the store holds no manifest {manifest_hash!r}", key="manifest")
-    episodes = data.pop("episodes", [])
-    return Manifest(header=data, specs=tuple(EpisodeSpec.from_dict(e) for e in episodes))
+    return manifest_of(data)
+
+
+def manifest_of(body: dict[str, Any]) -> Manifest:
+    """A stored manifest body (header and "episodes") as a `Manifest`."""
+    header = {k: v for k, v in body.items() if k != "episodes"}
+    return Manifest(
+        header=header, specs=tuple(EpisodeSpec.from_dict(e) for e in body.get("episodes", []))
+    )
+
+
+@dataclass
+class Shown:
+    """One manifest the page shows: its name, the manifest, its stored attempts, its sides."""
+
+    name: str
+    manifest: Manifest
+    attempts: dict[Any, list[Episode]]
+    sides: tuple[str, ...]
+
+
+def _shown(store: Store, protocol: Protocol, manifest_hash: str | None) -> list[Shown]:
+    """The attached run's manifest (both sides), else every manifest of the window, each with
+    the sides it has stored attempts on (all sides when none has any yet)."""
+    if manifest_hash is not None:
+        manifest = load_manifest(store, protocol, manifest_hash)
+        named = [
+            m for m in window_manifests(store, protocol) if m["manifest_hash"] == manifest_hash
+        ]
+        name = named[0]["name"] if named else "run"
+        return [Shown(name, manifest, stored_attempts(store, manifest), ("sim", "real"))]
+    found = window_manifests(store, protocol)
+    if not found:  # the protocol's newest manifest (refused, naming it, when there is none)
+        manifest = load_manifest(store, protocol, None)
+        return [Shown("run", manifest, stored_attempts(store, manifest), ("sim", "real"))]
+    out = []
+    for m in found:
+        manifest = manifest_of(m["manifest"])
+        attempts = stored_attempts(store, manifest)
+        sides = tuple(s for s in ("sim", "real") if any(slot[1] == s for slot in attempts))
+        out.append(Shown(m["name"], manifest, attempts, sides))
+    if not any(s.sides for s in out):
+        out = [Shown(s.name, s.manifest, s.attempts, ("sim", "real")) for s in out]
+    return out
 
 
 def _eta_s(
@@ -97,10 +146,15 @@ def _eta_s(
 
 
 def _progress(
-    protocol: Protocol, manifest: Manifest, attempts: Any, max_retries: int, since: str
+    protocol: Protocol, shown: Sequence[Shown], max_retries: int, since: str
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     days = {d.name: d.day for d in protocol.drifts}
-    rows = progress_rows(manifest, attempts, max_retries, ("sim", "real"), drift_days=days)
+    rows = []
+    for one in shown:
+        for row in progress_rows(
+            one.manifest, one.attempts, max_retries, one.sides, drift_days=days
+        ):
+            rows.append({"manifest": one.name, **row})
     for row in rows:
         if row["scored"]:
             est = wilson_interval(row["successes"], row["scored"], level=protocol.confidence)
@@ -115,7 +169,9 @@ def _progress(
             continue
         planned = sum(r["planned"] for r in mine)
         done = sum(r["done"] for r in mine)
-        stored = [e for slot, eps in attempts.items() if slot[1] == side for e in eps]
+        stored = [
+            e for one in shown for slot, eps in one.attempts.items() if slot[1] == side for e in eps
+        ]
         sides[side] = {
             "planned": planned,
             "done": done,
@@ -196,10 +252,52 @@ def _recent_html(
     return table(["episode", "side", "outcome", "judge", "recording and camera frames"], rows)
 
 
-def _progress_html(rows: Sequence[dict[str, Any]], level: float) -> str:
+def _manifests_html(manifests: Sequence[dict[str, Any]]) -> str:
+    rows = [
+        [
+            esc(m["name"]),
+            f"<code>{esc(m['manifest_hash'][:12])}</code>",
+            esc(m["sim_policy"] or "—"),
+            esc(m["real_policy"] or "—"),
+            esc(", ".join(m["sides"])),
+        ]
+        for m in manifests
+    ]
+    return table(["manifest", "hash", "sim policy", "real policy", "sides shown"], rows)
+
+
+def _estimate_cell(est: dict[str, Any] | None) -> str:
+    if est is None:
+        return "—"
+    n = int(est["n"])
+    successes = round(float(est["value"]) * n)
+    return f"{successes}/{n} [{est['low']:.4f}, {est['high']:.4f}]"
+
+
+def _families_html(families: Sequence[dict[str, Any]], level: float) -> str:
+    rows = [
+        [
+            f'<span data-family="{esc(f["family"])}">{esc(f["family"])}</span>',
+            f"{f['real_run']}/{f['real_planned'] if f['real_planned'] is not None else '—'}",
+            _estimate_cell(f["sim"]),
+            _estimate_cell(f["real"]),
+        ]
+        for f in families
+    ]
+    headers = ["family", "real run / planned", "sim success", "real success"]
+    return (
+        f"<p class=muted>What the certificate counts: first scored attempts of the evaluated "
+        f"policy over every manifest of the window ({level * 100:g} % Wilson).</p>"
+        + table(headers, rows)
+    )
+
+
+def _progress_html(rows: Sequence[dict[str, Any]], level: float, named: bool = False) -> str:
     out = []
     for r in rows:
         key = f"{r['side']}/{r['engine']}/{r['family']}/d{r['drift_day']}"
+        if named:
+            key = f"{r['manifest']}/{key}"
         interval = "—"
         if r["interval"] is not None:
             low, high = r["interval"]
@@ -215,8 +313,11 @@ def _progress_html(rows: Sequence[dict[str, Any]], level: float) -> str:
             ("aborted", fmt_number(r["aborted"])),
             ("errors", fmt_number(r["errors"])),
         ]
+        if named:
+            cells.insert(0, ("manifest", esc(r["manifest"])))
         out.append([f'<span data-cell="{esc(key)}/{name}">{html}</span>' for name, html in cells])
-    headers = ["side", "engine", "family", "drift day", "run / planned", "successes / scored"]
+    headers = ["manifest"] if named else []
+    headers += ["side", "engine", "family", "drift day", "run / planned", "successes / scored"]
     headers += [f"{level * 100:g} % Wilson", "aborted", "errors"]
     return table(headers, out)
 
@@ -269,36 +370,52 @@ def window_view(
         since: the attached run's start (ISO UTC): the ETA's rate is this run's.
     """
     with Store(db_path, read_only=True) as store:
-        manifest = load_manifest(store, protocol, manifest_hash)
-        attempts = stored_attempts(store, manifest)
+        shown = _shown(store, protocol, manifest_hash)
         operator = _operator_rows(store, protocol.window_id)
-    rows, sides = _progress(protocol, manifest, attempts, max_retries, since)
-    stopping = _stopping(protocol, manifest, attempts, max_retries)
+        every_manifest = window_manifests(store, protocol)
+        window_episodes = [
+            e
+            for w in store.window_scope(protocol.window_id)
+            for e in store.scored_episodes(window=w).episodes
+        ]
+    families = family_rows(window_episodes, every_manifest, protocol) if window_episodes else []
+    rows, sides = _progress(protocol, shown, max_retries, since)
+    with_real = [one for one in shown if "real" in one.sides] or shown
+    stopping = _stopping(protocol, with_real[0].manifest, with_real[0].attempts, max_retries)
     incidents, note = _incidents(db_path, protocol.window_id)
-    every = sorted(
-        (e for eps in attempts.values() for e in eps),
-        key=lambda e: (e.started_at, e.episode_id),
-        reverse=True,
-    )
-    settled = {
-        slot: settle(eps, max_retries)[0] for slot, eps in attempts.items()
-    }  # for the page's counts of settled real outcomes
-    real_scored = [e for e in settled.values() if e is not None and e.side == "real" and e.scored]
+    stored = [e for one in shown for eps in one.attempts.values() for e in eps]
+    every = sorted(stored, key=lambda e: (e.started_at, e.episode_id), reverse=True)
+    settled = [  # for the page's counts of settled real outcomes
+        settle(eps, max_retries)[0] for one in shown for eps in one.attempts.values()
+    ]
+    real_scored = [e for e in settled if e is not None and e.side == "real" and e.scored]
 
     def href(e: Episode, art: Artifact) -> str | None:
         index = list(e.artifacts).index(art)
         found = artifact_file(art.path, db_path)
         return artifact_url(e.episode_id, index) if found is not None else None
 
+    manifests = [
+        {
+            "name": one.name,
+            "manifest_hash": one.manifest.manifest_hash,
+            "sim_policy": one.manifest.header.get("sim_policy"),
+            "real_policy": one.manifest.header.get("real_policy"),
+            "sides": list(one.sides),
+        }
+        for one in shown
+    ]
     return {
         "protocol": protocol.name,
         "window": protocol.window_id,
-        "manifest_hash": manifest.manifest_hash,
+        "manifest_hash": shown[-1].manifest.manifest_hash,
+        "manifests": manifests,
         "policies": {
-            "sim": manifest.header.get("sim_policy"),
-            "real": manifest.header.get("real_policy"),
+            "sim": shown[-1].manifest.header.get("sim_policy"),
+            "real": shown[-1].manifest.header.get("real_policy"),
         },
         "confidence": protocol.confidence,
+        "families": families,
         "rows": rows,
         "sides": sides,
         "stopping": stopping,
@@ -308,7 +425,9 @@ def window_view(
         "awaiting_review": sum(1 for i in incidents if not i["reviewed"]),
         "operator": operator,
         "html": {
-            "progress": _progress_html(rows, protocol.confidence),
+            "manifests": _manifests_html(manifests),
+            "families": _families_html(families, protocol.confidence),
+            "progress": _progress_html(rows, protocol.confidence, len(shown) > 1),
             "stopping": _stopping_html(stopping),
             "episodes": _recent_html(every[:RECENT_EPISODES], href, db_path),
             "incidents": _incidents_html(incidents, note),

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.embodiment.resampling import percentile_estimate
+from embodied_eval.embodiment.window_rates import success_by
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode
 from embodied_eval.stats import (
@@ -120,12 +121,10 @@ def detector_correction(
 def _rates_by_family_side(
     first_scored: Sequence[Episode], level: float
 ) -> dict[str, dict[str, Estimate]]:
-    cells: dict[tuple[str, str], list[bool]] = defaultdict(list)
-    for e in first_scored:
-        cells[(e.family, e.side)].append(e.success)
+    cells = success_by(first_scored, lambda e: (e.family, e.side), level)
     out: dict[str, dict[str, Estimate]] = defaultdict(dict)
-    for (family, side), z in sorted(cells.items()):
-        out[family][side] = wilson_interval(sum(z), len(z), level)
+    for (family, side), est in cells.items():
+        out[family][side] = est
     return dict(out)
 
 

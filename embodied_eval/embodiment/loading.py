@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from embodied_eval.embodiment.audit_sample import audit_note, audit_records
 from embodied_eval.embodiment.safety_metrics import split_by_episode, unassigned_incident_notes
 from embodied_eval.errors import EvalError
 from embodied_eval.plugins import INCIDENT_LOG, resolve
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.record_base import parse_utc
 from embodied_eval.records import Episode, ExposureEntry, Fault, Incident
-from embodied_eval.store.audit_sample import audit_note, audit_records
 from embodied_eval.store.core import UNASSIGNED_WINDOW, Store, default_db_path
 from embodied_eval.store.verify_store import require_store_verified
 

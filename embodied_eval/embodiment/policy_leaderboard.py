@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.canonical import canonical_json
+from embodied_eval.embodiment.window_rates import instance_key, success_by
 from embodied_eval.errors import EvalError
 from embodied_eval.records import Episode, first_attempts
 from embodied_eval.stats.bradley_terry import TIE_MODELS
 from embodied_eval.stats.estimate import Estimate
-from embodied_eval.stats.proportions import wilson_interval
 from embodied_eval.stats.ranking import (
     FIRST_WINS,
     SECOND_WINS,
@@ -36,12 +35,6 @@ from embodied_eval.stats.ranking import (
 
 #: Quality differences below this are ties in graded comparisons.
 GRADED_TIE = 1e-9
-
-
-def instance_key(ep: Episode) -> tuple[str, ...]:
-    """What makes two episodes the same instance: side, sim engine, task, seed and drift."""
-    return (ep.side, ep.engine if ep.side == "sim" else "", ep.task_id, str(ep.seed),
-            canonical_json(dict(ep.drift)))  # fmt: skip
 
 
 def pair_outcome(x_first: float, x_second: float) -> int:
@@ -113,14 +106,10 @@ def success_by_family(
     episodes: Sequence[Episode], policies: Sequence[str], level: float = 0.95
 ) -> dict[str, dict[str, Estimate]]:
     """policy → family → success (Wilson) over its first scored attempts."""
-    out: dict[str, dict[str, Estimate]] = {}
-    for p in policies:
-        fams: dict[str, list[bool]] = defaultdict(list)
-        for e in episodes:
-            if e.policy == p:
-                fams[e.family].append(e.success)
-        out[p] = {f: wilson_interval(sum(z), len(z), level) for f, z in sorted(fams.items())}
-    return out
+    return {
+        p: success_by((e for e in episodes if e.policy == p), lambda e: e.family, level)
+        for p in policies
+    }
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""CSV / Parquet interchange of episodes and faults (flat columns, documented in the README).
+"""CSV / Parquet interchange of episodes and faults (flat columns, documented in docs/certification.md, "Data interchange").
 
 Reading validates every row into a record first and raises one `EvalError` naming the row and the
 column, so an import is all-or-nothing. The format follows the file extension (`.csv`, `.parquet`).

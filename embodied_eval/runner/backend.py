@@ -7,8 +7,16 @@ exit, also after Ctrl-C) and runs real episodes through it one at a time.
 
 A backend never raises for something that happened *on the robot*: if the robot stops, loses its
 connection or is e-stopped mid-episode, `run_episode` returns an `aborted` (or `safety_stop`)
-episode with the reason in `status_reason`. An exception out of `run_episode` is a bug or a lost
+episode with the reason in `status_reason` and, where the abort was not the policy's, the cause
+in `control["abort_cause"]` — one of the causes declared in `embodied_eval.live_channel`
+(`ROBOT_LOST`, `POLICY_SERVER`, `OPERATOR_STOP`, `UNSUPERVISED`), which the runner and the seed
+escrow read (`manifest.robot_side_abort`). An exception out of `run_episode` is a bug or a lost
 bridge; the runner records it as an `error` episode with the traceback.
+
+Before it connects, the runner hands the backend the run's live channel (`attach_live`): the
+backend publishes the real episode in progress into it and obeys the operator's stop
+(`LiveState.check_operator_stop` raises the typed `OperatorStop`, whose `abort_cause` the
+episode then carries).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 from embodied_eval.plugins import ROBOT_BACKENDS, resolve
 from embodied_eval.protocol.reader import Protocol as EvalProtocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
@@ -34,6 +43,10 @@ class RobotBackend(Protocol):
         """Close the connection and leave the robot safe (idempotent)."""
 
     def __enter__(self) -> RobotBackend: ...
+
+    def attach_live(self, live: LiveState | None) -> None:
+        """Publish the real episode in progress into the run's live channel and obey its
+        operator stop (None: the run has no console; detach)."""
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -63,6 +76,10 @@ def backend_safety_settings(backend: object) -> dict[str, Any] | None:
     return None if report is None else dict(report())
 
 
+#: What the runner calls on every backend (see RobotBackend).
+BACKEND_METHODS = ("connect", "disconnect", "attach_live", "run_episode")
+
+
 class BackendFactory(Protocol):
     """`factory(protocol, **options) -> RobotBackend`, as registered in ROBOT_BACKENDS."""
 
@@ -90,7 +107,7 @@ def open_backend(
     if not callable(factory):
         raise EvalError(f"robot backend {name!r} is not callable", key="robot_backend")
     backend = factory(protocol, **dict(options or {}))
-    missing = [m for m in ("connect", "disconnect", "run_episode") if not hasattr(backend, m)]
+    missing = [m for m in BACKEND_METHODS if not hasattr(backend, m)]
     if missing:
         raise EvalError(
             f"robot backend {name!r} lacks {', '.join(missing)} (see RobotBackend)",

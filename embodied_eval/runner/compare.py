@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from embodied_eval.canonical import canonical_hash, canonical_json
+from embodied_eval.canonical import canonical_hash
+from embodied_eval.embodiment.window_rates import instance_key
 from embodied_eval.errors import EvalError
 from embodied_eval.manifest import RETRY_ON, next_attempt, plan_manifest
 from embodied_eval.plugins import SIM_ENGINES, resolve
@@ -218,11 +219,6 @@ def compare_in_sim(
     return run
 
 
-def _match_key(ep: Episode) -> tuple[str, ...]:
-    return (ep.side, ep.engine if ep.side == "sim" else "", ep.task_id, str(ep.seed),
-            canonical_json(dict(ep.drift)))  # fmt: skip
-
-
 def default_order_seed(policy_a: str, policy_b: str, keys: Sequence[tuple[str, ...]]) -> int:
     """The order seed used when none is given: from the policy names and the pair keys only
     (never the outcomes), so the same store gives the same order."""
@@ -297,7 +293,7 @@ def compare_stored(
     by_key: dict[str, dict[tuple[str, ...], Episode]] = {policy_a: {}, policy_b: {}}
     for e in sorted(scored, key=lambda e: (e.started_at, e.episode_id)):
         if e.side == side:
-            by_key[e.policy].setdefault(_match_key(e), e)
+            by_key[e.policy].setdefault(instance_key(e), e)
     b_side = by_key[policy_b]
     keys = sorted(k for k in by_key[policy_a] if k in b_side)
     if not keys:

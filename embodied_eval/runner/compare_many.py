@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from embodied_eval.embodiment.window_rates import instance_key
 from embodied_eval.errors import EvalError
 from embodied_eval.manifest import plan_manifest
 from embodied_eval.plugins import SIM_ENGINES
@@ -31,7 +32,6 @@ from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Episode, first_attempts
 from embodied_eval.runner.compare import (
     _check_policy,
-    _match_key,
     _run_one,
     default_order_seed,
     outcome,
@@ -190,7 +190,7 @@ def compare_many_stored(
     by_key: dict[tuple[str, ...], dict[str, Episode]] = {}
     for e in sorted(scored, key=lambda e: (e.started_at, e.episode_id)):
         if e.side == side:
-            by_key.setdefault(_match_key(e), {}).setdefault(e.policy, e)
+            by_key.setdefault(instance_key(e), {}).setdefault(e.policy, e)
     keys = sorted(k for k, eps in by_key.items() if len(eps) >= 2)
     if not keys:
         raise EvalError(

@@ -4,8 +4,8 @@ record of every operator request.
 `run_trials(..., live=LiveState())` attaches the run (`attach`): the live state gets the run's
 description, a way to stop it (the same two events Ctrl-C sets) and `operator_record_writer`,
 which chains each stop, pause or resume in the trial ledger (kind `operator`) naming who asked.
-Each recorded episode is published as it is stored; the robot backend, when it offers
-`attach_live(live)`, publishes the real episode in progress and obeys the operator's stop.
+Each recorded episode is published as it is stored; the robot backend (`RobotBackend.attach_live`)
+publishes the real episode in progress and obeys the operator's stop.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from embodied_eval.console.live_state import LiveState, OperatorRequest
+from embodied_eval.live_channel import LiveState, OperatorRequest
 from embodied_eval.records import EpisodeOutcome
 from embodied_eval.store import ledger
 from embodied_eval.store.core import Store, transaction

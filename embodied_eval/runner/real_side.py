@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 
-from embodied_eval.console.live_state import LiveState
+from embodied_eval.live_channel import POLICY_SERVER, ROBOT_LOST, LiveState
 from embodied_eval.manifest import RETRY_ON, next_attempt, robot_side_abort
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
@@ -139,9 +139,7 @@ class RealSide:
         backend = open_backend(
             self.settings.real_backend, self.protocol, self.options.robot_options
         )
-        attach_live = getattr(backend, "attach_live", None)
-        if self.live is not None and attach_live is not None:
-            attach_live(self.live)
+        backend.attach_live(self.live)
         backend.connect()
         try:
             fn = functools.partial(real_episode, backend, self.protocol, self.out_dir)
@@ -184,7 +182,7 @@ class RealSide:
                     )
                     return
                 wait = getattr(backend, "wait_for_robot", None)
-                if ep.control.get("abort_cause") == "robot_lost":
+                if ep.control.get("abort_cause") == ROBOT_LOST:
                     self.recorder.progress.log(
                         f"robot lost during {ep.episode_id} ({ep.status_reason}); waiting for it"
                     )
@@ -202,7 +200,7 @@ class RealSide:
             policy_tries[slot] = tries
             aborts = aborts + 1 if ep.status == "aborted" else 0
             if aborts >= MAX_CONSECUTIVE_ABORTS:
-                server = ep.control.get("abort_cause") == "policy_server"
+                server = ep.control.get("abort_cause") == POLICY_SERVER
                 self._halt(
                     f"the real side aborted {aborts} episodes in a row (last: "
                     f"{ep.status_reason or 'no reason given'}); check "

@@ -19,9 +19,9 @@ Ctrl-C once: stop starting episodes, abandon sims in flight (they were not recor
 episode in progress finish and be recorded, write the summary. Ctrl-C twice: leave at once.
 
 With a `LiveState` (`embodied-eval run --console-port N`), the run publishes what it records and
-obeys its console (`embodied_eval.runner.live`): a stop acts as Ctrl-C and, on a backend that
-attaches to the live state, also ends the real episode in progress at once with the safe-stop
-hold (`aborted`, cause `operator_stop`); a pause holds both sides before their next episode.
+obeys its console (`embodied_eval.runner.live`): a stop acts as Ctrl-C and also ends the real
+episode in progress at once with the safe-stop hold (`aborted`, cause `operator_stop`) on a
+backend that obeys it through `RobotBackend.attach_live`; a pause holds both sides before their next episode.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from typing import Any
 
 from rich.console import Console
 
-from embodied_eval.console.live_state import LiveState
 from embodied_eval.errors import EvalError
+from embodied_eval.live_channel import LiveState
 from embodied_eval.manifest import (
     RETRY_ON,
     Manifest,

@@ -1,6 +1,17 @@
 """Resampling helpers for the scoring core: iid and moving-block bootstrap indices, percentile
 intervals and the normal approximation behind an interval. Every function takes an explicit
 `numpy.random.Generator`; nothing here touches a global RNG.
+
+One resampling module per concern:
+
+- `embodied_eval.stats.bootstrap`: the statistics library — cluster and stratified bootstraps of
+  success rates on sufficient statistics, a bootstrap (percentile or BCa) of any statistic of
+  samples, block bootstraps of a series through `arch`;
+- this module: the AAI scoring core's resampling of a statistic given as a function of row
+  indices (tasks, days, checkpoints; iid or moving-block), for the axes, dynamics, curvature,
+  frontier and closures;
+- `embodied_eval.embodiment.resampling`: the embodiment metrics' joint resampling — one set of
+  cluster weights shared by E, QC and $_phys, with exact Beta/Gamma draws per resample.
 """
 
 from __future__ import annotations
@@ -13,18 +24,12 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.stats import norm
 
 from embodied_eval.errors import EvalError
+from embodied_eval.stats._checks import check_level
 from embodied_eval.stats.estimate import Estimate
 
 #: Default number of bootstrap resamples. Small enough for CI machines, large enough for 95 %
 #: percentile bounds to settle to about two decimals.
 DEFAULT_RESAMPLES = 2000
-
-
-def check_level(level: float) -> float:
-    """Return `level` if it is a valid confidence level in (0, 1), else raise EvalError."""
-    if not 0.0 < float(level) < 1.0:
-        raise EvalError(f"level: {level} must be between 0 and 1", key="level")
-    return float(level)
 
 
 def iid_indices(n: int, n_resamples: int, rng: np.random.Generator) -> NDArray[np.intp]:

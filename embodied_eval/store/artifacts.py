@@ -3,7 +3,7 @@
 An artifact's path is stored relative to the folder that holds the store file whenever the file
 lies inside that folder (the run's `--out` beside the store, as the demo writes it), so a lab can
 copy, rename or mount the store's folder anywhere and every reader still finds the recordings. A
-file outside the store's folder is kept as an absolute path (it does not travel; the README says
+file outside the store's folder is kept as an absolute path (it does not travel; docs/technician.md says
 what to hand over). Stores written before paths were kept this way hold paths relative to the
 folder the run was started in; `artifact_file` still finds those, from that folder or, once the
 store was moved, by the path's tail under the store's folder (the content is checked against the

@@ -217,7 +217,7 @@ def check_scenes(episodes: Sequence[RecordedEpisode]) -> None:
     Raises:
         EvalError: naming the task the model has no scene for.
     """
-    from sim_suites.tasks import task_spec
+    from sim_suites.robot_core import task_spec
 
     for task_id in sorted({e.task_id for e in episodes}):
         try:

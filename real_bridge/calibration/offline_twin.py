@@ -49,7 +49,7 @@ def excitation_commands(
         start_s: arrival of the first command, s after the scene reset.
         jitter_s: arrival jitter, uniform on [0, jitter_s), s.
     """
-    from sim_suites.robot import FINGER_MAX_M, HOME_Q
+    from sim_suites.robot_core import FINGER_MAX_M, HOME_Q
 
     period = 1.0 / LOOP_RATE_HZ
     # The harness's loop runs on its own clock: its first command falls anywhere in the robot's

@@ -79,7 +79,7 @@ class EpisodeReplay:
     """
 
     def __init__(self, task_id: str, engine: str = "mujoco") -> None:
-        from sim_suites.env import PandaTaskEnv
+        from sim_suites.robot_core import PandaTaskEnv
 
         try:
             self.env = PandaTaskEnv(task_id, engine, max_steps=10**9)
@@ -89,8 +89,8 @@ class EpisodeReplay:
 
     def reset(self, recorded: RecordedEpisode, values: Mapping[str, float]) -> None:
         """Reset the pair's scene with the parameter values."""
-        from sim_suites.scenes import episode_seeds, scene_ranges
-        from sim_suites.variations import RealityGap
+        from embodied_eval.seeds import episode_seeds
+        from sim_suites.robot_core import RealityGap, scene_ranges
 
         gap = RealityGap(
             friction_scale=float(values["friction"]),

@@ -11,14 +11,9 @@ clock is short of that allowance and once those N messages are in (so a command 
 tick whatever the load; topics are not ordered with each other), and otherwise waits. The harness
 supervises the simulated time it allowed: the deadman holds `deadlines.deadman_s` of simulated
 time past it. With no heartbeat for `sim_grace_s` on the wall clock the harness is gone and the
-twin runs on (paced on the wall clock by `time_scale`) until its deadman holds, in simulated
-time; then its clock stands again until a harness supervises. A message announced but not in
-after `sim_grace_s` (lost) is given up on.
-
-While the clock stands the twin republishes its latest state and clock without drawing new
-sensor noise, and a resent scene-reset request is answered without a second reset
-(`real_bridge.interface`): how long anything took on the wall clock changes nothing the
-harness later sees.
+twin free-runs (paced on the wall clock by `time_scale`), so a dead harness still trips the
+deadman, in simulated time. A message
+announced but not in after `sim_grace_s` (lost) is given up on.
 """
 
 from __future__ import annotations
@@ -27,8 +22,48 @@ import time
 
 from real_bridge.twin.settings import SAME_INSTANT_S
 
-#: Behind schedule by more than this, free-running pacing gives up catching up, s (wall).
+#: While the clock stands (no harness yet, or gone and the robot holding): how often the standing
+#: state and clock are sent again, s (wall).
+IDLE_PERIOD_S = 0.02
+#: Behind schedule by more than this, pacing gives up catching up, s (wall).
 MAX_LAG_S = 0.25
+
+
+class WallPacer:
+    """Ticks paced on the wall clock: tick k is due at start + slip + k·period; a tick more than
+    MAX_LAG_S late stops the catching up (the slip grows by the lag; stamps stay continuous).
+
+    Args:
+        period_wall_s: wall seconds per tick.
+    """
+
+    def __init__(self, period_wall_s: float) -> None:
+        self.period_wall_s = period_wall_s
+        self.start = time.monotonic()
+        self.ticks = 0
+        self.slip = 0.0
+        self.late_ticks = 0
+        self.max_lag_us = 0
+
+    def restart(self) -> None:
+        """Start afresh: the next tick is due now."""
+        self.start, self.ticks, self.slip = time.monotonic(), 0, 0.0
+
+    def wait(self) -> None:
+        """Wait for the next tick's slot."""
+        due = self.start + self.slip + self.ticks * self.period_wall_s
+        now = time.monotonic()
+        if due > now:
+            time.sleep(due - now)
+        elif now - due > MAX_LAG_S:
+            self.slip += now - due
+            self.late_ticks += 1
+        self.max_lag_us = max(self.max_lag_us, int((time.monotonic() - due) * 1e6))
+        self.ticks += 1
+
+    def elapsed_s(self) -> float:
+        """Wall seconds since the start, less the slip (the ticks' schedule's time now)."""
+        return time.monotonic() - self.start - self.slip
 
 
 class Lockstep:
@@ -49,7 +84,7 @@ class Lockstep:
         self.received = 0
         self.grace_advances = 0
         self._waiting_since: float | None = None
-        self._free_due: float | None = None
+        self._free: WallPacer | None = None
 
     def heard(self, allowed_ns: int, frame_id: str, sim_s: float) -> None:
         """A heartbeat: the clock may go to `allowed_ns` once the announced messages are in."""
@@ -92,12 +127,8 @@ class Lockstep:
         """Before a tick: a free-running one waits for its wall-clock slot; a lockstep one
         does not (and the next free-running stretch starts afresh)."""
         if permission != "free":
-            self._free_due = None
+            self._free = None
             return
-        now = time.monotonic()
-        due = self._free_due if self._free_due is not None else now
-        if due > now:
-            time.sleep(due - now)
-        elif now - due > MAX_LAG_S:
-            due = now
-        self._free_due = due + period_wall_s
+        if self._free is None:
+            self._free = WallPacer(period_wall_s)
+        self._free.wait()

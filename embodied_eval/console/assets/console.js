@@ -18,9 +18,19 @@
     return m < 60 ? m + " min" : Math.floor(m / 60) + " h " + (m % 60) + " min";
   }
 
+  var storedManifests = [], lastRun = null;
   function showRun(run) {
-    var parts = ["run " + (run.run_id || "—"), "status " + (run.status || "idle")];
-    if (run.manifest_hash) { parts.push("manifest " + run.manifest_hash.slice(0, 12)); }
+    var parts;
+    if (!run.run_id && (run.status || "idle") === "idle" && storedManifests.length) {
+      // No run attached: the stored window, every manifest of it named.
+      parts = ["stored window", storedManifests.map(function (m) {
+        return m.name + " " + m.manifest_hash.slice(0, 12);
+      }).join(", ")];
+    } else {
+      parts = ["run " + (run.run_id || "—"), "status " + (run.status || "idle")];
+      if (run.manifest_hash) { parts.push("manifest " + run.manifest_hash.slice(0, 12)); }
+    }
+    lastRun = run;
     $("run-line").textContent = parts.join(" · ");
     document.body.dataset.runStatus = run.status || "idle";
     var live = run.status === "running" || run.status === "paused";
@@ -31,6 +41,10 @@
 
   function showWindow(w, version) {
     if (w.error) { $("progress").textContent = w.error; return; }
+    $("manifests").innerHTML = w.html.manifests;
+    $("families").innerHTML = w.html.families;
+    storedManifests = w.manifests || [];
+    if (lastRun) { showRun(lastRun); }
     $("progress").innerHTML = w.html.progress;
     $("stopping").innerHTML = w.html.stopping;
     $("episodes").innerHTML = w.html.episodes;

@@ -1,5 +1,10 @@
-"""What a running harness shows its console (and Foxglove) while it runs, and the operator's
-stop and pause requests.
+"""The live channel of a run: what a running harness shows its console (and Foxglove) while it
+runs, the operator's stop and pause requests, and the typed stop (`OperatorStop`) a robot backend
+raises from them.
+
+It sits below the runner, the console and the robot side, which all import it and none of which
+it imports: the runner attaches the run, the robot backend publishes into it and obeys its stop
+(`embodied_eval.runner.backend.RobotBackend.attach_live`), the console reads it.
 
 One `LiveState` per run. Writers:
 
@@ -16,8 +21,8 @@ the writers' side is cheap (a lock and a dict update), so the real side's 50 Hz 
 publish every tick.
 
 Operator requests (`request`): "stop" sets the run's stop event and the operator-stop flag the
-real side checks every control tick (it then sends the safe-stop hold and ends the episode
-`aborted` with cause `operator_stop`); "pause" lets the episodes in progress finish and holds
+real side checks every control tick (`check_operator_stop` raises `OperatorStop`; the backend then
+sends the safe-stop hold and ends the episode `aborted` with cause `operator_stop`); "pause" lets the episodes in progress finish and holds
 before the next; "resume" lets the run go on. Each request is handed to the run's recorder, which
 writes it as a chained ledger record naming who asked.
 """
@@ -25,7 +30,6 @@ writes it as a chained ledger record naming who asked.
 from __future__ import annotations
 
 import getpass
-import io
 import os
 import threading
 import time
@@ -39,8 +43,17 @@ from embodied_eval.records import utc_now_iso
 
 #: Operator actions a console (or a script) may ask for.
 OPERATOR_ACTIONS = ("stop", "pause", "resume")
-#: `control["abort_cause"]` of a real episode ended by an operator stop.
+
+# Why a real episode was aborted, stored as `control["abort_cause"]`: the seam between a robot
+# backend (which sets it) and the runner and the seed escrow (which read it).
+#: The robot stopped answering during the episode.
+ROBOT_LOST = "robot_lost"
+#: The remote policy server failed (the robot was held).
+POLICY_SERVER = "policy_server"
+#: An operator stopped the run from its console (or its API).
 OPERATOR_STOP = "operator_stop"
+#: The episode was found to have run while the harness was dead.
+UNSUPERVISED = "unsupervised"
 #: Events kept for readers that connect late (the page shows the latest ones).
 EVENTS_KEPT = 2000
 
@@ -81,15 +94,11 @@ class OperatorRequest:
         return asdict(self)
 
 
-def frame_jpeg(image: Any, quality: int = 80) -> bytes:
-    """An RGB frame as a JPEG."""
-    import numpy as np
-    from PIL import Image
+class OperatorStop(EvalError):
+    """Someone asked the run to stop (the console's stop button or its API): the real episode in
+    progress ends `aborted` with this `abort_cause`, after the safe-stop hold."""
 
-    picture = Image.fromarray(np.ascontiguousarray(np.asarray(image)[..., :3]).astype(np.uint8))
-    out = io.BytesIO()
-    picture.save(out, format="JPEG", quality=quality)
-    return out.getvalue()
+    abort_cause = OPERATOR_STOP
 
 
 class LiveState:
@@ -297,6 +306,12 @@ class LiveState:
         if not self._stop.is_set():
             return ""
         return f"operator stop requested{self._stopped_by}"
+
+    def check_operator_stop(self) -> None:
+        """Raise `OperatorStop` once someone asked the run to stop (one flag read: the real
+        side's control loop calls it every tick)."""
+        if self._stop.is_set():
+            raise OperatorStop(self.stop_reason())
 
     @property
     def stop_requested(self) -> bool:
