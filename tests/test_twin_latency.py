@@ -1,6 +1,8 @@
 """The twin honours a drift's command latency, measured on the robot's own clock: each applied
 command's echo says how long the command waited between its arrival and taking effect (the
-twin's simulated clock), read from the episode's recording."""
+twin's simulated clock), read from the episode's recording. The twin runs on its simulated
+clock (`--sim-time`), in lockstep with the harness: a loaded machine cannot make the loop skip
+ticks and send fewer commands."""
 
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ def command_to_effect_s(path) -> list[float]:
 
 @pytest.fixture(scope="module")
 def twin():
-    with TwinProcess(domain_id_for_test(next(_counter))) as process:
+    with TwinProcess(domain_id_for_test(next(_counter)), sim_time=True) as process:
         yield process
 
 
