@@ -102,9 +102,13 @@ def scripted_url(tmp_path_factory):
 def profile(tmp_path: Path) -> Path:
     text = profile_path("twin_sim").read_text(encoding="utf-8")
     path = tmp_path / "twin-remote.toml"
+    # Under the profile's own [deadlines] (its service deadline stays).
     path.write_text(
-        text + "\n[deadlines]\nstate_stale_s = 1.0\ndiscovery_s = 20.0\nservice_s = 10.0\n"
-        "judge_s = 10.0\nhoming_s = 20.0\n",
+        text.replace(
+            "[deadlines]\n",
+            "[deadlines]\nstate_stale_s = 1.0\ndiscovery_s = 20.0\njudge_s = 10.0\n"
+            "homing_s = 20.0\n",
+        ),
         encoding="utf-8",
     )
     return path
