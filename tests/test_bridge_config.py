@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
@@ -187,6 +188,22 @@ def test_shipped_profiles_load_and_name_ros2_control_topics():
     assert err.value.key == "loop.judge"
     with pytest.raises(EvalError):
         robot_profile_path("kuka")
+
+
+def test_the_twin_sim_profile_is_the_twin_profile_on_its_simulated_clock():
+    twin = load_bridge_config(robot_profile_path("twin"))
+    twin_sim = load_bridge_config(robot_profile_path("twin_sim"))
+    assert not twin.loop.use_sim_time and twin_sim.loop.use_sim_time
+    # Nothing else differs but the scene reset's 30 s (the service call waits on the wall clock
+    # while the robot's clock stands), so the two cannot drift apart.
+    assert twin_sim.deadlines.service_s == 30.0
+    assert twin_sim == twin.replace(
+        loop=dataclasses.replace(twin.loop, use_sim_time=True),
+        deadlines=dataclasses.replace(twin.deadlines, service_s=30.0),
+    )
+    # Real robots' profiles never run on a simulated clock.
+    for name in ("franka_ros2", "ur_robot_driver"):
+        assert not load_bridge_config(robot_profile_path(name)).loop.use_sim_time
 
 
 def test_trajectory_rules_of_a_joint_trajectory_controller():

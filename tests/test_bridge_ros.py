@@ -4,6 +4,11 @@ The twin (`python -m real_bridge.twin`) plays a plain ros2_control robot; the ha
 reference policy in its own loop, sends JointTrajectory commands, records everything and asks a
 declared judge. Each test uses loopback-only discovery and a domain id of its own; fixtures always
 stop the twin. Timing is not asserted except the deadman's 200 ms hold, which is the requirement.
+
+Every test that runs an episode does so on the twin's simulated clock (`--sim-time`, the
+`twin_sim` profile): the twin advances in lockstep with the harness, so machine load cannot
+change what happens in it. Two tests use a twin on the wall clock on purpose: the state stream
+(what a real robot's 500 Hz stream looks like) and the reference deadman relay's 200 ms deadline.
 """
 
 from __future__ import annotations
@@ -58,6 +63,15 @@ def no_shm_leftovers():
 
 @pytest.fixture(scope="module")
 def twin():
+    """The twin on its simulated clock (for the tests that run episodes)."""
+    domain = domain_id_for_test(next(_counter))
+    with TwinProcess(domain, sim_time=True) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def wall_twin():
+    """The twin on the wall clock, as a real robot runs (real time on purpose)."""
     domain = domain_id_for_test(next(_counter))
     with TwinProcess(domain) as process:
         yield process
@@ -80,14 +94,26 @@ def spec(episode="e1", task="pick_place/cube_center", attempt=1, seed=3, policy=
     )
 
 
-def backend(domain, *, judge="oracle", prompter=None, reset_station=True, **loop):
-    config = load_bridge_config(profile_path("twin"))
+def backend(
+    domain, *, judge="oracle", prompter=None, reset_station=True, use_sim_time=True, **loop
+):
+    """The harness's backend for the twin on `domain`: on the twin's simulated clock (the
+    `twin_sim` profile, its 30 s scene-reset deadline: a service call waits on the wall clock)
+    unless `use_sim_time=False` (a twin on the wall clock, the `twin` profile)."""
+    config = load_bridge_config(profile_path("twin_sim" if use_sim_time else "twin"))
     if not reset_station:
         config = config.replace(services=ServiceNames(scene_reset=""))
     config = config.replace(
         domain_id=domain,
-        deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
-        loop=LoopSettings(**{"judge": judge, "max_steps": STEPS, **loop}),
+        deadlines=Deadlines(
+            discovery_s=20.0,
+            service_s=config.deadlines.service_s if use_sim_time else 5.0,
+            state_stale_s=1.0,
+            judge_s=5.0,
+        ),
+        loop=LoopSettings(
+            **{"judge": judge, "max_steps": STEPS, "use_sim_time": use_sim_time, **loop}
+        ),
     )
     return Ros2Backend(None, config=config, prompter=prompter)
 
@@ -101,8 +127,10 @@ def read_mcap(path):
     return out
 
 
-def test_state_stream_camera_and_a_checked_command(twin):
-    with backend(twin.domain_id) as backend_:
+def test_state_stream_camera_and_a_checked_command(wall_twin):
+    """The 500 Hz state stream, the camera and an applied command, as a real robot sends them:
+    on the wall clock on purpose."""
+    with backend(wall_twin.domain_id, use_sim_time=False) as backend_:
         robot = backend_.ros2_robot()
         assert isinstance(robot, Robot)  # the one robot interface, structurally
         first = robot.get_observation()
@@ -212,7 +240,7 @@ def test_the_trackers_latency_and_dropouts_show_in_the_recording(tmp_path):
     # A twin whose tracker is 100 ms late; a pick long enough for the hand to come over the cube.
     domain = domain_id_for_test(next(_counter))
     with (
-        TwinProcess(domain, tracker_latency_s=0.1),
+        TwinProcess(domain, tracker_latency_s=0.1, sim_time=True),
         backend(domain, judge="oracle", max_steps=300) as robot,
     ):
         ep = robot.run_episode(spec("lat", seed=5), None, tmp_path / "rec").episode
@@ -325,15 +353,17 @@ def _robot_state(link):
     return states[-1] if states else {}
 
 
-def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(twin):
+def test_reference_deadman_relay_sends_an_accepted_hold_within_200_ms(wall_twin):
     """20 heartbeat losses: the relay holds within 200 ms of the last heartbeat it received,
-    every time, by its own log (a safety property: never rerun)."""
+    every time, by its own log (a safety property: never rerun). A wall-clock deadline, so on
+    the wall clock on purpose."""
     from real_bridge.deadman_relay import DeadmanRelay
 
-    config = load_bridge_config(profile_path("twin")).replace(domain_id=twin.domain_id)
+    config = load_bridge_config(profile_path("twin")).replace(domain_id=wall_twin.domain_id)
     relay = DeadmanRelay(config)
     try:
-        with backend(twin.domain_id) as robot:  # its heartbeat runs while connected
+        # Its heartbeat runs while connected.
+        with backend(wall_twin.domain_id, use_sim_time=False) as robot:
             link = robot.ros2_robot()
             for trial in range(1, 21):
                 # Armed: the heartbeat seen and the posture known (the hold needs it).
@@ -382,12 +412,7 @@ def test_tool_use_episode_end_to_end(twin, tmp_path):
     """The twin resets to the hook scene and tracks the block; the harness runs the reference
     policy on it for a whole episode and the harness's detector judges the block (the scored
     object, not the grasped hook)."""
-    config = load_bridge_config(profile_path("twin")).replace(
-        domain_id=twin.domain_id,
-        deadlines=Deadlines(discovery_s=20.0, service_s=5.0, state_stale_s=1.0, judge_s=5.0),
-        loop=LoopSettings(judge="detector", max_steps=450),
-    )
-    with Ros2Backend(None, config=config) as robot:
+    with backend(twin.domain_id, judge="detector", max_steps=450) as robot:
         outcome = robot.run_episode(spec("tool", task="tool_use/hook_center"), None, tmp_path)
     ep = outcome.episode
     assert ep.family == "tool_use" and ep.status in ("ok", "safety_stop"), ep.status_reason

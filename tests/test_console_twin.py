@@ -3,7 +3,7 @@ the page's stop button holds the arm — the twin's own log (its `robot/state` d
 last arm command it received and when, on its wall clock) shows the safe-stop hold arriving
 within 200 ms of the click; the episode ends `aborted` with cause `operator_stop`, the run stops,
 and the stop is a chained ledger record naming the operator whose link opened the page. Never
-rerun.
+rerun. The twin runs in real time here on purpose: the 200 ms from click to hold is a deadline.
 """
 
 from __future__ import annotations

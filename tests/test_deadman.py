@@ -41,7 +41,7 @@ def robot_states(link, since):
 
 def test_the_twins_deadman_holds_within_200_ms_of_the_last_heartbeat_in_20_of_20(twin):
     gaps_ms = []
-    with backend(twin.domain_id) as robot:
+    with backend(twin.domain_id, use_sim_time=False) as robot:
         link = robot.ros2_robot()
         index = 0
         last_hold_ns = 0

@@ -93,10 +93,14 @@ def test_both_sides_at_once_with_the_twin_robot_over_ros2(tmp_path: Path):
         }
     )
     domain = domain_id_for_test(57)
-    with TwinProcess(domain):
+    with TwinProcess(domain, sim_time=True):  # on its simulated clock: load changes nothing
         summary = run_trials(
             proto,
-            RunOptions(executor="local", workers=2, robot_options={"domain_id": domain}),
+            RunOptions(
+                executor="local",
+                workers=2,
+                robot_options={"domain_id": domain, "profile": "twin_sim"},
+            ),
             db_path=tmp_path / "store.db",
             out_dir=tmp_path / "out",
             show_progress=False,

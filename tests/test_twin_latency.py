@@ -44,13 +44,14 @@ def command_to_effect_s(path) -> list[float]:
 
 @pytest.fixture(scope="module")
 def twin():
-    with TwinProcess(domain_id_for_test(next(_counter))) as process:
+    # On its simulated clock: which echoes reach the recording cannot depend on machine load.
+    with TwinProcess(domain_id_for_test(next(_counter)), sim_time=True) as process:
         yield process
 
 
 def test_command_latency_follows_the_drifts_latency_steps(twin, tmp_path):
     delays = {}
-    with backend(twin.domain_id, judge="oracle") as robot:
+    with backend(twin.domain_id, judge="oracle", use_sim_time=True) as robot:
         for name, drift in (("nominal", {}), ("slow", {"latency_steps": 4})):
             ep = robot.run_episode(
                 spec(f"lat-{name}", seed=5, drift=drift), None, tmp_path / name

@@ -142,8 +142,12 @@ def test_a_dead_harness_trips_the_deadman_after_deadman_s_of_simulated_time():
 
             # The twin waits sim_grace_s (2 s wall) for the harness, then runs on its own.
             assert link.session.wait_for(hold_reported, 20.0), "no deadman hold"
+            time.sleep(0.5)  # wall time: a robot held without a harness does not run on
+            clock_ns = round(link.now_s() * 1e9)
     state = held[0]
     assert int(state["supervised_until_ns"]) == allowed_ns
     # The profile's deadman is 100 ms of simulated time: still supervised at the allowance +
     # 100 ms, held at the first tick past it, 2 ms later (500 Hz) — 102 ms on the robot's clock.
     assert int(state["held_at_ns"]) - allowed_ns == 102_000_000
+    # The hold's tick ends 2 ms later, and there the clock stands.
+    assert clock_ns - allowed_ns == 104_000_000
