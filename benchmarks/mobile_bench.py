@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from embodied_eval.records import EpisodeSpec
+from embodied_eval.seeds import episode_seeds
 from sim_suites.command_path import ArmCommandPath, BaseLimiter, JointFollower, JointLimits
 from sim_suites.engines.base import PHYSICS_DT, InitialState, PhysicsParams
 from sim_suites.engines.factory import make_backend
@@ -39,7 +40,6 @@ from sim_suites.policies.mobile_script import MobilePickPlaceScript
 from sim_suites.robot import FINGER_MAX_M, panda_kinematics
 from sim_suites.robot_profiles import MOBILE_PANDA
 from sim_suites.room import draw_floor_plan
-from sim_suites.scenes import episode_seeds
 from sim_suites.tasks import TaskState, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
 from sim_suites.tasks.mobile import MobilePickPlace

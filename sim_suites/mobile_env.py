@@ -324,13 +324,14 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
     def _task_state(self) -> TaskState:
         return TaskState(self._obj_pos, self._obj_speed, 0.0, self._held)
 
-    def _to_map(self, point: np.ndarray) -> np.ndarray:
-        """A world point as the robot places it in its map: measured relative to the base,
-        then placed at the odometry's pose (so odometry error moves it with the robot)."""
+    def _to_map(self, points: np.ndarray) -> np.ndarray:
+        """World points (n, 3) as the robot places them in its map: measured relative to the
+        base, then placed at the odometry's pose (so odometry error moves them with the
+        robot)."""
         x, y, yaw = (float(v) for v in self._base_q[:3])
-        rel = rot_z(yaw).T @ (np.asarray(point, dtype=float) - np.array([x, y, 0.0]))
         ox, oy, oyaw = (float(v) for v in self.odometry)
-        return np.array([ox, oy, 0.0]) + rot_z(oyaw) @ rel
+        turn = rot_z(oyaw) @ rot_z(yaw).T
+        return (points - np.array([x, y, 0.0])) @ turn.T + np.array([ox, oy, 0.0])
 
     def _observation(self) -> dict[str, np.ndarray]:
         noise = self._noise
@@ -339,14 +340,17 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         x, y, yaw, lift = (float(v) for v in self._base_q)
         rot = rot_z(yaw)
         mount = np.array([x, y, 0.0]) + rot @ np.array([MOUNT_X_M, 0.0, MOUNT_Z0_M + lift])
+        tcp, tcp_target, point = self._to_map(
+            np.stack([self._tcp, mount + rot @ target_local, self._obj_pos])
+        )
         reading = MobileReading(
             q=self._q,
             qd=self._qd,
             odometry=self.odometry,
             lift=lift,
-            tcp=self._to_map(self._tcp),
-            tcp_target=self._to_map(mount + rot @ target_local),
-            point=self._to_map(self._obj_pos),
+            tcp=tcp,
+            tcp_target=tcp_target,
+            point=point,
             goal=self.goal,
             grasped=self._held,
             floor_plan=self._floor_plan,

@@ -76,6 +76,14 @@ def arm_links(link_names: dict[int, str]) -> list[int]:
     ]
 
 
+def _as_slice(index: np.ndarray) -> slice | np.ndarray:
+    """Consecutive indices as a slice (a view, no copy), others unchanged."""
+    first = int(index[0])
+    if np.array_equal(index, np.arange(first, first + len(index))):
+        return slice(first, first + len(index))
+    return index
+
+
 class MujocoMobileBase(MobileBaseState):
     """The base in a compiled MuJoCo model (forces through `qfrc_applied`)."""
 
@@ -87,6 +95,10 @@ class MujocoMobileBase(MobileBaseState):
         self.data = data
         self.qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in BASE_AND_LIFT])
         self.vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in BASE_AND_LIFT])
+        # Read and written every physics step: as slices when the joints lie side by side
+        # (they do: the base and the lift are one chain), else by index.
+        self._q_at: slice | np.ndarray = _as_slice(self.qadr)
+        self._v_at: slice | np.ndarray = _as_slice(self.vadr)
         self.robot_bodies = np.array(sorted(robot_bodies))
         self.base_body = base_body
 
@@ -103,8 +115,8 @@ class MujocoMobileBase(MobileBaseState):
 
     def apply(self, data: Any) -> None:
         """Write this physics step's floor and lift forces."""
-        data.qfrc_applied[self.vadr] = self.forces(
-            data.qpos[self.qadr].tolist(), data.qvel[self.vadr].tolist()
+        data.qfrc_applied[self._v_at] = self.forces(
+            data.qpos[self._q_at].tolist(), data.qvel[self._v_at].tolist()
         )
 
     def state(self) -> tuple[np.ndarray, np.ndarray]:
@@ -153,11 +165,11 @@ class PybulletMobileBase(MobileBaseState):
         )
         self.start(float(total), params, float(pose[3]))
 
-    def apply(self) -> None:
+    def apply(self, q: list[float], qd: list[float]) -> None:
+        """Write this physics step's floor and lift forces at the base and lift joints' state
+        q, qd (4 each; the backend reads them with the arm's in one query)."""
         import pybullet
 
-        states = self.client.getJointStates(self.robot, self.joints)
-        q, qd = [s[0] for s in states], [s[1] for s in states]
         self.client.setJointMotorControlArray(
             self.robot, self.joints, pybullet.TORQUE_CONTROL, forces=self.forces(q, qd)
         )

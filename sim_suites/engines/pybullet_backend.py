@@ -344,12 +344,18 @@ class PybulletBackend(MobileDrive):
         peak: dict[tuple[str, str], float] = {}
         net_peak = np.zeros(3)
         mobile = self.mobile
+        # The arm's and fingers' joints, then (on a mobile robot) the base's and the lift's:
+        # one state query per physics step for both.
+        joints = self._joints if mobile is None else [*self._joints, *mobile.joints]
+        n = len(self._joints)
         for _ in range(substeps):
+            states = c.getJointStates(self.robot, joints)
+            q_all = [s[0] for s in states]
+            qd_all = [s[1] for s in states]
             if mobile is not None:
-                mobile.apply()
-            states = c.getJointStates(self.robot, self._joints)
-            q = np.array([s[0] for s in states])
-            qd = np.array([s[1] for s in states])
+                mobile.apply(q_all[n:], qd_all[n:])
+            q = np.array(q_all[:n])
+            qd = np.array(qd_all[:n])
             tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
             tau[7:] = coupled_finger_force(q[7:], qd[7:], finger_cmd, kp[7], kv[7], self._limit[7])
             self._tau = tau

@@ -29,7 +29,7 @@ TUCK_TCP = np.array([0.305, 0.0, 0.385])
 #: Cruise speed (m/s: with the base turning at its 0.8 rad/s the tucked TCP stays below the
 #: monitor's 1 m/s), the final approach's gain (1/s) and where a waypoint counts as passed (m).
 CRUISE_MPS = 0.5
-APPROACH_GAIN = 1.5
+APPROACH_GAIN = 3.0
 WAYPOINT_TOL_M = 0.05
 #: Arrival at a stand-off: position (m) and heading (rad) tolerances.
 ARRIVE_M = 0.01
