@@ -5,7 +5,7 @@ from __future__ import annotations
 from embodied_eval.errors import EvalError
 from sim_suites.arena import Scene
 from sim_suites.engines.base import PhysicsBackend
-from sim_suites.robot import panda_kinematics
+from sim_suites.robot import SerialArm, arm_model
 
 ENGINES = ("mujoco", "pybullet")
 
@@ -18,17 +18,22 @@ def check_engine(engine: str) -> str:
 
 
 def make_backend(
-    engine: str, scene: Scene, image_size: tuple[int, int] | None = None
+    engine: str,
+    scene: Scene,
+    image_size: tuple[int, int] | None = None,
+    arm: SerialArm | None = None,
 ) -> PhysicsBackend:
-    """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene`.
+    """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene` with `arm`
+    (default: the Panda) standing at the origin.
 
     With `image_size` (height, width) the backend also gets visual meshes, lights and cameras.
     """
     check_engine(engine)
+    arm = arm if arm is not None else arm_model("panda")
     if engine == "mujoco":
         from sim_suites.engines.mujoco_backend import MujocoBackend
 
-        return MujocoBackend(scene, panda_kinematics(), image_size=image_size)
+        return MujocoBackend(scene, arm, image_size=image_size)
     from sim_suites.engines.pybullet_backend import PybulletBackend
 
-    return PybulletBackend(scene, panda_kinematics(), image_size=image_size)
+    return PybulletBackend(scene, arm, image_size=image_size)
