@@ -89,6 +89,7 @@ ROBOT_ENGINES: dict[str, str] = {"mujoco": "mujoco_robot"}
 #: A protocol or profile may also name its own "package.module:factory".
 ARMS: dict[str, str] = {
     "panda": "sim_suites.panda_kinematics:panda_kinematics",
+    "ur5e": "sim_suites.ur5e_kinematics:ur5e_kinematics",
 }
 
 #: Services provided by the incident log.

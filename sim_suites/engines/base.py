@@ -63,7 +63,7 @@ class PhysicsParams:
 
 @dataclass(frozen=True)
 class InitialState:
-    """Where everything starts: arm joints (7,), finger opening per finger, body positions,
+    """Where everything starts: arm joints (n,), finger opening per finger, body positions,
     rotations of free bodies about the vertical (rad), slide positions (m)."""
 
     arm_q: np.ndarray
