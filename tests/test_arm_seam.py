@@ -5,11 +5,13 @@ simulation both go through `sim_suites.robot.arm_model` (a registered name or "m
 from __future__ import annotations
 
 import dataclasses
+import tomllib
 
 import numpy as np
 import pytest
 
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol.reader import example_protocol_path, protocol_from_mapping
 from real_bridge.observation import adapter_for
 from real_bridge.robot_profile import RobotSpec
 from sim_suites.env import PandaTaskEnv
@@ -101,3 +103,21 @@ def test_without_kinematics_only_joint_space_policies_run() -> None:
     np.testing.assert_array_equal(target, [HOME_Q])
     with pytest.raises(EvalError, match="need the arm's kinematics"):
         adapter.targets(np.zeros(4), q, joint_space=False)
+
+
+def test_a_protocol_names_the_simulated_arm_and_the_robot_profile() -> None:
+    data = tomllib.loads(example_protocol_path().read_text(encoding="utf-8"))
+    plain = protocol_from_mapping(data)
+    assert (plain.sim_robot, plain.real_profile) == ("panda", "")
+    # The defaults stay out of the hash: protocols that do not name them keep theirs.
+    data["sim"]["robot"], data["real"]["profile"] = "panda", ""
+    assert protocol_from_mapping(data).protocol_hash == plain.protocol_hash
+    data["sim"]["robot"], data["real"]["profile"] = "ur5e", "ur_robot_driver"
+    ur = protocol_from_mapping(data)
+    assert (ur.sim_robot, ur.real_profile) == ("ur5e", "ur_robot_driver")
+    assert ur.protocol_hash != plain.protocol_hash
+    data["sim"]["robot"] = FACTORY  # a lab's own arm by import path
+    assert protocol_from_mapping(data).sim_robot == FACTORY
+    data["sim"]["robot"] = "kuka"
+    with pytest.raises(EvalError, match=r"sim\.robot.*'kuka' is not a registered arm"):
+        protocol_from_mapping(data)
