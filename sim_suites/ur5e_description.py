@@ -26,9 +26,10 @@ approximates them). The collision shapes are cylinders along the links, with the
 The gripper is a parallel two-finger gripper of the Robotiq 2F-85 class on the flange: 85 mm
 stroke (42.5 mm per finger), 0.925 kg in all, fingers moving at 150 mm/s between the jaws
 (Robotiq 2F-85 datasheet); its grip force is set to 20 N per finger (40 N between the jaws,
-within the 2F-85's 20–235 N), as on the Panda. The fingers are boxes whose inner faces meet when
-closed, so the opening is the sum of the two finger joints; the grasp target (TCP) is 0.125 m
-from the flange, at the fingertips' centre.
+within the 2F-85's 20–235 N), as on the Panda. The fingers are boxes 22 mm wide, 16 mm thick and
+50 mm long (the 2F-85's fingertip width; thick enough that the closed pair pushes a block with a
+32 mm face) whose inner faces meet when closed, so the opening is the sum of the two finger
+joints; the grasp target (TCP) is 0.125 m from the flange, at the fingertips' centre.
 
 Joint parameters a URDF cannot carry are here too, as for the Panda: `ARMATURE_KGM2`,
 `JOINT_DAMPING_NMS`, `JOINT_FRICTION_NM` (modelling choices of the Panda model's order).
@@ -102,7 +103,7 @@ FINGER_SPEED_MPS = 0.075
 FINGER_FORCE_N = 20.0
 HAND_HALF_M = (0.03, 0.045, 0.045)
 FINGER_JOINT_Z_M = 0.09
-FINGER_HALF_M = (0.011, 0.004, 0.025)
+FINGER_HALF_M = (0.011, 0.008, 0.025)
 TCP_Z_M = 0.125
 
 #: Rotor inertia (kg·m²), viscous damping (N·m·s/rad) and Coulomb friction (N·m) per joint.
