@@ -24,12 +24,11 @@ ROBOT_KINDS = ("twin", "franka", "ur", "other")
 #: Judges of real episodes (see `real_bridge.judges`).
 JUDGES = ("technician", "detector", "oracle")
 
-#: Arm kinematics a profile may name in `[robot] kinematics`: the registered arms
-#: (`embodied_eval.plugins.ARMS`: "panda", "ur5e") or a lab's own "module:factory" returning a
-#: `sim_suites.robot.SerialArm`. The harness uses it for the TCP (workspace box, TCP speed of
-#: homing, the retreat's straight lift) and, through the adapter (`real_bridge.observation.
-#: adapter_for`), for the reference policies' observations, IK and gripper.
-KINEMATICS = ARMS
+#: A profile's `[robot] kinematics` names its arm as the simulation's `[sim] robot` does: a
+#: registered arm (`embodied_eval.plugins.ARMS`: "panda", "ur5e") or a lab's own "module:factory"
+#: returning a `sim_suites.robot.SerialArm`. The harness uses it for the TCP (workspace box, TCP
+#: speed of homing, the retreat's straight lift) and, through the adapter (`real_bridge.
+#: observation.adapter_for`), for the reference policies' observations, IK and gripper.
 _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
 
 
@@ -42,10 +41,10 @@ class RobotSpec:
 
     Attributes:
         kind: "twin", "franka", "ur" or "other" (only "twin" accepts the oracle judge).
-        kinematics: the arm's kinematics entry: a name in `KINEMATICS` ("panda": the Panda model
-            the twin and the FR3 share) or "module:factory"; the harness uses it for the TCP and
-            the reference policies' Cartesian actions. "" for none (joint-space policies only,
-            no workspace box).
+        kinematics: the arm: a name in `embodied_eval.plugins.ARMS` ("panda": the Panda model
+            the twin and the FR3 share; "ur5e") or "module:factory"; the harness uses it for
+            the TCP and the reference policies' Cartesian actions. "" for none (joint-space
+            policies only, no workspace box).
         arm_joints: the joint_trajectory_controller's joints, in command order.
         gripper_joints: the gripper controller's joints ("" topic → unused).
         position_lower / position_upper: joint position limits, rad.
@@ -85,12 +84,10 @@ class RobotSpec:
                 f"robot.kind: {self.kind!r} is not one of {', '.join(ROBOT_KINDS)}",
                 key="robot.kind",
             )
-        if self.kinematics not in ("", *KINEMATICS) and not _IMPORT_PATH.fullmatch(
-            self.kinematics
-        ):
+        if self.kinematics not in ("", *ARMS) and not _IMPORT_PATH.fullmatch(self.kinematics):
             raise EvalError(
                 f"robot.kinematics: {self.kinematics!r} is not one of "
-                f"{', '.join(sorted(KINEMATICS))}, '' (none) or 'package.module:factory'",
+                f"{', '.join(sorted(ARMS))}, '' (none) or 'package.module:factory'",
                 key="robot.kinematics",
             )
         n = len(self.arm_joints)
@@ -241,5 +238,3 @@ class LoopSettings:
             )
         if self.camera_every < 1:
             raise EvalError("loop.camera_every: must be 1 or more", key="loop.camera_every")
-
-

@@ -1,11 +1,12 @@
 """`PandaTaskEnv`: the Gymnasium environment for one task instance on one engine.
 
-Composition, not inheritance: a physics backend (MuJoCo or PyBullet, `sim_suites.engines`) holds
-the robot and the arena; a `Task` scores the physics state; `ArmController` turns actions into
-joint set-points; `GraspTracker` (`sim_suites.grasping`) says whether the part is held;
-`SafetyMonitor`, `FaultEffects` (`sim_suites.fault_effects`) and `ControlRecorder` watch every
-control step; `Perception` (`sim_suites.perception`) turns a physics reading into what the
-policy sees; the per-episode settings live in `EnvConfig` (`sim_suites.env_config`).
+Composition, not inheritance: a physics backend (MuJoCo or PyBullet, `sim_suites.engines`) holds the
+arm (`robot`: `sim_suites.robot.arm_model`, "panda" by default) and the arena; a `Task` scores the
+physics state; `ArmController` turns actions into joint set-points; `GraspTracker`
+(`sim_suites.grasping`) says whether the part is held; `SafetyMonitor`, `FaultEffects`
+(`sim_suites.fault_effects`) and `ControlRecorder` watch every control step; `Perception`
+(`sim_suites.perception`) turns a physics reading into what the policy sees; the per-episode
+settings live in `EnvConfig` (`sim_suites.env_config`).
 
 Spaces:
 
@@ -112,7 +113,6 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             raise EvalError("render_mode: rendering is not supported", key="render_mode")
         self.render_mode = render_mode
         self.engine = engine
-        # The arm (`sim_suites.robot.arm_model`: "panda", "ur5e" or "module:factory").
         self.kin = kin = arm_model(robot)
         self._scene = self.task.scene()
         self.perception = Perception(
