@@ -1,4 +1,5 @@
-"""Simulation half of every paired trial: the Panda on MuJoCo and PyBullet, four task families.
+"""Simulation half of every paired trial: the Panda on MuJoCo and PyBullet, at a table (five task
+families) and on a mobile base in a room (`mobile_pick_place`, `sim_suites.mobile_env`).
 
 Importing the package registers the Gymnasium IDs (`embodied/<Family>-<Engine>-v0`). The harness
 runs episodes through `sim_suites.episode:run_episode`; the twin robot builds environments with

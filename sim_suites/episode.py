@@ -27,22 +27,23 @@ from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from embodied_eval.rollout.trajectory import record_observation, write_trajectory
 from embodied_eval.seeds import episode_seeds
-from sim_suites.env import ENGINES, PandaTaskEnv
+from sim_suites.env import ENGINES
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
+from sim_suites.registration import FAMILY_ENTRY_POINTS, TaskEnv, task_env
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.tasks import task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine, mode, arm) so consecutive episodes skip the model build.
 #: Resets restore the whole simulator state, so reuse does not change results (tested).
-_ENV_CACHE: dict[tuple[str, str, str, str], PandaTaskEnv] = {}
+_ENV_CACHE: dict[tuple[str, str, str, str], TaskEnv] = {}
 _ENV_CACHE_MAX = 8
 
 
 def cached_env(
     task_id: str, engine: str, observation_mode: str = "state", robot: str = "panda"
-) -> PandaTaskEnv:
+) -> TaskEnv:
     """A process-local environment for (task, engine, observation mode, arm), built on first
     use."""
     key = (task_id, engine, observation_mode, robot)
@@ -51,7 +52,7 @@ def cached_env(
         if len(_ENV_CACHE) >= _ENV_CACHE_MAX:
             oldest = next(iter(_ENV_CACHE))
             _ENV_CACHE.pop(oldest).close()
-        env = PandaTaskEnv(task_id, engine, robot=robot, observation_mode=observation_mode)
+        env = task_env(task_id, engine, robot=robot, observation_mode=observation_mode)
         _ENV_CACHE[key] = env
     return env
 
@@ -78,7 +79,8 @@ def run_episode(
             the task's q*).
         policy: a policy object or import path; None uses `spec.policy`.
         faults: fault kinds or `FaultRequest`s to inject (none by default).
-        max_steps: overrides the protocol's max_steps (control steps at 50 Hz).
+        max_steps: overrides the protocol's max_steps (control steps at 50 Hz; without either,
+            `default_max_steps` of the family).
         record_dir: if given, the per-step trajectory is written there as
             `<episode_id>.npz` and listed in `Episode.artifacts`: `action`, `tcp`, `object`,
             `q` after each step, and `time` plus every observation array as `obs.<key>` as
@@ -104,7 +106,7 @@ def run_episode(
     target_quality = spec.target_quality
     qc_tolerance = None
     randomization: dict[str, Any] = dict(DEFAULT_RANDOMIZATION)
-    steps = 400
+    steps = default_max_steps(task.family)
     limits = safety or SafetyLimits()
     grasp_mode = grasp or (protocol.sim_grasp if protocol is not None else "contact")
     if protocol is not None:
@@ -221,6 +223,12 @@ def run_episode(
         status_reason=summary["status_reason"],
     )
     return EpisodeOutcome(episode=episode, safety_events=summary["safety_events"])
+
+
+def default_max_steps(family: str) -> int:
+    """Control steps an episode gets without a protocol: 400 (8 s at 50 Hz) at a table, 3000
+    (60 s) for a family that drives through a room."""
+    return 3000 if family in FAMILY_ENTRY_POINTS else 400
 
 
 def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:

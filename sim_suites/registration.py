@@ -12,8 +12,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from embodied_eval.errors import EvalError
 from sim_suites.env import PandaTaskEnv
 from sim_suites.faults import FaultRequest
+from sim_suites.mobile_env import MobileTaskEnv
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.variations import RealityGap
 
@@ -25,7 +27,12 @@ FAMILY_NAMES = {
     "drawer_open": "DrawerOpen",
     "peg_insert": "PegInsert",
     "tool_use": "ToolUse",
+    "mobile_pick_place": "MobilePickPlace",
 }
+#: The environment of each family whose robot is not the fixed Panda (`PandaTaskEnv`).
+FAMILY_ENTRY_POINTS = {"mobile_pick_place": "sim_suites.mobile_env:MobileTaskEnv"}
+#: Either environment: the fixed Panda's or the mobile manipulator's.
+TaskEnv = PandaTaskEnv | MobileTaskEnv
 ENGINE_NAMES = {"mujoco": "MuJoCo", "pybullet": "PyBullet"}
 
 
@@ -60,7 +67,7 @@ def register_envs() -> None:
                 continue
             gym.register(
                 id=name,
-                entry_point="sim_suites.env:PandaTaskEnv",
+                entry_point=FAMILY_ENTRY_POINTS.get(family, "sim_suites.env:PandaTaskEnv"),
                 kwargs={"family": family, "engine": engine},
             )
     for suite, name in SUITE_IDS.items():
@@ -81,7 +88,7 @@ def make_env(
     target_quality: float | None = None,
     qc_tolerance_m: float | None = None,
     observation_mode: str = "state",
-) -> PandaTaskEnv:
+) -> TaskEnv:
     """Build the bare environment (no wrappers) for one task instance, e.g. for the twin robot.
 
     The returned env steps at a fixed control rate: `env.control_dt` seconds of simulated time per
@@ -89,7 +96,7 @@ def make_env(
     twin's deliberate physics offsets. Pass `randomization={}` for no domain randomization.
     `observation_mode` "rgb" or "rgbd" gives camera observations (see `sim_suites.rendering`).
     """
-    return PandaTaskEnv(
+    return task_env(
         task_id,
         engine,
         randomization=randomization,
@@ -102,3 +109,18 @@ def make_env(
         qc_tolerance_m=qc_tolerance_m,
         observation_mode=observation_mode,
     )
+
+
+def task_env(task_id: str, engine: str = "mujoco", **settings: Any) -> TaskEnv:
+    """The environment of a task instance: `MobileTaskEnv` for a mobile family, else
+    `PandaTaskEnv`, built with `settings` (their shared keyword arguments)."""
+    from sim_suites.tasks import family_of
+
+    if family_of(task_id) in FAMILY_ENTRY_POINTS:
+        robot = settings.pop("robot", "panda")
+        if robot != "panda":
+            raise EvalError(
+                f"robot: the mobile families run the Panda on its base, not {robot!r}", key="robot"
+            )
+        return MobileTaskEnv(task_id, engine, **settings)
+    return PandaTaskEnv(task_id, engine, **settings)

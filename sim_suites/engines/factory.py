@@ -6,6 +6,7 @@ from embodied_eval.errors import EvalError
 from sim_suites.arena import Scene
 from sim_suites.engines.base import PhysicsBackend
 from sim_suites.robot import SerialArm, arm_model
+from sim_suites.robot_profiles import PANDA, RobotProfile
 
 ENGINES = ("mujoco", "pybullet")
 
@@ -22,18 +23,20 @@ def make_backend(
     scene: Scene,
     image_size: tuple[int, int] | None = None,
     arm: SerialArm | None = None,
+    profile: RobotProfile = PANDA,
 ) -> PhysicsBackend:
     """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene` with `arm`
     (default: the Panda) standing at the origin.
 
-    With `image_size` (height, width) the backend also gets visual meshes, lights and cameras.
+    With `image_size` (height, width) the backend also gets visual meshes, lights and cameras;
+    `profile` is the robot (`sim_suites.robot_profiles`: the fixed Panda by default).
     """
     check_engine(engine)
     arm = arm if arm is not None else arm_model("panda")
     if engine == "mujoco":
         from sim_suites.engines.mujoco_backend import MujocoBackend
 
-        return MujocoBackend(scene, arm, image_size=image_size)
+        return MujocoBackend(scene, arm, image_size=image_size, profile=profile)
     from sim_suites.engines.pybullet_backend import PybulletBackend
 
-    return PybulletBackend(scene, arm, image_size=image_size)
+    return PybulletBackend(scene, arm, image_size=image_size, profile=profile)

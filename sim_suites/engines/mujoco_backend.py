@@ -37,11 +37,13 @@ from sim_suites.engines.base import (
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
+from sim_suites.engines.mobile_base import MobileDrive, MujocoMobileBase
 from sim_suites.engines.mujoco_contacts import MujocoContacts
 from sim_suites.engines.mujoco_scene import WORLD_CONAFFINITY, WORLD_CONTYPE, add_scene_body
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.mujoco_render import MujocoRenderer, add_visuals
 from sim_suites.robot import SerialArm
+from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Solver settings tuned for MuJoCo (see the module docstring): friction cone, ratio of frictional
 #: to normal constraint impedance, solver iterations.
@@ -75,7 +77,7 @@ def _mujoco_body(kin: SerialArm, link: str) -> str:
     return kin.last_link if link in kin.fused_into_last else link
 
 
-class MujocoBackend:
+class MujocoBackend(MobileDrive):
     """One MuJoCo model/data pair for one scene. See `PhysicsBackend`."""
 
     engine = "mujoco"
@@ -86,13 +88,17 @@ class MujocoBackend:
         kinematics: SerialArm,
         *,
         image_size: tuple[int, int] | None = None,
+        profile: RobotProfile = PANDA,
     ) -> None:
         self.scene = scene
         self.kin = kin = kinematics
+        self.profile = profile
         arm_joints, finger_joints, n = kin.arm_joints, kin.finger_joints, kin.n
         layout = kin.layout
         route_mujoco_warnings()
-        spec = mujoco.MjSpec.from_string(layout.description(False))
+        # A mobile profile carries the arm on its base in its own description.
+        urdf = profile.urdf_text(False) if profile.mobile else layout.description(False)
+        spec = mujoco.MjSpec.from_string(urdf)
         spec.option.timestep = PHYSICS_DT
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         spec.option.cone = MUJOCO_CONE
@@ -119,7 +125,7 @@ class MujocoBackend:
         floor = spec.worldbody.add_geom()
         floor.name = TABLE
         floor.type = mujoco.mjtGeom.mjGEOM_PLANE
-        floor.size = [2.0, 2.0, 0.1]
+        floor.size = [10.0, 10.0, 0.1] if profile.mobile else [2.0, 2.0, 0.1]
         floor.friction = [scene.table_friction, 0.005, 0.0001]
         floor.contype, floor.conaffinity = WORLD_CONTYPE, WORLD_CONAFFINITY
         for body in scene.bodies:
@@ -174,11 +180,23 @@ class MujocoBackend:
             for b in scene.bodies
             if m.body_mocapid[self._body_id[b.name]] >= 0
         }
-        # The arm's and hand's bodies: "robot" in contact bookkeeping.
-        robot_bodies = {m.body(j.child).id for j in kin.arm} | {
+        # The arm's and hand's bodies, and a mobile base's: "robot" in contact bookkeeping.
+        arm_bodies = {m.body(j.child).id for j in kin.arm} | {
             m.body(link).id for link in kin.finger_links
         }
+        robot_bodies = arm_bodies | {m.body(name).id for name in profile.base_links}
         self.contacts = MujocoContacts(m, scene, self._body_id, robot_bodies)
+        self._floor_geom = m.geom(TABLE).id
+        self.mobile: MujocoMobileBase | None = (
+            MujocoMobileBase(
+                m,
+                self.data,
+                robot_bodies | {m.body(n).id for n in ("base_x_link", "base_y_link")},
+                m.body("mobile_base").id,
+            )
+            if profile.mobile
+            else None
+        )
         # Nominal copies of everything a reset rewrites.
         self._nominal = {
             "body_mass": m.body_mass.copy(),
@@ -198,7 +216,8 @@ class MujocoBackend:
         }
         self._fingers = (m.body(kin.finger_links[0]).id, m.body(kin.finger_links[1]).id)
         self._geom_body = [int(b) for b in m.geom_bodyid]
-        self._robot_body_ids = np.array(sorted(robot_bodies))
+        # The arm's bodies: what `link_mass_scale` scales.
+        self._robot_body_ids = np.array(sorted(arm_bodies))
         self._object_bodies = np.array(
             [self._body_id[b.name] for b in scene.bodies if b.role == "object"], dtype=int
         )
@@ -284,6 +303,9 @@ class MujocoBackend:
         m.actuator_biasprm[:, 1] *= g
         m.actuator_biasprm[:, 2] *= g
         set_contact_softness(self, params.contact_timeconst_s)
+        m.geom_friction[self._floor_geom, 0] *= params.floor_friction_scale
+        if self.mobile is not None:
+            self.mobile.scale_mass(m, params)
         # Masses and inertias changed: recompute the compiler's derived constants (inverse
         # weights used by the constraint solver, subtree masses).
         mujoco.mj_setConst(m, d)
@@ -309,6 +331,8 @@ class MujocoBackend:
                 m.body_pos[bid] = pos
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr] = init.slide_q.get(body.name, 0.0)
+        if self.mobile is not None:
+            self.mobile.reset(m, d, init, params)
         mujoco.mj_forward(m, d)
 
     def _resize_parts(self, s: float) -> None:
@@ -339,7 +363,10 @@ class MujocoBackend:
         # (a hand hitting a wall) must reach the monitors (`contact_forces`).
         peak: dict[tuple[str, str], float] = {}
         net_peak = np.zeros(3)
+        mobile = self.mobile
         for _ in range(substeps):
+            if mobile is not None:
+                mobile.apply(d)
             mujoco.mj_step(m, d)
             if d.ncon:
                 pairs, net = self.contacts.forces(m, d)

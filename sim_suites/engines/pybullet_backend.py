@@ -52,11 +52,14 @@ from sim_suites.engines.base import (
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
+from sim_suites.engines.mobile_base import MobileDrive, PybulletMobileBase, arm_links
 from sim_suites.engines.pybullet_contacts import contacts_now
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
+from sim_suites.panda_description import urdf_file
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
 from sim_suites.robot import SerialArm
+from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Constraint-solver iterations per step (PyBullet's default; enough for the grasps here).
 PYBULLET_SOLVER_ITERATIONS = 50
@@ -84,7 +87,7 @@ def _close_live_backends() -> None:
         backend.close()
 
 
-class PybulletBackend:
+class PybulletBackend(MobileDrive):
     """One PyBullet DIRECT client for one scene. See `PhysicsBackend`."""
 
     engine = "pybullet"
@@ -95,8 +98,10 @@ class PybulletBackend:
         kinematics: SerialArm,
         *,
         image_size: tuple[int, int] | None = None,
+        profile: RobotProfile = PANDA,
     ) -> None:
         self.scene = scene
+        self.profile = profile
         self.image_size = image_size
         self._renderer: PybulletRenderer | None = None
         self.kin = kin = kinematics
@@ -112,8 +117,12 @@ class PybulletBackend:
             deterministicOverlappingPairs=1,
             numSolverIterations=PYBULLET_SOLVER_ITERATIONS,
         )
+        # A mobile profile carries the arm on its base in its own description.
+        urdf = (
+            urdf_file(profile.urdf_text(True)) if profile.mobile else layout.description_file(True)
+        )
         self.robot = client.loadURDF(
-            str(layout.description_file(True)),
+            str(urdf),
             useFixedBase=True,
             flags=pybullet.URDF_USE_INERTIA_FROM_FILE
             | pybullet.URDF_USE_SELF_COLLISION
@@ -129,6 +138,11 @@ class PybulletBackend:
         self._hand = link_index[kin.hand_link]
         self._fingers = (link_index[kin.finger_links[0]], link_index[kin.finger_links[1]])
         self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
+        names = {j: n for n, j in link_index.items()}
+        self._arm_links = arm_links(names) if profile.mobile else self._robot_links
+        self.mobile: PybulletMobileBase | None = (
+            PybulletMobileBase(client, self.robot, joint_index) if profile.mobile else None
+        )
         client.changeDynamics(self.robot, -1, linearDamping=0.0, angularDamping=0.0)
         for link in self._robot_links:
             # A separate call: combined with the damping arguments, PyBullet leaves the links'
@@ -201,7 +215,7 @@ class PybulletBackend:
         self._net_peak = np.zeros(3)
         c.restoreState(self._state_id)
         self._resize_parts(params.object_size_scale)
-        for link in self._robot_links:
+        for link in self._arm_links:
             mass = self._nominal_link_mass[link]
             if mass <= 0.0:
                 continue
@@ -235,6 +249,13 @@ class PybulletBackend:
                     force=body.slide_friction_n * params.friction_scale,
                 )
         set_contact_softness(self, params.contact_timeconst_s)
+        c.changeDynamics(
+            self.table, -1, lateralFriction=self.scene.table_friction * params.floor_friction_scale
+        )
+        if self.mobile is not None:
+            base = self.mobile.base_link
+            nominal = (self._nominal_link_mass[base], self._nominal_link_inertia[base])
+            self.mobile.reset(nominal, init, params)
         self._gain = params.actuator_gain_scale
         self._limit = self._nominal_limit.copy()
         n = self.kin.n
@@ -315,10 +336,19 @@ class PybulletBackend:
         kp, kv = self._kp * self._gain, self._kv * self._gain
         peak: dict[tuple[str, str], float] = {}
         net_peak = np.zeros(3)
+        mobile = self.mobile
+        # The arm's and fingers' joints, then (on a mobile robot) the base's and the lift's:
+        # one state query per physics step for both.
+        joints = self._joints if mobile is None else [*self._joints, *mobile.joints]
+        own = len(self._joints)  # the arm's n joints and the two fingers
         for _ in range(substeps):
-            states = c.getJointStates(self.robot, self._joints)
-            q = np.array([s[0] for s in states])
-            qd = np.array([s[1] for s in states])
+            states = c.getJointStates(self.robot, joints)
+            q_all = [s[0] for s in states]
+            qd_all = [s[1] for s in states]
+            if mobile is not None:
+                mobile.apply(q_all[own:], qd_all[own:])
+            q = np.array(q_all[:own])
+            qd = np.array(qd_all[:own])
             tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
             tau[n:] = coupled_finger_force(q[n:], qd[n:], finger_cmd, kp[n], kv[n], self._limit[n])
             self._tau = tau

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from sim_suites.controller import V_MAX_MPS
+from sim_suites.policies.mobile_script import MobilePickPlaceScript
 from sim_suites.policies.script_base import (
     CLOSED,
     GAIN,
@@ -265,4 +266,5 @@ SCRIPTS: dict[str, type[ScriptedPolicy]] = {
     "drawer_open": DrawerScript,
     "push": PushScript,
     "tool_use": ToolScript,
+    "mobile_pick_place": MobilePickPlaceScript,
 }

@@ -26,7 +26,19 @@ _FAMILY_DEFAULTS: dict[str, dict[str, object]] = {
     "drawer_open": {"tolerance_m": 0.015, "qc_tolerance_m": 0.03},
     "peg_insert": {"tolerance_m": 0.01, "qc_tolerance_m": 0.01},
     "tool_use": {"tolerance_m": 0.03, "qc_tolerance_m": 0.03},
+    "mobile_pick_place": {"tolerance_m": 0.04, "qc_tolerance_m": 0.05},
 }
+
+
+def _mobile(name: str, source: int, target: int, **extra: float) -> TaskSpec:
+    """A mobile_pick_place instance: from counter `source` to counter `target` of the drawn
+    room (`sim_suites.tasks.mobile`); positions come from the floor plan."""
+    return _spec(
+        f"mobile_pick_place/{name}",
+        (0.0, 0.0),
+        (0.0, 0.0),
+        extra={"source": source, "target": target, **extra},
+    )
 
 
 def _hook(x: float, y: float, **extra: float) -> dict[str, float]:
@@ -174,6 +186,11 @@ TASK_SPECS: dict[str, TaskSpec] = {
             (0.70, -0.05),
             extra=_hook(0.48, 0.22, block_friction=RUBBER_FOOT),
         ),
+        _mobile("cube_across", 0, 1, person=1),
+        _mobile("cube_across_quiet", 0, 1),
+        _mobile("cube_back", 1, 0, person=1),
+        _mobile("cube_same_half", 0, 2, person=1),
+        _mobile("steel_across", 0, 1, person=1, **STEEL),
     )
 }
 

@@ -1,5 +1,5 @@
 """The task families: pick-and-place, push, drawer opening, peg insertion (and tool use, in
-`sim_suites.tasks.tool_use`).
+`sim_suites.tasks.tool_use`; mobile pick-and-place, in `sim_suites.tasks.mobile`).
 
 Goal errors (the e of the scoring rule in `sim_suites.tasks.base`):
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from sim_suites.arena import Body, Geom
-from sim_suites.tasks.base import Task, TaskState
+from sim_suites.tasks.base import CUBE_HALF, Task, TaskState
+from sim_suites.tasks.mobile import MobilePickPlace
 from sim_suites.tasks.tool_use import ToolUse
 
-CUBE_HALF = 0.02
 BLOCK_HALF = (0.025, 0.025, 0.02)
 PEG_HALF = (0.012, 0.012, 0.04)
 HOLE_DEPTH = 0.04
@@ -224,5 +224,5 @@ class PegInsert(Task):
 
 
 FAMILY_CLASSES: dict[str, type[Task]] = {
-    cls.family: cls for cls in (PickPlace, Push, DrawerOpen, PegInsert, ToolUse)
+    cls.family: cls for cls in (PickPlace, Push, DrawerOpen, PegInsert, ToolUse, MobilePickPlace)
 }

@@ -1,0 +1,117 @@
+"""Mobile pick-and-place: drive to the counter that holds a cube, pick it, drive to another
+counter (through the doorway when it stands in the other half of the room), place it.
+
+The room comes from the pair's scene seed (`sim_suites.room`); the instance says which counter
+holds the cube (`source`) and which receives it (`target`), the cube's mass and friction, and
+whether a person paces the far end of the room (`person`, on a path drawn from the same scene
+stream) or a panel closes the doorway (`doorway_blocked`). Where on the counters the cube
+stands and goes is drawn too.
+
+Goal error (the e of the scoring rule in `sim_suites.tasks.base`): ‖p_cube − g‖, the 3-D
+distance of the cube's centre from its resting pose on the target counter (as pick_place), with
+the family's tolerance (4 cm: the base localizes by wheel odometry).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sim_suites.arena import Body, Geom, Scene
+from sim_suites.human import HIP_HEIGHT_M, HumanProxy, Walk
+from sim_suites.room import (
+    COUNTER_SPREAD_M,
+    PERSON_LANE_X,
+    PERSON_LANE_Y,
+    FloorPlan,
+    counter_point,
+    room_bodies,
+)
+from sim_suites.tasks.base import CUBE_HALF, Task, TaskState
+
+_RED = (0.8, 0.2, 0.2, 1.0)
+#: Where the cube waits before a reset places it (m).
+CUBE_PARKING = (20.0, 30.0, CUBE_HALF)
+#: The person's walking speed (m/s) and pause at each end of the lane (s).
+PERSON_SPEED_MPS = 1.0
+PERSON_HOLD_S = 2.0
+
+
+class MobilePickPlace(Task):
+    """See the module docstring. Instance extras: `source`, `target` (counter indices),
+    `mass_kg` (0.1), `friction` (0.8), `person` (1 = a person paces the far end),
+    `doorway_blocked` (1 = the doorway is closed)."""
+
+    family = "mobile_pick_place"
+    object_name = "cube"
+    faults = ()
+
+    @property
+    def source(self) -> int:
+        return int(self.spec.extra.get("source", 0))
+
+    @property
+    def target(self) -> int:
+        return int(self.spec.extra.get("target", 1))
+
+    @property
+    def doorway_blocked(self) -> bool:
+        return bool(self.spec.extra.get("doorway_blocked", 0))
+
+    def bodies(self) -> tuple[Body, ...]:
+        return (
+            Body(
+                name="cube",
+                role="object",
+                geoms=(Geom("box", (CUBE_HALF,) * 3, rgba=_RED),),
+                joint="free",
+                pos=CUBE_PARKING,
+                mass=float(self.spec.extra.get("mass_kg", 0.1)),
+                friction=float(self.spec.extra.get("friction", 0.8)),
+                grasp_width=2 * CUBE_HALF,
+            ),
+        )
+
+    def scene(self) -> Scene:
+        """The cube, the room's bodies and the person (when the instance has one)."""
+        human = self.human()
+        people = human.bodies() if human is not None else ()
+        return Scene(bodies=(*self.bodies(), *room_bodies(), *people))
+
+    def human(self) -> HumanProxy | None:
+        """The person, standing at the lane's middle (a reset gives them their walk)."""
+        if not self.spec.extra.get("person", 0):
+            return None
+        return HumanProxy((PERSON_LANE_X, 0.0), floor_height_m=HIP_HEIGHT_M)
+
+    def walk(self, rng: np.random.Generator) -> Walk:
+        """The person's walk this episode, from the scene stream: up and down the lane between
+        two drawn points, round and round."""
+        lo, hi = PERSON_LANE_Y
+        a, b = float(rng.uniform(lo, 0.0)), float(rng.uniform(0.0, hi))
+        return Walk(
+            ((PERSON_LANE_X, a), (PERSON_LANE_X, b)),
+            speed_mps=PERSON_SPEED_MPS,
+            hold_s=PERSON_HOLD_S,
+            loop=True,
+        )
+
+    def placements(
+        self, plan: FloorPlan, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Where the cube starts and where it must go (centres (3,), m), drawn along the source
+        and target counters from the scene stream."""
+        s = COUNTER_SPREAD_M
+        start = counter_point(plan, self.source, float(rng.uniform(-s, s)))
+        goal = counter_point(plan, self.target, float(rng.uniform(-s, s)))
+        lift = np.array([0.0, 0.0, CUBE_HALF])
+        return start + lift, goal + lift
+
+    def goal_pos(self, start_offset: np.ndarray) -> np.ndarray:
+        # The goal depends on the drawn room; the environment takes it from `placements`.
+        raise NotImplementedError("mobile_pick_place goals come from the floor plan")
+
+    def goal_error(self, state: TaskState, goal: np.ndarray) -> float:
+        return float(np.linalg.norm(state.object_pos - goal))
+
+    def grasp_width(self) -> float:
+        return 2 * CUBE_HALF
