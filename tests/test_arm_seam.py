@@ -16,6 +16,7 @@ from real_bridge.observation import adapter_for
 from real_bridge.robot_profile import RobotSpec
 from sim_suites.env import PandaTaskEnv
 from sim_suites.panda_kinematics import HOME_Q, PANDA_LAYOUT
+from sim_suites.registration import task_env
 from sim_suites.robot import SerialArm, arm_model
 
 #: A Panda whose home posture has the shoulder lifted by 0.2 rad: a lab's own arm entry.
@@ -45,6 +46,9 @@ def test_unknown_arm_names_are_a_project_error() -> None:
         arm_model("tests.not_there:factory")
     with pytest.raises(EvalError, match=r"gave a str, not a sim_suites\.robot\.SerialArm"):
         arm_model(f"{__name__}:not_an_arm")
+    # The mobile families run the Panda on its base: another arm is refused, not ignored.
+    with pytest.raises(EvalError, match=r"mobile families run the Panda on its base, not 'ur5e'"):
+        task_env("mobile_pick_place/cube_across", robot="ur5e")
 
 
 def test_a_module_factory_arm_reaches_the_adapter_and_the_simulation() -> None:
