@@ -12,6 +12,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from embodied_eval.errors import EvalError
 from sim_suites.env import PandaTaskEnv
 from sim_suites.faults import FaultRequest
 from sim_suites.mobile_env import MobileTaskEnv
@@ -116,5 +117,10 @@ def task_env(task_id: str, engine: str = "mujoco", **settings: Any) -> TaskEnv:
     from sim_suites.tasks import family_of
 
     if family_of(task_id) in FAMILY_ENTRY_POINTS:
+        robot = settings.pop("robot", "panda")
+        if robot != "panda":
+            raise EvalError(
+                f"robot: the mobile families run the Panda on its base, not {robot!r}", key="robot"
+            )
         return MobileTaskEnv(task_id, engine, **settings)
     return PandaTaskEnv(task_id, engine, **settings)
