@@ -20,6 +20,7 @@ Run: .venv/bin/python benchmarks/calibration_gap.py [--real 24] [--unpaired 40] 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import tempfile
 import time
@@ -136,52 +137,13 @@ def agreement_rows(real: list[Episode], sim: list[Episode]) -> dict[str, dict[st
     return rows
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--real", type=int, default=24)
-    parser.add_argument("--unpaired", type=int, default=40)
-    parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument(
-        "--reuse", default="", help="folder of an earlier run: its recordings and real episodes"
-    )
-    parser.add_argument(
-        "--twin", action="append", default=[], metavar="PARAM=VALUE",
-        help=f"change the known gap: one of {', '.join(FLAG_OF)} (bandwidth in Hz, 0: none); "
-        "e.g. --twin actuator_gain=0.5 for a servo at half its stiffness",
-    )
-    args = parser.parse_args()
-    for item in args.twin:
-        name, _, value = item.partition("=")
-        if name not in FLAG_OF or not value:
-            parser.error(f"--twin {item!r}: expected PARAM=VALUE with PARAM one of {list(FLAG_OF)}")
-        TWIN_FLAGS[FLAG_OF[name]] = TRUTH[name] = float(value)
-    print(f"the twin's known gap: {TWIN_FLAGS} (joint damping × 1.3 besides)")
+def fit_and_report(recs: list[Any], workers: int) -> dict[str, float]:
+    """Calibrate from the recordings, print the estimates against the truth and the validation,
+    and return the sim reality gap's fields the calibration sets."""
     from embodied_eval.protocol.calibration_file import NOT_MAPPED, SIM_FIELDS
-    from sim_suites.variations import RealityGap
 
-    if args.reuse:
-        lines = (Path(args.reuse) / "real.jsonl").read_text().splitlines()
-        real = [Episode.from_json(line) for line in lines]
-        print(f"real side: {len(real)} episodes of {args.reuse}")
-    else:
-        record_dir = Path(tempfile.mkdtemp(prefix="calibration-gap-"))
-        started = time.monotonic()
-        real = run_real(args.real, args.steps, record_dir)
-        (record_dir / "real.jsonl").write_text("".join(e.to_json() + "\n" for e in real))
-        print(f"real side: {len(real)} episodes in {time.monotonic() - started:.0f} s "
-              f"(kept in {record_dir})")  # fmt: skip
-    aborted = [ep.episode_id for ep in real if ep.status == "aborted"]
-    if aborted:  # the harness aborted them before they started: nothing to replay
-        print(f"not calibrated from (aborted before they started): {', '.join(aborted)}")
-    recs = [
-        read_recorded_episode(ep, {}) for ep in real if ep.artifacts and ep.status != "aborted"
-    ]
-    print(f"recordings: {sum(r.not_applied for r in recs)} commands the robot never applied "
-          f"(left out), {sum(len(r.holds_s) for r in recs)} holds of its own (replayed), over "
-          f"{sum(1 for r in recs if r.not_applied or r.holds_s)} of {len(recs)} episodes")  # fmt: skip
     started = time.monotonic()
-    result = calibrate_episodes(recs, PARAMS, workers=args.workers)
+    result = calibrate_episodes(recs, PARAMS, workers=workers)
     print(f"calibration: {len(recs)} recordings, {time.monotonic() - started:.0f} s, "
           f"{result.evaluations} replays of the fitting set; set aside (the replay could not "
           f"follow them): {', '.join(result.set_aside) or 'none'}; stretches: "
@@ -216,6 +178,64 @@ def main() -> int:
         if math.isfinite(value):
             fields[SIM_FIELDS[n]] = value
     print(f"sim reality gap from the calibration: {fields}; not in sim: {sorted(NOT_MAPPED)}")
+    return fields
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--real", type=int, default=24)
+    parser.add_argument("--unpaired", type=int, default=40)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--reuse",
+        default="",
+        help="folder of an earlier run: its recordings and real episodes, and its calibration "
+        "(calibration.json) when that run got as far",
+    )
+    parser.add_argument(
+        "--twin",
+        action="append",
+        default=[],
+        metavar="PARAM=VALUE",
+        help=f"change the known gap: one of {', '.join(FLAG_OF)} (bandwidth in Hz, 0: none); "
+        "e.g. --twin actuator_gain=0.5 for a servo at half its stiffness",
+    )
+    args = parser.parse_args()
+    for item in args.twin:
+        name, _, value = item.partition("=")
+        if name not in FLAG_OF or not value:
+            parser.error(f"--twin {item!r}: expected PARAM=VALUE with PARAM one of {list(FLAG_OF)}")
+        TWIN_FLAGS[FLAG_OF[name]] = TRUTH[name] = float(value)
+    print(f"the twin's known gap: {TWIN_FLAGS} (joint damping × 1.3 besides)")
+    from sim_suites.variations import RealityGap
+
+    if args.reuse:
+        lines = (Path(args.reuse) / "real.jsonl").read_text().splitlines()
+        real = [Episode.from_json(line) for line in lines]
+        print(f"real side: {len(real)} episodes of {args.reuse}")
+    else:
+        record_dir = Path(tempfile.mkdtemp(prefix="calibration-gap-"))
+        started = time.monotonic()
+        real = run_real(args.real, args.steps, record_dir)
+        (record_dir / "real.jsonl").write_text("".join(e.to_json() + "\n" for e in real))
+        print(f"real side: {len(real)} episodes in {time.monotonic() - started:.0f} s "
+              f"(kept in {record_dir})")  # fmt: skip
+    aborted = [ep.episode_id for ep in real if ep.status == "aborted"]
+    if aborted:  # the harness aborted them before they started: nothing to replay
+        print(f"not calibrated from (aborted before they started): {', '.join(aborted)}")
+    recs = [read_recorded_episode(ep, {}) for ep in real if ep.artifacts and ep.status != "aborted"]
+    print(f"recordings: {sum(r.not_applied for r in recs)} commands the robot never applied "
+          f"(left out), {sum(len(r.holds_s) for r in recs)} holds of its own (replayed), over "
+          f"{sum(1 for r in recs if r.not_applied or r.holds_s)} of {len(recs)} episodes")  # fmt: skip
+    saved = Path(args.reuse) / "calibration.json" if args.reuse else None
+    if saved is not None and saved.exists():  # the earlier run's fit (it can take an hour)
+        fields = json.loads(saved.read_text())
+        print(f"calibration: the earlier run's ({saved}): {fields}")
+    else:
+        fields = fit_and_report(recs, args.workers)
+        folder = Path(args.reuse) if args.reuse else record_dir
+        (folder / "calibration.json").write_text(json.dumps(fields, indent=1))
     gap = RealityGap(**fields)
     paired = [spec(i, "sim", "mujoco") for i in range(len(real))]
     unpaired = [spec(i, "sim", "mujoco", offset=1000) for i in range(args.unpaired * len(TASKS))]
@@ -235,20 +255,26 @@ def main() -> int:
     print("|---|---|---|---|---|---|")
     for family in out["before"][0]:
         b, a = out["before"][0][family], out["after"][0][family]
-        print(f"| {family} | {b['n']} | {b['real']:.2f} | {b['sim']:.2f} → {a['sim']:.2f} | "
-              f"{b['agree']:.2f} → {a['agree']:.2f} | {b['s2r']:.2f} [{b['s2r_low']:.2f}, "
-              f"{b['s2r_high']:.2f}] → {a['s2r']:.2f} [{a['s2r_low']:.2f}, {a['s2r_high']:.2f}] |")
+        print(
+            f"| {family} | {b['n']} | {b['real']:.2f} | {b['sim']:.2f} → {a['sim']:.2f} | "
+            f"{b['agree']:.2f} → {a['agree']:.2f} | {b['s2r']:.2f} [{b['s2r_low']:.2f}, "
+            f"{b['s2r_high']:.2f}] → {a['s2r']:.2f} [{a['s2r_low']:.2f}, {a['s2r_high']:.2f}] |"
+        )
     y = [success(r) for r in real]
     low, high = wilson_bounds(sum(y), len(y))
     for label in ("before", "after"):
         ppi = out[label][1]
-        print(f"PPI++ {label}: λ = {ppi.lam:.3f}, effective n = {ppi.effective_n:.1f} "
-              f"(real pairs {ppi.n_pairs}, sim unpaired {ppi.n_sim}); AR_ppi = "
-              f"{ppi.estimate.value:.3f} [{ppi.estimate.low:.3f}, {ppi.estimate.high:.3f}]")
+        print(
+            f"PPI++ {label}: λ = {ppi.lam:.3f}, effective n = {ppi.effective_n:.1f} "
+            f"(real pairs {ppi.n_pairs}, sim unpaired {ppi.n_sim}); AR_ppi = "
+            f"{ppi.estimate.value:.3f} [{ppi.estimate.low:.3f}, {ppi.estimate.high:.3f}]"
+        )
         below = ppi_validity(ppi, y)
         if below:  # what the harness reports then: the real episodes alone
-            print(f"  below PPI's validity floor ({'; '.join(below)}): the harness reports the "
-                  f"real AR alone, {sum(y)}/{len(y)} Wilson [{low:.3f}, {high:.3f}]")
+            print(
+                f"  below PPI's validity floor ({'; '.join(below)}): the harness reports the "
+                f"real AR alone, {sum(y)}/{len(y)} Wilson [{low:.3f}, {high:.3f}]"
+            )
     return 0
 
 
