@@ -181,7 +181,9 @@ class TwinSettings:
             load cannot move an outcome. `time_scale` then paces only the free-running stretches.
         sim_grace_s: in simulated-time mode, with no heartbeat for this long on the wall clock
             the harness is gone and simulated time runs on (so the deadman trips in simulated
-            time), s.
+            time), s. Long enough that a loaded machine's live harness is never taken for a gone
+            one: with 2 s, a make-test run at load 9 plus two CPU burners once let the twin run
+            on while the harness lived, and the same seeds then ended 1e-16 apart.
     """
 
     bridge: BridgeConfig = field(default_factory=BridgeConfig)
@@ -195,7 +197,7 @@ class TwinSettings:
     camera_hz: float = 30.0
     camera_size: int = 128
     sim_time: bool = False
-    sim_grace_s: float = 2.0
+    sim_grace_s: float = 10.0
 
     def __post_init__(self) -> None:
         if not 0.1 <= self.sim_grace_s <= 60.0:
