@@ -30,8 +30,9 @@ from embodied_eval.seeds import episode_seeds
 from sim_suites.env import ENGINES, PandaTaskEnv
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
+from sim_suites.registration import task_env
 from sim_suites.safety_monitors import SafetyLimits
-from sim_suites.tasks import task_spec
+from sim_suites.tasks import registered_family, task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
@@ -48,7 +49,7 @@ def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> Pa
         if len(_ENV_CACHE) >= _ENV_CACHE_MAX:
             oldest = next(iter(_ENV_CACHE))
             _ENV_CACHE.pop(oldest).close()
-        env = PandaTaskEnv(task_id, engine, observation_mode=observation_mode)
+        env = task_env(task_id, engine, observation_mode=observation_mode)
         _ENV_CACHE[key] = env
     return env
 
@@ -71,8 +72,8 @@ def run_episode(
     Args:
         spec: the manifest row; `spec.engine` is "mujoco" or "pybullet".
         protocol: supplies DR ranges (`[randomization]`), max_steps, q* and the QC tolerance of
-            the instance, and safety thresholds; None uses the defaults (mild DR, 400 steps,
-            the task's q*).
+            the instance, and safety thresholds; None uses the defaults (mild DR, the family's
+            `max_steps` (400 at a table), the task's q*).
         policy: a policy object or import path; None uses `spec.policy`.
         faults: fault kinds or `FaultRequest`s to inject (none by default).
         max_steps: overrides the protocol's max_steps (control steps at 50 Hz).
@@ -101,7 +102,7 @@ def run_episode(
     target_quality = spec.target_quality
     qc_tolerance = None
     randomization: dict[str, Any] = dict(DEFAULT_RANDOMIZATION)
-    steps = 400
+    steps = registered_family(task.family).max_steps
     limits = safety or SafetyLimits()
     grasp_mode = grasp or (protocol.sim_grasp if protocol is not None else "contact")
     if protocol is not None:
