@@ -83,7 +83,9 @@ DEFAULT_ENVIRONMENT_FORCE_LIMIT_N = 150.0
 DEFAULT_NO_TRANSIENT_REGIONS: tuple[str, ...] = ("skull_forehead", "face")
 #: `contact_with` words declaring an environment contact: generic words and the fixtures of the
 #: built-in sim scenes (the table, the peg-in-hole block, the drawer, the planner-dead-end
-#: obstacle, the distractors; `sim_suites.safety_monitors` names contacts by these bodies).
+#: obstacle, the distractors, and the mobile manipulator's room: walls, partition panels, the
+#: doorway's panel, counters, clutter; `sim_suites.safety_monitors` names contacts by these
+#: bodies).
 DEFAULT_ENVIRONMENT_PARTNERS: tuple[str, ...] = (
     "environment",
     "fixture",
@@ -93,6 +95,12 @@ DEFAULT_ENVIRONMENT_PARTNERS: tuple[str, ...] = (
     "drawer",
     "obstacle",
     *(f"distractor_{k}" for k in range(MAX_DISTRACTORS)),
+    "wall",
+    "partition_south",
+    "partition_north",
+    "door_block",
+    *(f"counter_{k}" for k in range(3)),
+    *(f"clutter_{k}" for k in range(3)),
 )
 
 

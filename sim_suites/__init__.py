@@ -1,4 +1,5 @@
-"""Simulation half of every paired trial: the Panda on MuJoCo and PyBullet, five task families.
+"""Simulation half of every paired trial: the Panda on MuJoCo and PyBullet, at a table (five task
+families) and on a mobile base in a room (`mobile_pick_place`, `sim_suites.mobile_env`).
 
 Importing the package registers the task families (`sim_suites.families`, one module each) and
 their Gymnasium IDs (`embodied/<Family>-<Engine>-v0`). The harness

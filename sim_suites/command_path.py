@@ -36,6 +36,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from sim_suites.controller import V_MAX_MPS, ArmController, ControlCommand, capped_velocity
+from sim_suites.mobile_description import BaseLimits
 from sim_suites.robot import ARM_KP, ARM_KV, FINGER_MAX_M, PandaKinematics
 
 #: Franka Panda joint acceleration limits, rad/s² (Franka's datasheet, "Robot and interface
@@ -237,6 +238,46 @@ class ArmCommandPath:
             finger=cartesian.finger,
             tcp_target=ctl.tcp_target.copy(),
         )
+
+
+class BaseLimiter:
+    """A mobile base's velocity commands within its planned speed and acceleration limits
+    (`sim_suites.mobile_description.BaseLimits`): the planar velocity's norm at most the speed
+    cap, its change per period at most a·Δt in norm; the yaw rate and its change likewise.
+
+    Args:
+        limits: the base's limits. dt_s: control period, s.
+    """
+
+    def __init__(self, limits: BaseLimits, dt_s: float) -> None:
+        self.limits = limits
+        self.dt_s = dt_s
+        self.sent = np.zeros(3)
+
+    def reset(self, dt_s: float | None = None) -> None:
+        """At rest; optionally a new control period (s)."""
+        if dt_s is not None:
+            self.dt_s = dt_s
+        self.sent = np.zeros(3)
+
+    def step(self, wanted: np.ndarray, speed_cap_mps: float | None = None) -> np.ndarray:
+        """The next command (3,) toward `wanted` = (vx, vy m/s in the base frame, yaw rate
+        rad/s), with the planar speed capped at `speed_cap_mps` (default: the limit)."""
+        lim, dt = self.limits, self.dt_s
+        cap = lim.speed_mps if speed_cap_mps is None else min(lim.speed_mps, speed_cap_mps)
+        planar = np.asarray(wanted[:2], dtype=float)
+        speed = math.hypot(float(planar[0]), float(planar[1]))
+        if speed > cap:
+            planar = planar * (cap / speed)
+        change = planar - self.sent[:2]
+        size = math.hypot(float(change[0]), float(change[1]))
+        if size > lim.acceleration_mps2 * dt:
+            change *= lim.acceleration_mps2 * dt / size
+        rate = min(lim.yaw_rate_rps, max(-lim.yaw_rate_rps, float(wanted[2])))
+        turn = lim.yaw_acceleration_rps2 * dt
+        rate = min(self.sent[2] + turn, max(self.sent[2] - turn, rate))
+        self.sent = np.array([self.sent[0] + change[0], self.sent[1] + change[1], rate])
+        return self.sent.copy()
 
 
 def first_order_alpha(bandwidth_hz: float, dt_s: float) -> float:

@@ -27,21 +27,21 @@ from embodied_eval.protocol.reader import Protocol
 from embodied_eval.records import Artifact, EpisodeOutcome, EpisodeSpec
 from embodied_eval.rollout.trajectory import record_observation, write_trajectory
 from embodied_eval.seeds import episode_seeds
-from sim_suites.env import ENGINES, PandaTaskEnv
+from sim_suites.env import ENGINES
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
-from sim_suites.registration import task_env
+from sim_suites.registration import TaskEnv, task_env
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.tasks import registered_family, task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
 #: restore the whole simulator state, so reuse does not change results (tested).
-_ENV_CACHE: dict[tuple[str, str, str], PandaTaskEnv] = {}
+_ENV_CACHE: dict[tuple[str, str, str], TaskEnv] = {}
 _ENV_CACHE_MAX = 8
 
 
-def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> PandaTaskEnv:
+def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> TaskEnv:
     """A process-local environment for (task, engine, observation mode), built on first use."""
     key = (task_id, engine, observation_mode)
     env = _ENV_CACHE.get(key)
@@ -76,7 +76,8 @@ def run_episode(
             `max_steps` (400 at a table), the task's q*).
         policy: a policy object or import path; None uses `spec.policy`.
         faults: fault kinds or `FaultRequest`s to inject (none by default).
-        max_steps: overrides the protocol's max_steps (control steps at 50 Hz).
+        max_steps: overrides the protocol's max_steps (control steps at 50 Hz; without either,
+            the family's `max_steps`).
         record_dir: if given, the per-step trajectory is written there as
             `<episode_id>.npz` and listed in `Episode.artifacts`: `action`, `tcp`, `object`,
             `q` after each step, and `time` plus every observation array as `obs.<key>` as

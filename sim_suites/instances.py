@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from embodied_eval.errors import EvalError
+from embodied_eval.protocol.model import MOBILE_KNOBS
 from sim_suites.arena import Scene
 from sim_suites.distractors import distractor_positions, place_distractors
 from sim_suites.engines.base import InitialState, PhysicsBackend
@@ -36,6 +37,7 @@ from sim_suites.variations import (
 #: Knobs that move or reshape the free task part, and why they do nothing without one.
 PART_KNOBS = ("object_yaw_rad", "object_size_scale")
 _NO_FREE_PART = "the task object is articulated (on a joint), not a free part"
+_FIXED_BASE = "the robot stands on a fixed base (no wheels, no floor to drive on)"
 
 #: Draws of an instance already done at reset tolerated before the ranges count as a user error.
 MAX_INVALID_DRAWS = 50
@@ -84,6 +86,7 @@ def draw_instance(
     not_applied = (
         {} if free_part else {k: _NO_FREE_PART for k in PART_KNOBS if k in config.randomization}
     )
+    not_applied.update({k: _FIXED_BASE for k in MOBILE_KNOBS if k in config.randomization})
     for _ in range(MAX_INVALID_DRAWS + 1):
         drawn = {**physics_draw, **sample_randomization(scene_variations, scene_rng)}
         sampled = {k: drawn[k] for k in order}

@@ -190,11 +190,16 @@ def panda_urdf_text(armature_in_links: bool = False) -> str:
     return text.replace("package://", f"{source.parent}/")
 
 
-@functools.lru_cache(maxsize=2)
 def panda_urdf_file(armature_in_links: bool = False) -> Path:
     """`panda_urdf_text` written to a private temporary file (for loaders that need a path)."""
+    return urdf_file(panda_urdf_text(armature_in_links))
+
+
+@functools.lru_cache(maxsize=4)
+def urdf_file(text: str) -> Path:
+    """A robot description written once per process to a private temporary file."""
     folder = Path(tempfile.mkdtemp(prefix="panda-urdf-"))
     atexit.register(shutil.rmtree, folder, True)
-    path = folder / "panda.urdf"
-    path.write_text(panda_urdf_text(armature_in_links), encoding="utf-8")
+    path = folder / "robot.urdf"
+    path.write_text(text, encoding="utf-8")
     return path

@@ -17,6 +17,7 @@ import gymnasium as gym
 from embodied_eval.plugins import resolve
 from sim_suites.env import PandaTaskEnv
 from sim_suites.faults import FaultRequest
+from sim_suites.mobile_env import MobileTaskEnv
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.tasks.catalog import (
     ENGINE_NAMES,
@@ -28,6 +29,9 @@ from sim_suites.tasks.catalog import (
     task_family,
 )
 from sim_suites.variations import RealityGap
+
+#: Either environment: the fixed Panda's or the mobile manipulator's.
+TaskEnv = PandaTaskEnv | MobileTaskEnv
 
 #: Gymnasium IDs of the standard suites as the harness runs them (`gymnasium.make(id,
 #: task_id="metaworld/reach-v3", randomization={...})`; the suite's package must be installed).
@@ -68,7 +72,7 @@ def make_env(
     target_quality: float | None = None,
     qc_tolerance_m: float | None = None,
     observation_mode: str = "state",
-) -> PandaTaskEnv:
+) -> TaskEnv:
     """Build the bare environment (no wrappers) for one task instance, e.g. for the twin robot.
 
     The returned env steps at a fixed control rate: `env.control_dt` seconds of simulated time per
@@ -91,9 +95,9 @@ def make_env(
     )
 
 
-def task_env(task_id: str, engine: str = "mujoco", **settings: Any) -> PandaTaskEnv:
+def task_env(task_id: str, engine: str = "mujoco", **settings: Any) -> TaskEnv:
     """The environment of a task instance: its family's environment class (`Family.env`) built
     with `settings`, the environment's keyword arguments."""
     env_class = resolve(task_family(task_id).env)
-    env: PandaTaskEnv = env_class(task_id, engine, **settings)
+    env: TaskEnv = env_class(task_id, engine, **settings)
     return env

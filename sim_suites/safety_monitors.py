@@ -31,6 +31,11 @@ Monitored conditions and what they do (limits in `SafetyLimits`, overridable per
   them). The same monitor runs in both halves of a pair: the sim episode and the twin robot.
 - A stop caused by a contact names what was touched (`contact_with`), so it never reads as a
   stop without contact.
+- A mobile robot (`sim_suites.mobile_env`): the whole robot, base included, is the robot — its
+  separation from the person is from the base's and the arm's geometry, its contacts with walls,
+  furniture and the person are contacts under the rules above, and S_p takes the whole robot's
+  speed and its stopping time at that speed (`robot_speed_mps`, `stopping_time_s`). Base speed
+  above `base_speed_stop_mps` → protective stop (category 1).
 
 Contact forces are the peak over every physics step of the control step
 (`PhysicsBackend.contact_forces`), so an impact between two control steps is not missed.
@@ -78,6 +83,7 @@ class SafetyLimits:
     stopping_time_s: float = 0.1
     position_uncertainty_m: float = 0.02
     transient_s: float = 0.5
+    base_speed_stop_mps: float = 1.2
     workspace: Workspace = field(default_factory=Workspace)
 
     @classmethod
@@ -298,6 +304,9 @@ class SafetyMonitor:
         object_pos: np.ndarray,
         separation_m: float | None = None,
         external_force: np.ndarray | None = None,
+        robot_speed_mps: float | None = None,
+        stopping_time_s: float | None = None,
+        base_speed_mps: float | None = None,
     ) -> StopDecision | None:
         """Check every monitor for one control step.
 
@@ -312,6 +321,10 @@ class SafetyMonitor:
                 when the cell has a human proxy.
             external_force: (3,) peak net external force on the robot over the control step, N
                 (None: no force reading, no contact stop).
+            robot_speed_mps: the whole robot's speed for S_p, m/s (default: the TCP's).
+            stopping_time_s: the robot's stopping time at that speed for S_p, s (default: the
+                limits' `stopping_time_s`).
+            base_speed_mps: a mobile base's planar speed, m/s (None: a fixed base).
         Returns:
             a StopDecision when the episode must end now, else None.
         """
@@ -327,7 +340,13 @@ class SafetyMonitor:
             self.min_separation_m = (
                 sep if self.min_separation_m is None else min(self.min_separation_m, sep)
             )
-            required = protective_separation(tcp_speed, lim)
+            speed = tcp_speed if robot_speed_mps is None else robot_speed_mps
+            stopping = (
+                lim
+                if stopping_time_s is None
+                else dataclasses.replace(lim, stopping_time_s=stopping_time_s)
+            )
+            required = protective_separation(speed, stopping)
             reduced = sep < lim.reduced_speed_zone_m
             if sep < required:
                 self._track("separation", True, step, t, sep, required=required)
@@ -360,6 +379,16 @@ class SafetyMonitor:
                 1,
                 "tcp_speed",
                 f"TCP speed {tcp_speed:.3f} m/s above the {lim.tcp_speed_stop_mps} m/s limit",
+            )
+
+        over = base_speed_mps is not None and base_speed_mps > lim.base_speed_stop_mps
+        if over and decision is None:
+            decision = self._stop(
+                step,
+                t,
+                1,
+                "base_speed",
+                f"base speed {base_speed_mps:.3f} m/s above the {lim.base_speed_stop_mps} m/s limit",
             )
 
         ratio = np.abs(qd) / self.qd_limit

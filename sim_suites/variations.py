@@ -63,6 +63,10 @@ NOMINAL: dict[str, Any] = {
     "distractor_count": 0,
     "object_texture": 0,
     "table_texture": 0,
+    "floor_friction_scale": 1.0,
+    "wheel_slip_scale": 1.0,
+    "base_mass_scale": 1.0,
+    "odometry_drift": 0.0,
 }
 
 #: Knobs whose value is a vector in 3-D: a length (m) or an angle (rad) drawn from the range, in
@@ -305,6 +309,8 @@ class EpisodeParams:
         distractor_count: distractor objects standing on the table (`sim_suites.distractors`).
         object_texture, table_texture: texture of the task object / the table, 0 = nominal
             look, k = texture k of `sim_suites.rendering.textures.TEXTURES`.
+        odometry_drift: a mobile base's wheel odometry scale error (fraction: 0.02 counts 2 %
+            more distance and turn than the wheels made).
     """
 
     physics: PhysicsParams = field(default_factory=PhysicsParams)
@@ -322,6 +328,7 @@ class EpisodeParams:
     distractor_count: int = 0
     object_texture: int = 0
     table_texture: int = 0
+    odometry_drift: float = 0.0
 
     @property
     def substeps(self) -> int:
@@ -400,6 +407,9 @@ def episode_params(
         grip_force_scale=float(v["grip_force_scale"]),
         object_size_scale=float(v["object_size_scale"]),
         contact_timeconst_s=float(gap.contact_timeconst_s or v["contact_timeconst_s"]),
+        floor_friction_scale=float(v["floor_friction_scale"]),
+        wheel_slip_scale=float(v["wheel_slip_scale"]),
+        base_mass_scale=float(v["base_mass_scale"]),
     )
     rate = v["control_rate_hz"]
     if firmware["control_rate_hz"] != NOMINAL_CONTROL_RATE_HZ:
@@ -428,4 +438,5 @@ def episode_params(
         distractor_count=int(v["distractor_count"]),
         object_texture=int(v["object_texture"]),
         table_texture=int(v["table_texture"]),
+        odometry_drift=float(v["odometry_drift"]),
     )

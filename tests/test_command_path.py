@@ -203,6 +203,16 @@ def test_the_net_external_force_cancels_a_grip_and_counts_the_table_through_the_
     assert table == pytest.approx([0.0, 0.0, 150.0])
     # With both pads gripping, the wrist still reads the table's 150 N alone.
     assert np.linalg.norm(left + right + table) == pytest.approx(150.0)
+    # The backend sums a physics step's contacts in one go: the same 150 N straight up.
+    from sim_suites.engines.mujoco_contacts import net_force_on_robot
+
+    frames = np.stack([along_y.ravel(), against_y.ravel(), up.ravel()])
+    forces = np.array([[20.0, 0.0, 0.0], [20.0, 0.0, 0.0], [150.0, 0.0, 0.0]])
+    net = net_force_on_robot(frames, forces, [False, False, True])
+    assert net == pytest.approx([0.0, 0.0, 150.0])
+    # A tangential 5 N along the first tangent (+z) on the left pad (geom1) pulls it down 5 N.
+    forces[0, 1] = 5.0
+    assert net_force_on_robot(frames, forces, [False, False, True]) == pytest.approx([0, 0, 145])
 
 
 @pytest.mark.parametrize("engine", ["mujoco", "pybullet"])

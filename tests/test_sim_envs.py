@@ -23,8 +23,10 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def test_registry_has_every_family_on_both_engines() -> None:
-    # Five families (pick_place, push, drawer_open, peg_insert, tool_use) × two engines.
-    assert len(IDS) == 10
+    # Six families (pick_place, push, drawer_open, peg_insert, tool_use, mobile_pick_place)
+    # × two engines.
+    assert len(IDS) == 12
+    assert "embodied/MobilePickPlace-PyBullet-v0" in IDS
     assert "embodied/PickPlace-MuJoCo-v0" in IDS
     assert "embodied/PegInsert-PyBullet-v0" in IDS
     assert "embodied/ToolUse-MuJoCo-v0" in IDS
@@ -37,7 +39,8 @@ def _rollout(env: gym.Env, seed: int, steps: int) -> list[dict[str, np.ndarray]]
     obs, _ = env.reset(seed=seed)
     out = [obs]
     for _ in range(steps):
-        obs, _, term, trunc, _ = env.step(rng.uniform(-1, 1, 4).astype(np.float32))
+        shape = env.action_space.shape
+        obs, _, term, trunc, _ = env.step(rng.uniform(-1, 1, shape).astype(np.float32))
         out.append(obs)
         if term or trunc:
             break

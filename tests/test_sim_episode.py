@@ -181,6 +181,9 @@ def test_reference_ar_agrees_across_engines() -> None:
                 make_spec(task_id, engine=engine, episode_id=f"{task_id}-{engine}", seed=9)
             ).episode.success
             for task_id in TASK_SPECS
+            # The mobile family drives through a room for ~25 s per episode; its reference is
+            # checked on its own (tests/test_mobile_manipulation.py).
+            if TASK_SPECS[task_id].family != "mobile_pick_place"
         ]
         ar[engine] = float(np.mean(wins))
     print(f"nominal reference AR: {ar}")

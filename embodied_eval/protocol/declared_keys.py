@@ -143,6 +143,11 @@ DR_KNOB_BOUNDS: dict[str, tuple[float, float]] = {
     "colour_jitter": (0.0, 1.0),
     # a part from a tenth to ten times its nominal size (beyond, no gripper or scene fits it)
     "object_size_scale": (0.1, 10.0),
+    # a mobile base's floor, wheels and mass (scales), and its odometry's scale error (fraction)
+    "floor_friction_scale": (1e-6, 100.0),
+    "wheel_slip_scale": (1e-6, 100.0),
+    "base_mass_scale": (1e-6, 100.0),
+    "odometry_drift": (-0.5, 0.5),
     # camera pose offsets: up to 20 cm and 0.5 rad (beyond, the camera no longer sees the table)
     "scene_camera_offset_m": (0.0, 0.2),
     "scene_camera_tilt_rad": (0.0, 0.5),

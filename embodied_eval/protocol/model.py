@@ -42,6 +42,10 @@ CAMERA_KNOBS = (
     "object_texture",
     "table_texture",
 )
+#: DR knobs of a mobile manipulator's base (`sim_suites.engines.wheel_traction`: the floor's
+#: friction, the wheels' slip, the base's mass; the wheel odometry's scale error). A robot on a
+#: fixed base records them as not applied.
+MOBILE_KNOBS = ("floor_friction_scale", "wheel_slip_scale", "base_mass_scale", "odometry_drift")
 #: Domain-randomization knobs a protocol may set, as [low, high] ranges: the physical ones, then
 #: the camera knobs.
 DR_KNOBS = (
@@ -60,6 +64,7 @@ DR_KNOBS = (
     "grip_force_scale",
     "object_yaw_rad",
     "object_size_scale",
+    *MOBILE_KNOBS,
     *CAMERA_KNOBS,
 )
 #: Most distractor objects a scene can hold (`distractor_count` ≤ this).

@@ -58,18 +58,25 @@ class PhysicsParams:
     #: Contact softness of the manipulated objects, s (solref time constant; 0 keeps the
     #: engine's own contacts; `sim_suites.engines.contact_softness`).
     contact_timeconst_s: float = 0.0
+    #: A mobile base's floor friction, wheel slip and base mass, as scales
+    #: (`sim_suites.engines.wheel_traction`; a fixed base ignores them).
+    floor_friction_scale: float = 1.0
+    wheel_slip_scale: float = 1.0
+    base_mass_scale: float = 1.0
 
 
 @dataclass(frozen=True)
 class InitialState:
     """Where everything starts: arm joints (7,), finger opening per finger, body positions,
-    rotations of free bodies about the vertical (rad), slide positions (m)."""
+    rotations of free bodies about the vertical (rad), slide positions (m), and a mobile base's
+    pose (4,): x, y (m), yaw (rad), lift (m)."""
 
     arm_q: np.ndarray
     finger_q: float
     body_pos: Mapping[str, np.ndarray] = field(default_factory=dict)
     slide_q: Mapping[str, float] = field(default_factory=dict)
     body_yaw: Mapping[str, float] = field(default_factory=dict)
+    base_q: np.ndarray | None = None
 
 
 def yaw_quat(yaw_rad: float) -> np.ndarray:
@@ -140,6 +147,14 @@ class PhysicsBackend(Protocol):
     def diverged(self) -> bool:
         """Whether the simulator reported an instability since the last reset."""
 
+    def drive_base(self, wheel_velocity: np.ndarray, lift_m: float) -> None:
+        """A mobile base's wheel velocity (3,): vx, vy in the base's frame m/s, yaw rate rad/s, and the
+        torso lift's set-point (m), held from the next `step` on (`sim_suites.engines.
+        wheel_traction`); a fixed base has none."""
+
+    def base_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """A mobile base's joint positions (x, y, yaw, lift) and velocities, (4,) each."""
+
     def set_appearance(self, appearance: Appearance) -> None:
         """Lighting and colours of the episode (backends built with cameras only)."""
 
@@ -177,7 +192,8 @@ def pd_torque(
     Returns:
         (n,) torques in N·m (N for fingers).
     """
-    return np.clip(kp * (cmd - q) - kv * qd, -limit, limit)
+    # min(max(·)) is clip's definition, without its per-call overhead (every physics step).
+    return np.minimum(np.maximum(kp * (cmd - q) - kv * qd, -limit), limit)
 
 
 def quat_conj_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

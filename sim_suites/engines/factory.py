@@ -6,6 +6,7 @@ from embodied_eval.errors import EvalError
 from sim_suites.arena import Scene
 from sim_suites.engines.base import PhysicsBackend
 from sim_suites.robot import panda_kinematics
+from sim_suites.robot_profiles import PANDA, RobotProfile
 
 ENGINES = ("mujoco", "pybullet")
 
@@ -18,17 +19,21 @@ def check_engine(engine: str) -> str:
 
 
 def make_backend(
-    engine: str, scene: Scene, image_size: tuple[int, int] | None = None
+    engine: str,
+    scene: Scene,
+    image_size: tuple[int, int] | None = None,
+    profile: RobotProfile = PANDA,
 ) -> PhysicsBackend:
     """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene`.
 
-    With `image_size` (height, width) the backend also gets visual meshes, lights and cameras.
+    With `image_size` (height, width) the backend also gets visual meshes, lights and cameras;
+    `profile` is the robot (`sim_suites.robot_profiles`: the fixed Panda by default).
     """
     check_engine(engine)
     if engine == "mujoco":
         from sim_suites.engines.mujoco_backend import MujocoBackend
 
-        return MujocoBackend(scene, panda_kinematics(), image_size=image_size)
+        return MujocoBackend(scene, panda_kinematics(), image_size=image_size, profile=profile)
     from sim_suites.engines.pybullet_backend import PybulletBackend
 
-    return PybulletBackend(scene, panda_kinematics(), image_size=image_size)
+    return PybulletBackend(scene, panda_kinematics(), image_size=image_size, profile=profile)

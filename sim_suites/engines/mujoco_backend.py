@@ -37,13 +37,13 @@ from sim_suites.engines.base import (
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
+from sim_suites.engines.mobile_base import MobileDrive, MujocoMobileBase
 from sim_suites.engines.mujoco_contacts import MujocoContacts
 from sim_suites.engines.mujoco_scene import WORLD_CONAFFINITY, WORLD_CONTYPE, add_scene_body
 from sim_suites.panda_description import (
     ARMATURE_KGM2,
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
-    panda_urdf_text,
 )
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.mujoco_render import MujocoRenderer, add_visuals
@@ -58,6 +58,7 @@ from sim_suites.robot import (
     GRIP_FORCE_N,
     PandaKinematics,
 )
+from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Solver settings tuned for MuJoCo (see the module docstring): friction cone, ratio of frictional
 #: to normal constraint impedance, solver iterations.
@@ -92,7 +93,7 @@ def _mujoco_body(link: str) -> str:
     return "panda_link7" if link in _FUSED_INTO_LINK7 else link
 
 
-class MujocoBackend:
+class MujocoBackend(MobileDrive):
     """One MuJoCo model/data pair for one scene. See `PhysicsBackend`."""
 
     engine = "mujoco"
@@ -103,11 +104,13 @@ class MujocoBackend:
         kinematics: PandaKinematics,
         *,
         image_size: tuple[int, int] | None = None,
+        profile: RobotProfile = PANDA,
     ) -> None:
         self.scene = scene
         self.kin = kinematics
+        self.profile = profile
         route_mujoco_warnings()
-        spec = mujoco.MjSpec.from_string(panda_urdf_text())
+        spec = mujoco.MjSpec.from_string(profile.urdf_text(False))
         spec.option.timestep = PHYSICS_DT
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         spec.option.cone = MUJOCO_CONE
@@ -134,7 +137,7 @@ class MujocoBackend:
         floor = spec.worldbody.add_geom()
         floor.name = TABLE
         floor.type = mujoco.mjtGeom.mjGEOM_PLANE
-        floor.size = [2.0, 2.0, 0.1]
+        floor.size = [10.0, 10.0, 0.1] if profile.mobile else [2.0, 2.0, 0.1]
         floor.friction = [scene.table_friction, 0.005, 0.0001]
         floor.contype, floor.conaffinity = WORLD_CONTYPE, WORLD_CONAFFINITY
         for body in scene.bodies:
@@ -189,12 +192,24 @@ class MujocoBackend:
             for b in scene.bodies
             if m.body_mocapid[self._body_id[b.name]] >= 0
         }
-        # The arm's and hand's bodies: "robot" in contact bookkeeping.
-        robot_bodies = {m.body(f"panda_link{i}").id for i in range(1, 8)} | {
+        # The arm's and hand's bodies, and a mobile base's: "robot" in contact bookkeeping.
+        arm_bodies = {m.body(f"panda_link{i}").id for i in range(1, 8)} | {
             m.body("panda_leftfinger").id,
             m.body("panda_rightfinger").id,
         }
+        robot_bodies = arm_bodies | {m.body(name).id for name in profile.base_links}
         self.contacts = MujocoContacts(m, scene, self._body_id, robot_bodies)
+        self._floor_geom = m.geom(TABLE).id
+        self.mobile: MujocoMobileBase | None = (
+            MujocoMobileBase(
+                m,
+                self.data,
+                robot_bodies | {m.body(n).id for n in ("base_x_link", "base_y_link")},
+                m.body("mobile_base").id,
+            )
+            if profile.mobile
+            else None
+        )
         # Nominal copies of everything a reset rewrites.
         self._nominal = {
             "body_mass": m.body_mass.copy(),
@@ -214,7 +229,8 @@ class MujocoBackend:
         }
         self._fingers = (m.body("panda_leftfinger").id, m.body("panda_rightfinger").id)
         self._geom_body = [int(b) for b in m.geom_bodyid]
-        self._robot_body_ids = np.array(sorted(robot_bodies))
+        # The arm's bodies: what `link_mass_scale` scales.
+        self._robot_body_ids = np.array(sorted(arm_bodies))
         self._object_bodies = np.array(
             [self._body_id[b.name] for b in scene.bodies if b.role == "object"], dtype=int
         )
@@ -299,6 +315,9 @@ class MujocoBackend:
         m.actuator_biasprm[:, 1] *= g
         m.actuator_biasprm[:, 2] *= g
         set_contact_softness(self, params.contact_timeconst_s)
+        m.geom_friction[self._floor_geom, 0] *= params.floor_friction_scale
+        if self.mobile is not None:
+            self.mobile.scale_mass(m, params)
         # Masses and inertias changed: recompute the compiler's derived constants (inverse
         # weights used by the constraint solver, subtree masses).
         mujoco.mj_setConst(m, d)
@@ -324,6 +343,8 @@ class MujocoBackend:
                 m.body_pos[bid] = pos
                 adr = m.jnt_qposadr[m.body_jntadr[bid]]
                 d.qpos[adr] = init.slide_q.get(body.name, 0.0)
+        if self.mobile is not None:
+            self.mobile.reset(m, d, init, params)
         mujoco.mj_forward(m, d)
 
     def _resize_parts(self, s: float) -> None:
@@ -353,7 +374,10 @@ class MujocoBackend:
         # (a hand hitting a wall) must reach the monitors (`contact_forces`).
         peak: dict[tuple[str, str], float] = {}
         net_peak = np.zeros(3)
+        mobile = self.mobile
         for _ in range(substeps):
+            if mobile is not None:
+                mobile.apply(d)
             mujoco.mj_step(m, d)
             if d.ncon:
                 pairs, net = self.contacts.forces(m, d)

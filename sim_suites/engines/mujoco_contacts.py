@@ -34,6 +34,16 @@ def force_on_robot(frame: np.ndarray, force: np.ndarray, robot_is_geom2: bool) -
     return world if robot_is_geom2 else -world
 
 
+def net_force_on_robot(
+    frames: np.ndarray, forces: np.ndarray, robot_is_geom2: Sequence[bool]
+) -> np.ndarray:
+    """The sum (3,) N, world frame, of `force_on_robot` over several contacts: frames (n, 9),
+    forces (n, 3), and for each contact whether the robot's geom is its geom2."""
+    world = np.einsum("nij,ni->nj", frames.reshape(-1, 3, 3), forces)
+    sign = np.where(np.asarray(robot_is_geom2, dtype=bool), 1.0, -1.0)
+    return np.asarray(sign @ world, dtype=float)
+
+
 class MujocoContacts:
     """Reported contact forces and geometric separations for one compiled scene.
 
@@ -93,15 +103,18 @@ class MujocoContacts:
         contact force a non-robot geom exerts on a robot geom (what a wrist F/T sensor or the
         robot's external-wrench estimate reads: a grip's opposing finger forces cancel)."""
         out: dict[tuple[str, str], float] = {}
-        net = np.zeros(3)
         ncon = data.ncon
         if ncon == 0:
-            return out, net
+            return out, np.zeros(3)
         keys = self.pair_keys
         on_robot = self._robot_geom
         buf = self._buf
         contacts = data.contact
-        # A handful of contacts per step: a plain loop over Python ints beats numpy indexing.
+        # A handful of contacts per step: a plain loop over Python ints beats numpy indexing;
+        # the robot's contacts are turned into world forces together afterwards.
+        external: list[int] = []
+        robot_second: list[bool] = []
+        local: list[list[float]] = []
         for i, (g1, g2) in enumerate(contacts.geom[:ncon].tolist()):
             key = keys[g1][g2]
             r1, r2 = on_robot[g1], on_robot[g2]
@@ -111,8 +124,12 @@ class MujocoContacts:
             if key is not None:
                 out[key] = out.get(key, 0.0) + abs(float(buf[0]))
             if r1 != r2:
-                net += force_on_robot(contacts.frame[i], buf[:3], robot_is_geom2=bool(r2))
-        return out, net
+                external.append(i)
+                robot_second.append(bool(r2))
+                local.append(buf[:3].tolist())
+        if not external:
+            return out, np.zeros(3)
+        return out, net_force_on_robot(contacts.frame[external], np.array(local), robot_second)
 
     def separation(
         self, model: mujoco.MjModel, data: mujoco.MjData, bodies: Sequence[str], max_m: float

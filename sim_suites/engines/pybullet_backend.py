@@ -52,12 +52,13 @@ from sim_suites.engines.base import (
     yaw_quat,
 )
 from sim_suites.engines.contact_softness import set_contact_softness
+from sim_suites.engines.mobile_base import MobileDrive, PybulletMobileBase, arm_links
 from sim_suites.engines.pybullet_contacts import contacts_now
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import (
     JOINT_FRICTION_NM,
     SELF_COLLISION_EXCLUDE,
-    panda_urdf_file,
+    urdf_file,
 )
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
@@ -72,6 +73,7 @@ from sim_suites.robot import (
     GRIP_FORCE_N,
     PandaKinematics,
 )
+from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Constraint-solver iterations per step (PyBullet's default; enough for the grasps here).
 PYBULLET_SOLVER_ITERATIONS = 50
@@ -99,7 +101,7 @@ def _close_live_backends() -> None:
         backend.close()
 
 
-class PybulletBackend:
+class PybulletBackend(MobileDrive):
     """One PyBullet DIRECT client for one scene. See `PhysicsBackend`."""
 
     engine = "pybullet"
@@ -110,8 +112,10 @@ class PybulletBackend:
         kinematics: PandaKinematics,
         *,
         image_size: tuple[int, int] | None = None,
+        profile: RobotProfile = PANDA,
     ) -> None:
         self.scene = scene
+        self.profile = profile
         self.image_size = image_size
         self._renderer: PybulletRenderer | None = None
         self.kin = kinematics
@@ -127,7 +131,7 @@ class PybulletBackend:
             numSolverIterations=PYBULLET_SOLVER_ITERATIONS,
         )
         self.robot = client.loadURDF(
-            str(panda_urdf_file(armature_in_links=True)),
+            str(urdf_file(profile.urdf_text(True))),
             useFixedBase=True,
             flags=pybullet.URDF_USE_INERTIA_FROM_FILE
             | pybullet.URDF_USE_SELF_COLLISION
@@ -143,6 +147,11 @@ class PybulletBackend:
         self._hand = link_index["panda_hand"]
         self._fingers = (link_index["panda_leftfinger"], link_index["panda_rightfinger"])
         self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
+        names = {j: n for n, j in link_index.items()}
+        self._arm_links = arm_links(names) if profile.mobile else self._robot_links
+        self.mobile: PybulletMobileBase | None = (
+            PybulletMobileBase(client, self.robot, joint_index) if profile.mobile else None
+        )
         client.changeDynamics(self.robot, -1, linearDamping=0.0, angularDamping=0.0)
         for link in self._robot_links:
             # A separate call: combined with the damping arguments, PyBullet leaves the links'
@@ -215,7 +224,7 @@ class PybulletBackend:
         self._net_peak = np.zeros(3)
         c.restoreState(self._state_id)
         self._resize_parts(params.object_size_scale)
-        for link in self._robot_links:
+        for link in self._arm_links:
             mass = self._nominal_link_mass[link]
             if mass <= 0.0:
                 continue
@@ -249,6 +258,13 @@ class PybulletBackend:
                     force=body.slide_friction_n * params.friction_scale,
                 )
         set_contact_softness(self, params.contact_timeconst_s)
+        c.changeDynamics(
+            self.table, -1, lateralFriction=self.scene.table_friction * params.floor_friction_scale
+        )
+        if self.mobile is not None:
+            base = self.mobile.base_link
+            nominal = (self._nominal_link_mass[base], self._nominal_link_inertia[base])
+            self.mobile.reset(nominal, init, params)
         self._gain = params.actuator_gain_scale
         self._limit = self._nominal_limit.copy()
         self._limit[7:] *= params.grip_force_scale
@@ -327,10 +343,19 @@ class PybulletBackend:
         kp, kv = self._kp * self._gain, self._kv * self._gain
         peak: dict[tuple[str, str], float] = {}
         net_peak = np.zeros(3)
+        mobile = self.mobile
+        # The arm's and fingers' joints, then (on a mobile robot) the base's and the lift's:
+        # one state query per physics step for both.
+        joints = self._joints if mobile is None else [*self._joints, *mobile.joints]
+        n = len(self._joints)
         for _ in range(substeps):
-            states = c.getJointStates(self.robot, self._joints)
-            q = np.array([s[0] for s in states])
-            qd = np.array([s[1] for s in states])
+            states = c.getJointStates(self.robot, joints)
+            q_all = [s[0] for s in states]
+            qd_all = [s[1] for s in states]
+            if mobile is not None:
+                mobile.apply(q_all[n:], qd_all[n:])
+            q = np.array(q_all[:n])
+            qd = np.array(qd_all[:n])
             tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
             tau[7:] = coupled_finger_force(q[7:], qd[7:], finger_cmd, kp[7], kv[7], self._limit[7])
             self._tau = tau

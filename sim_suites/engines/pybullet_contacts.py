@@ -31,18 +31,21 @@ def contacts_now(
     """
     query = client.getContactPoints  # type: ignore[attr-defined]
     out: dict[tuple[str, str], float] = {}
-    net = np.zeros(3)
     robot_points = query(bodyA=robot)
     points = list(robot_points)
     for bid in object_ids:
         points.extend(p for p in query(bodyA=bid) if p[1] not in skip and p[2] not in skip)
+    # A handful of points per step: plain floats beat small numpy arrays.
+    nx = ny = nz = 0.0
     for point in robot_points:
         if point[2] != robot:
-            net += (
-                point[9] * np.asarray(point[7])
-                + point[10] * np.asarray(point[11])
-                + point[12] * np.asarray(point[13])
-            )
+            fn, n = point[9], point[7]
+            f1, d1 = point[10], point[11]
+            f2, d2 = point[12], point[13]
+            nx += fn * n[0] + f1 * d1[0] + f2 * d2[0]
+            ny += fn * n[1] + f1 * d1[1] + f2 * d2[1]
+            nz += fn * n[2] + f1 * d1[2] + f2 * d2[2]
+    net = np.array([nx, ny, nz])
     for point in points:
         a, b = names.get(point[1]), names.get(point[2])
         if a is None or b is None or a == b:

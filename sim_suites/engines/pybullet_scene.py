@@ -151,4 +151,4 @@ def coupled_finger_force(
     mean, mean_v = 0.5 * float(q[0] + q[1]), 0.5 * float(qd[0] + qd[1])
     drive = min(limit, max(-limit, kp * (cmd - mean) - kv * mean_v))
     out = drive + kp * (mean - q) - kv * (qd - mean_v)
-    return np.clip(out, -limit, limit)
+    return np.minimum(np.maximum(out, -limit), limit)
