@@ -6,8 +6,8 @@ invalid draw (its sampled values are kept) and its scene is drawn again from the
 episode stays reproducible and the invalid draw is never counted.
 
 Knobs that act on the free task part (`object_yaw_rad`, `object_size_scale`) have nothing to act
-on in a family whose object is articulated (on a joint, as drawer_open's): they are recorded as not applied, with
-the reason (`Draw.not_applied`), rather than silently ignored. A resized part starts resting on
+on in a family whose object is articulated (on a joint, as drawer_open's): they are recorded as
+not applied, with the reason (`Draw.not_applied`), rather than silently ignored. A resized part starts resting on
 the table: its origin (the box centre) is raised or lowered with its half-height.
 """
 

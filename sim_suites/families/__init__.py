@@ -1,5 +1,5 @@
 """The built-in task families, one module each: `drawer_open`, `peg_insert`, `pick_place`, `push`
-and `tool_use`.
+and `tool_use` at a table, `mobile_pick_place` on a mobile base in a room.
 
 A family module holds everything about its family — the task class (bodies, goal, goal error),
 its named instances with their tolerances, the scripted reference policy, what the camera
