@@ -37,7 +37,7 @@ from sim_suites.mobile_description import BASE_LIMITS, LIFT_RANGE_M, MOUNT_X_M, 
 from sim_suites.mobile_env import CARRY_Q
 from sim_suites.mobile_metrics import collisions_per_metre, spl, success_rate
 from sim_suites.mobile_observations import floor_plan_array
-from sim_suites.robot import FINGER_MAX_M, panda_kinematics
+from sim_suites.panda_kinematics import FINGER_MAX_M, panda_kinematics
 from sim_suites.robot_profiles import MOBILE_PANDA
 from sim_suites.room import draw_floor_plan
 from sim_suites.tasks import TaskState, make_task
@@ -87,7 +87,7 @@ def bare_episode(backend: object, task: MobilePickPlace, seed: int) -> int:
         ),
         PhysicsParams(),
     )
-    path = ArmCommandPath(kin, JointLimits.panda(kin), DT)
+    path = ArmCommandPath(kin, JointLimits.of_arm(kin), DT)
     follower = JointFollower(kin)
     limiter = BaseLimiter(BASE_LIMITS, DT)
     path.reset(CARRY_Q)

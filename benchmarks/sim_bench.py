@@ -57,10 +57,10 @@ from sim_suites.engines.base import InitialState, PhysicsParams
 from sim_suites.engines.factory import make_backend
 from sim_suites.episode import run_episode
 from sim_suites.grasping import both_fingers_press
+from sim_suites.panda_kinematics import FINGER_MAX_M, HOME_Q, panda_kinematics
 from sim_suites.policies import scripted
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.feed import CAMERA_RATE_HZ
-from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
 from sim_suites.tasks import TASK_SPECS, TaskState, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
 from sim_suites.variations import STRONG_RANDOMIZATION
@@ -87,7 +87,7 @@ def bare_episode(engine_state: dict[str, Any], seed: int, render_every: int = 0)
     (RGB) every that many control steps.
     """
     backend, task, kin = engine_state["backend"], engine_state["task"], engine_state["kin"]
-    path = ArmCommandPath(kin, JointLimits.panda(kin), DT)
+    path = ArmCommandPath(kin, JointLimits.of_arm(kin), DT)
     follower = JointFollower(kin)
     policy = engine_state["policy"]
     backend.reset(InitialState(arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M), PhysicsParams())

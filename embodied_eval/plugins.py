@@ -84,6 +84,14 @@ ROBOT_BACKENDS: dict[str, str] = {
 #: name ("mujoco" names a simulator; the in-process robot's episodes are real-side episodes).
 ROBOT_ENGINES: dict[str, str] = {"mujoco": "mujoco_robot"}
 
+#: Arms by name, for a protocol's `[sim] robot` and a robot profile's `[robot] kinematics`:
+#: `factory() -> sim_suites.robot.SerialArm` (kinematics, gravity model, gripper, servo gains).
+#: A protocol or profile may also name its own "package.module:factory".
+ARMS: dict[str, str] = {
+    "panda": "sim_suites.panda_kinematics:panda_kinematics",
+    "ur5e": "sim_suites.ur5e_kinematics:ur5e_kinematics",
+}
+
 #: Services provided by the incident log.
 INCIDENT_LOG: dict[str, str] = {
     "open": "incident_logging.store:IncidentStore",

@@ -107,12 +107,13 @@ class EpisodeBackend:
         return self.require_robot().config.safety_settings()
 
     def adapter(self) -> Any:
-        """The observation/action adapter of the robot's profile (needs its kinematics)."""
+        """The observation/action adapter of the robot's profile: its arm is the one the
+        profile's `[robot] kinematics` names (`real_bridge.observation.adapter_for`)."""
         if self._adapter_cache is None:
-            from real_bridge.observation import PandaAdapter
+            from real_bridge.observation import adapter_for
 
             config = self.require_robot().config
-            self._adapter_cache = PandaAdapter(config.robot, 1.0 / config.loop.rate_hz)
+            self._adapter_cache = adapter_for(config.robot, 1.0 / config.loop.rate_hz)
         return self._adapter_cache
 
     # ------------------------------------------------------------------ episodes
@@ -135,7 +136,8 @@ class EpisodeBackend:
 
         setup = None
         if robot.config.robot.kinematics or robot.config.loop.judge == "detector":
-            setup = scene_setup(spec, episode_manifest(spec, protocol))
+            arm = robot.config.robot.kinematics or "panda"
+            setup = scene_setup(spec, episode_manifest(spec, protocol), arm)
         run = EpisodeRun(robot, spec, protocol, self.prompter)
         self.last_run = run
         feed = self.live_feed

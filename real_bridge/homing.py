@@ -110,7 +110,7 @@ def retreat_path(
     limits and the workspace box) from `q` at rest.
 
     Returns:
-        (targets, problem): targets of shape (k, 7) (k = 0 when there is nothing to lift) and ""
+        (targets, problem): targets of shape (k, n) (k = 0 when there is nothing to lift) and ""
         — or an empty path and why it must not be sent.
     """
     q = np.asarray(q, dtype=float)
@@ -160,7 +160,7 @@ def _ik_step(
     the arm moves only as the lift needs)."""
     for _ in range(iterations):
         rots, origins = kin.link_frames(q)
-        tcp, r = kin.tcp_from_frames(rots[6], origins[6])
+        tcp, r = kin.tcp_from_frames(rots[-1], origins[-1])
         err = np.empty(6)
         err[:3] = goal - tcp
         err[3:] = 0.5 * np.cross(r.T, rot.T).sum(axis=0)

@@ -1,6 +1,6 @@
 """`MujocoRobot`: a `real_bridge.robot.Robot` in this process, with no ROS — the twin's physics
-(`real_bridge.twin.sim_plant.SimSuitesPlant`: the sim_suites Panda and scenes on MuJoCo with the
-twin's reality gap) driven directly and stepped on the robot's own clock.
+(`real_bridge.twin.sim_plant.SimSuitesPlant`: the sim_suites arm the profile's `[robot]
+kinematics` names — the Panda, the UR5e — and scenes on MuJoCo with the twin's reality gap) driven directly and stepped on the robot's own clock.
 
 It behaves as the twin robot process does, minus the transport: commands take effect after the
 gap's actuator delay plus the episode's command latency; a heartbeat (the harness's deadman)
@@ -70,7 +70,7 @@ class MujocoRobot:
     """The twin's physics as an in-process robot (see the module docstring).
 
     Args:
-        config: the robot profile (default: the twin's); its joints must be the Panda's.
+        config: the robot profile (default: the twin's); its joints must be its arm's.
         settings: the twin's settings (reality gap, monitors, seed, tracker rate); their
             `bridge` is replaced by `config`.
         answers_for_s: the robot stops sending joint states after this much robot time (None:
@@ -143,8 +143,8 @@ class MujocoRobot:
             self.plant = SimSuitesPlant(self.settings)
             if tuple(arm) != tuple(self.plant.arm_joints):
                 raise EvalError(
-                    "the in-process MuJoCo robot is a Panda: the profile's robot.arm_joints must "
-                    f"be {', '.join(self.plant.arm_joints)}",
+                    f"the in-process MuJoCo robot is the arm {self.plant.robot!r}: the profile's "
+                    f"robot.arm_joints must be {', '.join(self.plant.arm_joints)}",
                     key="robot.arm_joints",
                 )
             self._dt = float(self.plant.physics_dt_s)
@@ -425,7 +425,7 @@ def mujoco_backend(protocol: Protocol | None = None, **options: Any) -> Any:
     into each episode, s) and `force_limit_n` (the contact-force monitor's limit, N).
     """
     from real_bridge.episodes import EpisodeBackend
-    from real_bridge.ros2_backend import OPTIONS, bridge_config_from_options
+    from real_bridge.ros2_backend import OPTIONS, bridge_config_from_options, with_protocol_profile
 
     known = set(OPTIONS) | set(TWIN_OPTIONS)
     unknown = sorted(set(options) - known)
@@ -436,7 +436,7 @@ def mujoco_backend(protocol: Protocol | None = None, **options: Any) -> Any:
         )
     twin = {k: options.pop(k) for k in TWIN_OPTIONS if k in options}
     prompter = options.pop("prompter", None)
-    config = bridge_config_from_options(options)
+    config = bridge_config_from_options(with_protocol_profile(options, protocol))
     gap_name = str(twin.get("gap", "default"))
     if gap_name not in ("default", "none"):
         raise EvalError(f"gap: {gap_name!r} is not 'default' or 'none'", key="gap")

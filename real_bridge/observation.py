@@ -1,6 +1,6 @@
 """From ROS streams to the policy's observation, and from the policy's action to joint targets.
 
-`PandaAdapter` gives a policy on the real side exactly the observation keys it sees in sim
+`ArmAdapter` gives a policy on the real side exactly the observation keys it sees in sim
 (`sim_suites.env.PandaTaskEnv`), built from what a lab has: joint states, the arm's kinematics,
 the object tracker (when the profile has one) and the manifest's setup for the seed (object
 placement, goal, obstacle — the scene the reset station or the technician set up). The grasp flag
@@ -22,6 +22,11 @@ gripper's wanted opening; the robot's side of the path (delay, trajectory, gripp
 is the robot's.
 A policy that declares `command_space = "joint_position"` returns joint targets directly, (n,) or
 (k, n). Either way the targets are checked before anything is sent.
+
+The adapter is chosen by one seam, `adapter_for`: the profile's `[robot] kinematics` names the
+arm (`sim_suites.robot.arm_model`: "panda", "ur5e", or a lab's "module:factory"), whose model
+gives the IK, the TCP, the command limits' defaults and the gripper's travel; "" gives an adapter
+without an arm (joint-space policies only).
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ class SceneSetup:
         return out
 
 
-_SETUP_ENVS: dict[str, Any] = {}
+_SETUP_ENVS: dict[tuple[str, str], Any] = {}
 
 
 def hand_covers(tcp: np.ndarray, object_pos: np.ndarray) -> bool:
@@ -91,9 +96,9 @@ def hand_covers(tcp: np.ndarray, object_pos: np.ndarray) -> bool:
     return horizontal <= HAND_COVER_RADIUS_M and -0.02 <= above <= HAND_COVER_HEIGHT_M
 
 
-def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
+def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any], robot: str = "panda") -> SceneSetup:
     """The pair's scene of `spec` (placement, yaw, size and distractors from the pair's scene
-    stream, as the sim half drew them) from the sim's own model."""
+    stream, as the sim half drew them) from the sim's own model with the arm `robot` names."""
     from embodied_eval.seeds import episode_seeds
     from sim_suites.robot_core import PandaTaskEnv, scene_ranges
 
@@ -102,10 +107,10 @@ def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
         "drift": dict(spec.drift),
         "max_steps": 10,
     }
-    env = _SETUP_ENVS.get(spec.task_id)
+    env = _SETUP_ENVS.get((spec.task_id, robot))
     if env is None:
-        env = PandaTaskEnv(spec.task_id, "mujoco", **kwargs)
-        _SETUP_ENVS[spec.task_id] = env
+        env = PandaTaskEnv(spec.task_id, "mujoco", robot=robot, **kwargs)
+        _SETUP_ENVS[spec.task_id, robot] = env
     else:
         env.configure(**kwargs)
     obs, _ = env.reset(seed=spec.seed, options={"scene_seed": episode_seeds(spec.seed).scene})
@@ -116,7 +121,7 @@ def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
         object_quat=np.array(obs["object_quat"], dtype=float),
         goal_pos=np.array(obs["goal_pos"], dtype=float),
         obstacle=np.array(obs["obstacle"], dtype=float),
-        arm_q=np.array(obs["joint_pos"][:7], dtype=float),
+        arm_q=np.array(obs["joint_pos"][: env.kin.n], dtype=float),
         part_width_m=float(env.task.grasp_width()),
         tool_pos=np.array(obs["tool_pos"], dtype=float) if "tool_pos" in obs else None,
         distractors_xy=tuple(
@@ -125,40 +130,51 @@ def scene_setup(spec: EpisodeSpec, manifest: Mapping[str, Any]) -> SceneSetup:
     )
 
 
-class PandaAdapter:
-    """Observation and action conversion for Panda-kinematics robots (see the module docstring).
+def adapter_for(robot: RobotSpec, dt_s: float) -> ArmAdapter:
+    """The observation/action adapter of a profile: its arm is the one `robot.kinematics` names
+    (EvalError for a name that is neither registered nor "module:factory", or an arm whose joint
+    count is not the profile's); "" gives an adapter without an arm (joint-space policies)."""
+    if not robot.kinematics:
+        return ArmAdapter(robot, dt_s, None)
+    from sim_suites.robot_core import arm_model
+
+    arm = arm_model(robot.kinematics)
+    if arm.n != len(robot.arm_joints):
+        raise EvalError(
+            f"robot.kinematics: the arm {robot.kinematics!r} has {arm.n} joints, the profile's "
+            f"arm_joints name {len(robot.arm_joints)}",
+            key="robot.kinematics",
+        )
+    return ArmAdapter(robot, dt_s, arm)
+
+
+class ArmAdapter:
+    """Observation and action conversion for one arm (see the module docstring).
 
     Args:
         robot: the profile (joint names, limits).
         dt_s: control period, s.
+        arm: the arm's model (`sim_suites.robot.SerialArm`); None: no kinematics, so joint-space
+            policies only (observations carry the joint states alone).
     """
 
-    def __init__(self, robot: RobotSpec, dt_s: float) -> None:
-        from sim_suites.robot_core import (
-            LIMIT_MARGIN,
-            ArmCommandPath,
-            JointLimits,
-            panda_kinematics,
-        )
+    def __init__(self, robot: RobotSpec, dt_s: float, arm: Any) -> None:
+        from sim_suites.robot_core import LIMIT_MARGIN, ArmCommandPath, JointLimits
 
-        if robot.kinematics != "panda":
-            raise EvalError(
-                "the reference (Cartesian) policies need Panda kinematics; this profile has "
-                "none (use a joint_position policy)",
-                key="kinematics",
-            )
         self.robot = robot
         self.dt_s = dt_s
-        self.kin = panda_kinematics()
+        self.kin = arm
+        self.n = len(robot.arm_joints)
         limits = JointLimits(
             lower=np.asarray(robot.position_lower, dtype=float),
             upper=np.asarray(robot.position_upper, dtype=float),
             velocity_max=LIMIT_MARGIN * np.asarray(robot.velocity_max, dtype=float),
             acceleration_max=LIMIT_MARGIN * np.asarray(robot.acceleration_max, dtype=float),
         )
-        self.path = ArmCommandPath(self.kin, limits, dt_s)
+        self.path = ArmCommandPath(arm, limits, dt_s) if arm is not None else None
+        self.finger_max_m = float(arm.finger_max_m) if arm is not None else robot.gripper_open
         self.setup: SceneSetup | None = None
-        self.finger_cmd = 0.04
+        self.finger_cmd = self.finger_max_m
         self.grasped = False
         self.last_pose: tuple[np.ndarray, np.ndarray] | None = None
         self.grasp_offset: np.ndarray | None = None
@@ -167,12 +183,15 @@ class PandaAdapter:
         self._first = True
 
     def tcp_of(self, q: np.ndarray) -> np.ndarray:
+        if self.kin is None:
+            raise EvalError("the profile has no kinematics: no TCP", key="robot.kinematics")
         return np.asarray(self.kin.forward(np.asarray(q, dtype=float))[0])
 
     def reset(self, q_arm: np.ndarray, fingers: np.ndarray, setup: SceneSetup | None) -> None:
-        self.path.reset(np.asarray(q_arm, dtype=float))
+        if self.path is not None:
+            self.path.reset(np.asarray(q_arm, dtype=float))
         self.setup = setup
-        self.finger_cmd = float(np.mean(fingers)) if len(fingers) else 0.04
+        self.finger_cmd = float(np.mean(fingers)) if len(fingers) else self.finger_max_m
         self.grasped = False
         self.last_pose = None
         self.grasp_offset = None
@@ -188,16 +207,22 @@ class PandaAdapter:
         now_s: float,
         has_tracker: bool,
     ) -> dict[str, np.ndarray]:
-        """The observation dict (sim keys) from joint states (arm + 2 fingers, 9 values) and the
-        tracker's latest pose (`now_s` on the same clock as its `received_s`)."""
+        """The observation dict (sim keys) from joint states (the arm's n joints, then 2 fingers)
+        and the tracker's latest pose (`now_s` on the same clock as its `received_s`)."""
         from sim_suites.robot_core import grasp_closes, grasp_releases
 
-        setup = self.setup
+        setup, n = self.setup, self.n
         if self._first:  # the first command starts from the posture the policy first sees
             self._first = False
-            self.sent_q = np.array(q[:7], dtype=float)
-            self.path.reset(self.sent_q)
-        tcp = self.tcp_of(q[:7])
+            self.sent_q = np.array(q[:n], dtype=float)
+            if self.path is not None:
+                self.path.reset(self.sent_q)
+        if self.path is None:  # no kinematics: the joint states are all there is
+            return {
+                "joint_pos": np.asarray(q[: n + 2], dtype=float),
+                "joint_vel": np.asarray(qd[: n + 2], dtype=float),
+            }
+        tcp = self.tcp_of(q[:n])
         visible = 1.0
         if has_tracker:
             last = self.last_pose
@@ -213,7 +238,7 @@ class PandaAdapter:
             obj_pos, obj_quat = setup.object_pos, setup.object_quat
         else:
             obj_pos, obj_quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
-        opening = float(q[7] + q[8]) if q.size >= 9 else 0.0
+        opening = float(q[n] + q[n + 1]) if q.size >= n + 2 else 0.0
         if setup is not None:
             width = setup.part_width_m
             part = obj_pos if setup.tool_pos is None else setup.tool_pos
@@ -227,8 +252,8 @@ class PandaAdapter:
                 if setup.tool_pos is None:
                     self.grasp_offset = np.asarray(obj_pos, dtype=float) - tcp
         obs = {
-            "joint_pos": np.asarray(q[:9], dtype=float),
-            "joint_vel": np.asarray(qd[:9], dtype=float),
+            "joint_pos": np.asarray(q[: n + 2], dtype=float),
+            "joint_vel": np.asarray(qd[: n + 2], dtype=float),
             "gripper_width": np.array([min(1.0, max(0.0, opening))]),
             "tcp_pos": tcp,
             "tcp_target": self.path.tcp_target.copy(),
@@ -244,21 +269,27 @@ class PandaAdapter:
         return obs
 
     def targets(self, action: Any, q: np.ndarray, joint_space: bool) -> tuple[np.ndarray, float]:
-        """Joint targets (k, 7) for an action or chunk, and the finger set-point (m).
+        """Joint targets (k, n) for an action or chunk, and the finger set-point (m).
 
         The limiter plans each row from the target before it (the first from the target last
         sent); its state is put back afterwards, so only what is sent (`sent`) moves it on."""
         rows = np.atleast_2d(np.asarray(action, dtype=float))
         if joint_space:
             return rows, self.finger_cmd
+        path = self.path
+        if path is None:
+            raise EvalError(
+                "the reference (Cartesian) policies need the arm's kinematics; this profile has "
+                "none (set [robot] kinematics, or use a joint_position policy)",
+                key="kinematics",
+            )
         if rows.shape[1] != 4:
             raise EvalError(f"the policy returned actions of shape {rows.shape}, expected (4,)")
         out: list[np.ndarray] = []
         finger = self.finger_cmd
-        path = self.path
         path.limiter.reset(self.sent_q, self.sent_v)
         for i, act in enumerate(np.clip(rows, -1.0, 1.0)):
-            q_now = q[:7] if i == 0 else out[-1]
+            q_now = q[: self.n] if i == 0 else out[-1]
             command = path.step(act, q_now)
             out.append(command.target)
             finger = command.finger

@@ -120,7 +120,7 @@ def run_policy_loop(
 
     Args:
         policy: the policy (`act`, or `act_chunk`; `command_space`, `done`).
-        adapter: observation and action conversion (`real_bridge.observation.PandaAdapter`).
+        adapter: observation and action conversion (`real_bridge.observation.ArmAdapter`).
         robot: the connected robot; its profile gives the limits, rate and deadlines.
         supervise: called with each tick's observation; returns why the robot stopped (a
             protective stop it reported) or "" to go on.

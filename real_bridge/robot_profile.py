@@ -8,27 +8,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.plugins import ARMS
+from real_bridge.panda_profile import (
+    PANDA_ACCELERATION,
+    PANDA_GRIPPER_JOINTS,
+    PANDA_HOME,
+    PANDA_JOINTS,
+    PANDA_LOWER,
+    PANDA_UPPER,
+    PANDA_VELOCITY,
+)
 
 #: Robot kinds a profile may declare; only "twin" accepts the oracle judge.
 ROBOT_KINDS = ("twin", "franka", "ur", "other")
 #: Judges of real episodes (see `real_bridge.judges`).
 JUDGES = ("technician", "detector", "oracle")
 
-#: Arm kinematics a profile may name in `[robot] kinematics`, as "module:factory" (`factory()`
-#: returns the model: `forward(q) -> (tcp position (3,), rotation (3, 3))`, `link_frames(q)`,
-#: `tcp_from_frames`, `jacobian_from_frames`, as `sim_suites.robot.PandaKinematics`). A profile may
-#: also give its own "module:factory". The harness uses it for the TCP (workspace box, TCP speed
-#: of homing, the retreat's straight lift) and for the reference policies' Cartesian actions.
-KINEMATICS: dict[str, str] = {"panda": "sim_suites.robot:panda_kinematics"}
-
-#: Franka Panda limits (Franka's datasheet; the same values as the Panda URDF the twin uses).
+#: A profile's `[robot] kinematics` names its arm as the simulation's `[sim] robot` does: a
+#: registered arm (`embodied_eval.plugins.ARMS`: "panda", "ur5e") or a lab's own "module:factory"
+#: returning a `sim_suites.robot.SerialArm`. The harness uses it for the TCP (workspace box, TCP
+#: speed of homing, the retreat's straight lift) and, through the adapter (`real_bridge.
+#: observation.adapter_for`), for the reference policies' observations, IK and gripper.
 _IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*")
-
-PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
-PANDA_LOWER = (-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -2.8973)
-PANDA_UPPER = (2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973)
-PANDA_VELOCITY = (2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61)
-PANDA_ACCELERATION = (15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0)
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,10 @@ class RobotSpec:
 
     Attributes:
         kind: "twin", "franka", "ur" or "other" (only "twin" accepts the oracle judge).
-        kinematics: the arm's kinematics entry: a name in `KINEMATICS` ("panda": the Panda model
-            the twin and the FR3 share) or "module:factory"; the harness uses it for the TCP and
-            the reference policies' Cartesian actions. "" for none (joint-space policies only,
-            no workspace box).
+        kinematics: the arm: a name in `embodied_eval.plugins.ARMS` ("panda": the Panda model
+            the twin and the FR3 share; "ur5e") or "module:factory"; the harness uses it for
+            the TCP and the reference policies' Cartesian actions. "" for none (joint-space
+            policies only, no workspace box).
         arm_joints: the joint_trajectory_controller's joints, in command order.
         gripper_joints: the gripper controller's joints ("" topic → unused).
         position_lower / position_upper: joint position limits, rad.
@@ -65,14 +66,14 @@ class RobotSpec:
     kind: str = "twin"
     kinematics: str = "panda"
     arm_joints: tuple[str, ...] = PANDA_JOINTS
-    gripper_joints: tuple[str, ...] = ("panda_finger_joint1", "panda_finger_joint2")
+    gripper_joints: tuple[str, ...] = PANDA_GRIPPER_JOINTS
     position_lower: tuple[float, ...] = PANDA_LOWER
     position_upper: tuple[float, ...] = PANDA_UPPER
     velocity_max: tuple[float, ...] = PANDA_VELOCITY
     acceleration_max: tuple[float, ...] = PANDA_ACCELERATION
     workspace_min: tuple[float, ...] = (0.1, -0.6, -0.05)
     workspace_max: tuple[float, ...] = (0.9, 0.6, 0.8)
-    home: tuple[float, ...] = (0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785398)
+    home: tuple[float, ...] = PANDA_HOME
     gripper_open: float = 0.04
     home_tolerance_rad: float = 0.15
     retreat_m: float = 0.10
@@ -83,12 +84,10 @@ class RobotSpec:
                 f"robot.kind: {self.kind!r} is not one of {', '.join(ROBOT_KINDS)}",
                 key="robot.kind",
             )
-        if self.kinematics not in ("", *KINEMATICS) and not _IMPORT_PATH.fullmatch(
-            self.kinematics
-        ):
+        if self.kinematics not in ("", *ARMS) and not _IMPORT_PATH.fullmatch(self.kinematics):
             raise EvalError(
                 f"robot.kinematics: {self.kinematics!r} is not one of "
-                f"{', '.join(sorted(KINEMATICS))}, '' (none) or 'package.module:factory'",
+                f"{', '.join(sorted(ARMS))}, '' (none) or 'package.module:factory'",
                 key="robot.kinematics",
             )
         n = len(self.arm_joints)
@@ -142,13 +141,13 @@ class RobotSpec:
 
 
 def robot_kinematics(robot: RobotSpec) -> Any | None:
-    """The kinematics model the profile's `robot.kinematics` names (None for ""); EvalError when
-    its factory cannot be imported."""
+    """The arm model the profile's `robot.kinematics` names (`sim_suites.robot.SerialArm`; None
+    for ""); EvalError when its factory cannot be imported or gives no arm."""
     if not robot.kinematics:
         return None
-    from embodied_eval.plugins import resolve
+    from sim_suites.robot_core import arm_model
 
-    return resolve(KINEMATICS.get(robot.kinematics, robot.kinematics))()
+    return arm_model(robot.kinematics)
 
 
 @dataclass(frozen=True)
@@ -239,5 +238,3 @@ class LoopSettings:
             )
         if self.camera_every < 1:
             raise EvalError("loop.camera_every: must be 1 or more", key="loop.camera_every")
-
-

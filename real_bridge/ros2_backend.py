@@ -46,6 +46,19 @@ OPTIONS = (
 )
 
 
+def with_protocol_profile(
+    options: Mapping[str, Any], protocol: Protocol | None
+) -> dict[str, Any]:
+    """The backend options with the protocol's `[real] profile` (a shipped profile's name or a
+    TOML path) when the run names no profile of its own."""
+    out = dict(options)
+    named = any(out.get(k) for k in ("config", "config_path", "profile"))
+    if protocol is not None and protocol.real_profile and not named:
+        where = protocol.real_profile
+        out["config_path" if where.endswith(".toml") else "profile"] = where
+    return out
+
+
 def bridge_config_from_options(options: Mapping[str, Any]) -> BridgeConfig:
     """Build a BridgeConfig from backend options (as the runner passes them).
 
@@ -104,7 +117,7 @@ class Ros2Backend(EpisodeBackend):
 
     def __init__(self, protocol: Protocol | None = None, **options: Any) -> None:
         prompter = options.pop("prompter", None) if "prompter" in options else None
-        self.config = bridge_config_from_options(options)
+        self.config = bridge_config_from_options(with_protocol_profile(options, protocol))
         super().__init__(self._ros2_robot, protocol, prompter)
         self._recorder: McapRecorder | None = None
         self._path: Path | None = None

@@ -348,7 +348,8 @@ class EpisodeRun:
             if obs is None:
                 raise RobotLost("robot stopped answering: no joint state before the episode")
             q = np.asarray(obs.position, dtype=float)
-            fingers = q[7:9] if q.size >= 9 else q[:0]
+            n = len(cfg.robot.arm_joints)
+            fingers = q[n : n + 2] if q.size >= n + 2 else q[:0]
             adapter.reset(obs.joints(cfg.robot.arm_joints, cfg.topics.joint_state), fingers, setup)
             robot.reset_peak_force()
             self.tracker = SafetyTracker(spec.episode_id, robot.now_s())

@@ -37,11 +37,8 @@ import numpy as np
 
 from sim_suites.controller import V_MAX_MPS, ArmController, ControlCommand, capped_velocity
 from sim_suites.mobile_description import BaseLimits
-from sim_suites.robot import ARM_KP, ARM_KV, FINGER_MAX_M, PandaKinematics
+from sim_suites.robot import SerialArm
 
-#: Franka Panda joint acceleration limits, rad/s² (Franka's datasheet, "Robot and interface
-#: specifications": q̈_max per joint). The velocity limits are the URDF's (the datasheet's).
-PANDA_ACCELERATION_MAX = np.array([15.0, 7.5, 10.0, 12.5, 15.0, 20.0, 20.0])
 #: Share of the velocity and acceleration limits the command path plans with (a margin for the
 #: servo's own overshoot, as robot vendors recommend).
 LIMIT_MARGIN = 0.9
@@ -70,14 +67,14 @@ class JointLimits:
     acceleration_max: np.ndarray
 
     @classmethod
-    def panda(cls, kin: PandaKinematics, margin: float = LIMIT_MARGIN) -> JointLimits:
-        """The Panda's published limits (URDF positions and speeds, datasheet accelerations),
-        velocity and acceleration scaled by `margin`."""
+    def of_arm(cls, kin: SerialArm, margin: float = LIMIT_MARGIN) -> JointLimits:
+        """The arm's published limits (its description's positions and speeds, its datasheet's
+        accelerations), velocity and acceleration scaled by `margin`."""
         return cls(
             lower=np.asarray(kin.lower, dtype=float),
             upper=np.asarray(kin.upper, dtype=float),
             velocity_max=margin * np.asarray(kin.vel_limit, dtype=float),
-            acceleration_max=margin * PANDA_ACCELERATION_MAX,
+            acceleration_max=margin * np.asarray(kin.acceleration_max, dtype=float),
         )
 
 
@@ -158,7 +155,7 @@ class PathCommand:
     """What the harness side sends for one control period.
 
     Attributes:
-        target: (7,) joint target, rad (one-point trajectory). duration_s: its time from start.
+        target: (n,) joint target, rad (one-point trajectory). duration_s: its time from start.
         finger: the gripper's wanted opening per finger, m (the robot's gripper drive moves
             toward it at its rated speed). tcp_target: (3,) the controller's TCP set-point, m.
     """
@@ -176,7 +173,7 @@ class ArmCommandPath:
         kin: the arm's kinematics. limits: the limits to plan with. dt_s: control period, s.
     """
 
-    def __init__(self, kin: PandaKinematics, limits: JointLimits, dt_s: float) -> None:
+    def __init__(self, kin: SerialArm, limits: JointLimits, dt_s: float) -> None:
         self.kin = kin
         self.controller = ArmController(kin)
         self.limiter = JointLimiter(limits, dt_s)
@@ -189,12 +186,13 @@ class ArmCommandPath:
     def tcp_target(self) -> np.ndarray:
         return self.controller.tcp_target
 
-    def reset(self, q: np.ndarray, finger: float = FINGER_MAX_M, dt_s: float | None = None) -> None:
-        """Start from the measured posture `q` (7,) at rest."""
+    def reset(self, q: np.ndarray, finger: float | None = None, dt_s: float | None = None) -> None:
+        """Start from the measured posture `q` (≥ n,: the arm's n joints first) at rest."""
         if dt_s is not None:
             self.dt_s = self.limiter.dt_s = dt_s
-        self.controller.reset(np.asarray(q[:7], dtype=float), finger)
-        self.limiter.reset(q[:7])
+        n = self.kin.n
+        self.controller.reset(np.asarray(q[:n], dtype=float), finger)
+        self.limiter.reset(q[:n])
 
     def step(
         self,
@@ -203,17 +201,17 @@ class ArmCommandPath:
         speed_cap_mps: float = V_MAX_MPS,
         frames: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> PathCommand:
-        """One control period: the (4,) action [vx, vy, vz, g] at measured posture `q` (≥ 7,).
+        """One control period: the (4,) action [vx, vy, vz, g] at measured posture `q` (≥ n,).
 
         Args:
             action: (4,) in [−1, 1]. q: measured arm joints, rad.
             speed_cap_mps: cap on the commanded TCP velocity (speed-and-separation), m/s.
-            frames: the link frames at q (rotations (7, 3, 3), origins (7, 3)) when known.
+            frames: the link frames at q (rotations (n, 3, 3), origins (n, 3)) when known.
         """
         kin, ctl, dt = self.kin, self.controller, self.dt_s
-        q7 = np.asarray(q[:7], dtype=float)
-        rots, origins = frames if frames is not None else kin.link_frames(q7)
-        tcp, _ = kin.tcp_from_frames(rots[6], origins[6])
+        q_arm = np.asarray(q[: kin.n], dtype=float)
+        rots, origins = frames if frames is not None else kin.link_frames(q_arm)
+        tcp, _ = kin.tcp_from_frames(rots[-1], origins[-1])
         sent = self.limiter.sent_q
         # The IK step starts from the target last sent, not from a set-point of its own.
         ctl.q_des = sent.copy()
@@ -300,32 +298,32 @@ class JointFollower:
     """
 
     def __init__(
-        self, kin: PandaKinematics, bandwidth_hz: float = 0.0, finger_speed_mps: float = 0.0
+        self, kin: SerialArm, bandwidth_hz: float = 0.0, finger_speed_mps: float = 0.0
     ) -> None:
         self.kin = kin
         self.bandwidth_hz = bandwidth_hz
         self.finger_speed_mps = finger_speed_mps or float(kin.finger_vel_limit)
-        self.q_des = np.zeros(7)
-        self.start = np.zeros(7)
-        self.goal = np.zeros(7)
+        self.q_des = np.zeros(kin.n)
+        self.start = np.zeros(kin.n)
+        self.goal = np.zeros(kin.n)
         self.elapsed_s = 0.0
         self.duration_s = 0.0
-        self.finger = FINGER_MAX_M
-        self.finger_goal = FINGER_MAX_M
+        self.finger = kin.finger_max_m
+        self.finger_goal = kin.finger_max_m
         self.tcp_target = np.zeros(3)
 
     def reset(self, q: np.ndarray, finger: float | None = None) -> None:
-        """Hold posture `q` (≥ 7,) and, when given, the finger opening (m per finger)."""
-        self.q_des = np.array(q[:7], dtype=float)
+        """Hold posture `q` (≥ n,) and, when given, the finger opening (m per finger)."""
+        self.q_des = np.array(q[: self.kin.n], dtype=float)
         self.start = self.q_des.copy()
         self.goal = self.q_des.copy()
         self.elapsed_s = self.duration_s = 0.0
         self.tcp_target = self.kin.forward(self.q_des)[0]
         if finger is not None:
-            self.finger = self.finger_goal = float(np.clip(finger, 0.0, FINGER_MAX_M))
+            self.finger = self.finger_goal = float(np.clip(finger, 0.0, self.kin.finger_max_m))
 
     def set_target(self, goal: np.ndarray, duration_s: float) -> None:
-        """A new one-point trajectory: reach `goal` (7,) over `duration_s` from the set-point."""
+        """A new one-point trajectory: reach `goal` (n,) over `duration_s` from the set-point."""
         self.start = self.q_des.copy()
         self.goal = np.array(goal, dtype=float)
         self.elapsed_s = 0.0
@@ -333,7 +331,7 @@ class JointFollower:
 
     def set_finger(self, opening_m: float) -> float:
         """The gripper's wanted opening per finger (m, clipped to its travel); returns it."""
-        self.finger_goal = float(np.clip(opening_m, 0.0, FINGER_MAX_M))
+        self.finger_goal = float(np.clip(opening_m, 0.0, self.kin.finger_max_m))
         return self.finger_goal
 
     def hold_here(self) -> None:
@@ -354,12 +352,12 @@ class JointFollower:
         previous = self.q_des
         self.q_des = previous + first_order_alpha(self.bandwidth_hz, dt) * (ramp - previous)
         qd_des = (self.q_des - previous) / dt
-        ff = self.kin.gravity_from_frames(rots, origins) + ARM_KV * qd_des
+        ff = self.kin.gravity_from_frames(rots, origins) + self.kin.arm_kv * qd_des
         step = self.finger_speed_mps * dt
         self.finger = min(self.finger + step, max(self.finger - step, self.finger_goal))
         self.tcp_target = self.kin.forward(self.q_des)[0]
         return ControlCommand(
-            arm_cmd=self.q_des + ff / ARM_KP,
+            arm_cmd=self.q_des + ff / self.kin.arm_kp,
             q_des=self.q_des.copy(),
             finger=self.finger,
             tcp_target=self.tcp_target.copy(),
@@ -402,21 +400,21 @@ class RobotController:
         kin: the arm's kinematics. bandwidth_hz: the actuator's cut-off (0: no filter).
     """
 
-    def __init__(self, kin: PandaKinematics, bandwidth_hz: float = 0.0) -> None:
+    def __init__(self, kin: SerialArm, bandwidth_hz: float = 0.0) -> None:
         self.follower = JointFollower(kin, bandwidth_hz)
         self.queue: CommandQueue[tuple[np.ndarray, float, float]] = CommandQueue()
         self.delay_s = 0.0
 
     def reset(self, q: np.ndarray, delay_s: float, bandwidth_hz: float) -> None:
-        """Hold the measured posture `q` (≥ 9,: arm and fingers) with this episode's delay (s)
-        and actuator bandwidth (Hz); pending commands are dropped."""
+        """Hold the measured posture `q` (≥ n + 2,: arm and fingers) with this episode's delay
+        (s) and actuator bandwidth (Hz); pending commands are dropped."""
         self.queue.clear()
         self.delay_s = delay_s
         self.follower.bandwidth_hz = bandwidth_hz
-        self.follower.reset(q, finger=float(q[7]))
+        self.follower.reset(q, finger=float(q[self.follower.kin.n]))
 
     def send(self, now_s: float, target: np.ndarray, duration_s: float, finger: float) -> None:
-        """A one-point trajectory (7,) rad over `duration_s` and the gripper's wanted opening
+        """A one-point trajectory (n,) rad over `duration_s` and the gripper's wanted opening
         (m per finger), arriving at `now_s`: due `delay_s` later."""
         self.queue.push(now_s + self.delay_s, (np.array(target, dtype=float), duration_s, finger))
 

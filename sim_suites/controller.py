@@ -2,7 +2,8 @@
 
 Action (Box(-1, 1, (4,))): [vx, vy, vz, g]. The first three are a Cartesian TCP velocity command
 scaled by V_MAX_MPS (the vector is capped at V_MAX_MPS in norm); g maps linearly to the gripper's
-wanted opening, −1 = closed, +1 = fully open (4 cm per finger; the robot's gripper drive moves
+wanted opening, −1 = closed, +1 = fully open (the arm's finger travel, 4 cm per finger on the
+Panda; the robot's gripper drive moves
 toward it at its rated speed, `sim_suites.command_path.JointFollower`). The gripper keeps pointing
 down with a fixed yaw. The controller integrates the velocity into a TCP set-point (kept within
 LEAD_MAX_M of the measured TCP so a blocked arm does not wind up) and takes one damped-least-
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sim_suites.robot import FINGER_MAX_M, HOME_Q, PandaKinematics
+from sim_suites.robot import SerialArm
 
 #: Full-scale TCP speed of the action (m/s).
 V_MAX_MPS = 0.4
@@ -34,25 +35,26 @@ GRASP_BOX_M = np.array([0.02, 0.02, 0.03])
 GRASP_WIDTH_TOL_M = 0.008
 
 
-def finger_setpoint(g: float) -> float:
-    """Finger set-point per finger (m) for the gripper action g ∈ [−1, 1]."""
-    return min(1.0, max(0.0, (float(g) + 1.0) * 0.5)) * FINGER_MAX_M
+def finger_setpoint(g: float, finger_max_m: float) -> float:
+    """Finger set-point per finger (m) for the gripper action g ∈ [−1, 1] and a finger travel
+    of `finger_max_m` per finger."""
+    return min(1.0, max(0.0, (float(g) + 1.0) * 0.5)) * finger_max_m
 
 
 @dataclass
 class ControlCommand:
     """What the robot's controller sends its servos for one control period."""
 
-    arm_cmd: np.ndarray  # (7,) servo set-points including the feed-forward offset, rad
-    q_des: np.ndarray  # (7,) the joint set-point, rad
+    arm_cmd: np.ndarray  # (n,) servo set-points including the feed-forward offset, rad
+    q_des: np.ndarray  # (n,) the joint set-point, rad
     finger: float  # per finger, m
     tcp_target: np.ndarray  # (3,) m
 
 
 @dataclass(frozen=True)
 class CartesianStep:
-    """The Cartesian controller's output for one control step: the IK goal (7,) rad, the
-    gripper's wanted opening per finger (m) and the TCP set-point (3,) m."""
+    """The Cartesian controller's output for one control step: the IK goal (n,) rad, the
+    gripper's wanted opening per finger (m) and the TCP set-point (3,) m (n: arm joints)."""
 
     q_goal: np.ndarray
     finger: float
@@ -60,20 +62,20 @@ class CartesianStep:
 
 
 class ArmController:
-    """Cartesian velocity → an IK goal for the Panda (see the module docstring); the joint
+    """Cartesian velocity → an IK goal for the arm (see the module docstring); the joint
     limiter and the servos are the command path's (`sim_suites.command_path`)."""
 
-    def __init__(self, kinematics: PandaKinematics) -> None:
+    def __init__(self, kinematics: SerialArm) -> None:
         self.kin = kinematics
         self.rot = kinematics.home_tcp_rot
-        self.q_des = HOME_Q.copy()
-        self.tcp_target = kinematics.forward(HOME_Q)[0]
-        self.finger = FINGER_MAX_M
+        self.q_des = kinematics.home_q.copy()
+        self.tcp_target = kinematics.forward(kinematics.home_q)[0]
+        self.finger = kinematics.finger_max_m
 
-    def reset(self, q: np.ndarray, finger: float = FINGER_MAX_M) -> None:
+    def reset(self, q: np.ndarray, finger: float | None = None) -> None:
         self.q_des = q.copy()
         self.tcp_target = self.kin.forward(q)[0]
-        self.finger = finger
+        self.finger = self.kin.finger_max_m if finger is None else finger
 
     def command(self, velocity: np.ndarray, g: float, dt: float, tcp: np.ndarray) -> CartesianStep:
         """One control step: integrate the TCP set-point, one IK step from `q_des`.
@@ -89,7 +91,7 @@ class ArmController:
             target = tcp + lead * (LEAD_MAX_M / norm)
         self.tcp_target = target
         q_goal = self.kin.solve_ik(target, self.rot, self.q_des, iterations=1)
-        self.finger = finger_setpoint(g)
+        self.finger = finger_setpoint(g, self.kin.finger_max_m)
         return CartesianStep(q_goal=q_goal, finger=self.finger, tcp_target=target.copy())
 
 

@@ -1,11 +1,12 @@
 """`PandaTaskEnv`: the Gymnasium environment for one task instance on one engine.
 
-Composition, not inheritance: a physics backend (MuJoCo or PyBullet, `sim_suites.engines`) holds
-the robot and the arena; a `Task` scores the physics state; `ArmController` turns actions into
-joint set-points; `GraspTracker` (`sim_suites.grasping`) says whether the part is held;
-`SafetyMonitor`, `FaultEffects` (`sim_suites.fault_effects`) and `ControlRecorder` watch every
-control step; `Perception` (`sim_suites.perception`) turns a physics reading into what the
-policy sees; the per-episode settings live in `EnvConfig` (`sim_suites.env_config`).
+Composition, not inheritance: a physics backend (MuJoCo or PyBullet, `sim_suites.engines`) holds the
+arm (`robot`: `sim_suites.robot.arm_model`, "panda" by default) and the arena; a `Task` scores the
+physics state; `ArmController` turns actions into joint set-points; `GraspTracker`
+(`sim_suites.grasping`) says whether the part is held; `SafetyMonitor`, `FaultEffects`
+(`sim_suites.fault_effects`) and `ControlRecorder` watch every control step; `Perception`
+(`sim_suites.perception`) turns a physics reading into what the policy sees; the per-episode
+settings live in `EnvConfig` (`sim_suites.env_config`).
 
 Spaces:
 
@@ -46,7 +47,7 @@ from sim_suites.observations import StateReading
 from sim_suites.perception import Perception
 from sim_suites.rendering.cameras import DEFAULT_IMAGE_SIZE
 from sim_suites.rendering.feed import CAMERA_RATE_HZ
-from sim_suites.robot import FINGER_MAX_M, panda_kinematics, tcp_linear_velocity
+from sim_suites.robot import arm_model, tcp_linear_velocity
 from sim_suites.safety_monitors import (
     SEPARATION_RANGE_M,
     SSM_SPEED_FRACTION,
@@ -81,6 +82,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         task_id: str | None = None,
         engine: str = "mujoco",
         *,
+        robot: str = "panda",
         family: str | None = None,
         randomization: Mapping[str, Sequence[float]] | None = None,
         drift: Mapping[str, Any] | None = None,
@@ -111,18 +113,18 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             raise EvalError("render_mode: rendering is not supported", key="render_mode")
         self.render_mode = render_mode
         self.engine = engine
-        self.kin = panda_kinematics()
+        self.kin = kin = arm_model(robot)
         self._scene = self.task.scene()
         self._object_slides = self._scene.body(self.task.object_name).joint == "slide"
         self.perception = Perception(
-            observation_mode, image_size, camera_rate_hz, tool=bool(self.task.tool_name)
+            observation_mode, image_size, camera_rate_hz, bool(self.task.tool_name), kin.n + 2
         )
         self.observation_mode = observation_mode
-        self.backend = make_backend(engine, self._scene, image_size=self.perception.image_size)
+        self.backend = make_backend(engine, self._scene, self.perception.image_size, kin)
         # The command path, as on the robot: the harness side (controller, cap, limiter) and
         # the robot side (the actuator delay's queue and the follower), `sim_suites.command_path`.
         self.command_path = ArmCommandPath(
-            self.kin, JointLimits.panda(self.kin), 1.0 / NOMINAL_CONTROL_RATE_HZ
+            kin, JointLimits.of_arm(kin), 1.0 / NOMINAL_CONTROL_RATE_HZ
         )
         self.robot = RobotController(self.kin)
         self.follower = self.robot.follower
@@ -264,9 +266,9 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         b = self.backend
         q, qd = b.joint_state()
         self._q, self._qd = q, qd
-        rots, origins = self.kin.link_frames(q[:7])
+        rots, origins = self.kin.link_frames(q[: self.kin.n])
         self._rots, self._origins = rots, origins
-        tcp, _ = self.kin.tcp_from_frames(rots[6], origins[6])
+        tcp, _ = self.kin.tcp_from_frames(rots[-1], origins[-1])
         self._tcp = tcp
         self._tcp_vel = tcp_linear_velocity(rots, origins, tcp, qd)
         if self._human is not None:
@@ -328,13 +330,13 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             cap = min(cap, SSM_SPEED_FRACTION * self.config.safety.reduced_speed_mps)
         slip = self._faults.injector.running("grasp_slip", self._step)
         if slip is not None:
-            act[3] = (self.grasp.width / 2 + 0.01) / FINGER_MAX_M * 2.0 - 1.0
+            act[3] = (self.grasp.width / 2 + 0.01) / self.kin.finger_max_m * 2.0 - 1.0
         sent = self.command_path.step(act, self._q, cap, (self._rots, self._origins))
         self.send_joint_command(sent.target, sent.duration_s, sent.finger)
         return self.robot_step(sent.tcp_target)
 
     def send_joint_command(self, target: np.ndarray, duration_s: float, finger: float) -> None:
-        """A one-point joint trajectory (7,) rad over `duration_s` and the gripper's wanted
+        """A one-point joint trajectory (n,) rad over `duration_s` and the gripper's wanted
         opening (m per finger), as the robot's controllers take them: they reach the follower
         after the command delay (`command_delay_s`)."""
         if not self._episode_ready:
@@ -375,7 +377,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._held = self.grasp.update(
             self.backend,
             command.finger,
-            float(self._q[7] + self._q[8]),
+            float(self._q[-2] + self._q[-1]),
             self._grasp_point - self._tcp,
             slip is not None,
         )
@@ -406,8 +408,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         decision: StopDecision | None = self._monitor.update(
             self._step,
             t,
-            self._q[:7],
-            self._qd[:7],
+            self._q[: self.kin.n],
+            self._qd[: self.kin.n],
             self._tcp,
             tcp_speed,
             contacts,

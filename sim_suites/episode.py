@@ -35,21 +35,24 @@ from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.tasks import registered_family, task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
-#: Environments kept per (task, engine) so consecutive episodes skip the model build. Resets
-#: restore the whole simulator state, so reuse does not change results (tested).
-_ENV_CACHE: dict[tuple[str, str, str], TaskEnv] = {}
+#: Environments kept per (task, engine, mode, arm) so consecutive episodes skip the model build.
+#: Resets restore the whole simulator state, so reuse does not change results (tested).
+_ENV_CACHE: dict[tuple[str, str, str, str], TaskEnv] = {}
 _ENV_CACHE_MAX = 8
 
 
-def cached_env(task_id: str, engine: str, observation_mode: str = "state") -> TaskEnv:
-    """A process-local environment for (task, engine, observation mode), built on first use."""
-    key = (task_id, engine, observation_mode)
+def cached_env(
+    task_id: str, engine: str, observation_mode: str = "state", robot: str = "panda"
+) -> TaskEnv:
+    """A process-local environment for (task, engine, observation mode, arm), built on first
+    use."""
+    key = (task_id, engine, observation_mode, robot)
     env = _ENV_CACHE.get(key)
     if env is None:
         if len(_ENV_CACHE) >= _ENV_CACHE_MAX:
             oldest = next(iter(_ENV_CACHE))
             _ENV_CACHE.pop(oldest).close()
-        env = task_env(task_id, engine, observation_mode=observation_mode)
+        env = task_env(task_id, engine, robot=robot, observation_mode=observation_mode)
         _ENV_CACHE[key] = env
     return env
 
@@ -128,7 +131,9 @@ def run_episode(
         calibration, reality_gap = calibrated_gap(protocol)
     agent = load_policy(policy if policy is not None else spec.policy, spec.task_id)
     # A policy that sees through cameras says so (`observation_mode`); others get state.
-    env = cached_env(spec.task_id, spec.engine, getattr(agent, "observation_mode", "state"))
+    mode = getattr(agent, "observation_mode", "state")
+    arm = protocol.sim_robot if protocol is not None else "panda"  # `[sim] robot`
+    env = cached_env(spec.task_id, spec.engine, mode, arm)
     env.configure(
         randomization=randomization,
         drift=spec.drift,

@@ -24,7 +24,6 @@ from sim_suites.arena import Scene
 from sim_suites.distractors import distractor_positions, place_distractors
 from sim_suites.engines.base import InitialState, PhysicsBackend
 from sim_suites.env_config import EnvConfig
-from sim_suites.robot import FINGER_MAX_M, HOME_Q
 from sim_suites.scenes import SCENE_KNOBS
 from sim_suites.tasks import Task, TaskState
 from sim_suites.variations import (
@@ -107,7 +106,10 @@ def draw_instance(
             positions[task.object_name][2] *= params.physics.object_size_scale
         backend.reset(
             InitialState(
-                arm_q=HOME_Q.copy(), finger_q=FINGER_MAX_M, body_pos=positions, body_yaw=yaw
+                arm_q=backend.kin.home_q.copy(),
+                finger_q=backend.kin.finger_max_m,
+                body_pos=positions,
+                body_yaw=yaw,
             ),
             params.physics,
         )

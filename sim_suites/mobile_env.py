@@ -54,7 +54,8 @@ from sim_suites.mobile_observations import (
     mobile_space,
 )
 from sim_suites.mobile_safety import CollisionCounter, governing_speed, speed_caps
-from sim_suites.robot import FINGER_MAX_M, panda_kinematics, tcp_linear_velocity
+from sim_suites.panda_kinematics import FINGER_MAX_M, panda_kinematics
+from sim_suites.robot import tcp_linear_velocity
 from sim_suites.robot_profiles import MOBILE_PANDA
 from sim_suites.room import ROBOT_RADIUS_M, ROOM_X, ROOM_Y, draw_floor_plan, task_shortest_path
 from sim_suites.safety_monitors import (
@@ -140,7 +141,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._scene = task.scene()
         self.backend = make_backend(engine, self._scene, profile=self.profile)
         dt = 1.0 / NOMINAL_CONTROL_RATE_HZ
-        self.command_path = ArmCommandPath(self.kin, JointLimits.panda(self.kin), dt)
+        self.command_path = ArmCommandPath(self.kin, JointLimits.of_arm(self.kin), dt)
         self.robot = RobotController(self.kin)
         assert self.profile.base is not None
         self._base_limits = self.profile.base

@@ -1,7 +1,7 @@
 """What the policy sees: the state observation space and one observation from a physics reading.
 
-Observation (state mode): a Dict of float64 arrays, each a fresh copy: `joint_pos` (9,) rad/m,
-`joint_vel` (9,), `gripper_width` (1,) m, `tcp_pos` (3,) m, `tcp_target` (3,) m (the controller's
+Observation (state mode): a Dict of float64 arrays, each a fresh copy: `joint_pos` (n + 2,) rad/m
+(the arm's n joints, then its two fingers; (9,) on the Panda), `joint_vel` (n + 2,), `gripper_width` (1,) m, `tcp_pos` (3,) m, `tcp_target` (3,) m (the controller's
 set-point), `object_pos` (3,) m (the tracked point: object centre, or the drawer handle),
 `object_quat` (4,) (w, x, y, z), `object_visible` (1,) 0/1, `goal_pos` (3,) m, `grasped` (1,) 0/1,
 `obstacle` (4,) = [x, y, top_z, active]; and for a task with a tool (`tool_use`), `tool_pos` (3,) m,
@@ -21,7 +21,8 @@ from gymnasium import spaces
 POS_BOUND_M = 5.0
 JOINT_POS_BOUND = 4.0
 JOINT_VEL_BOUND = 100.0
-#: Noisy channels, one draw per step for all: joints (9), TCP (3), object (3).
+#: Noisy channels, one draw per step for all: joints (up to 9: an arm of n joints and two fingers
+#: uses the first n + 2), TCP (3), object (3).
 NOISY_CHANNELS = 15
 
 
@@ -36,15 +37,16 @@ def _box(n: int, low: float, high: float) -> spaces.Box:
     return spaces.Box(low=low, high=high, shape=(n,), dtype=np.float64)
 
 
-def state_space(tool: bool = False) -> spaces.Dict:
+def state_space(tool: bool = False, joints: int = 9) -> spaces.Dict:
     """The Dict observation space of state mode (see the module docstring).
 
     Args:
         tool: the task has a tool (adds `tool_pos`).
+        joints: joint values in `joint_pos` / `joint_vel`: the arm's and its two fingers'.
     """
     keys: dict[str, spaces.Space[Any]] = {
-        "joint_pos": _box(9, -JOINT_POS_BOUND, JOINT_POS_BOUND),
-        "joint_vel": _box(9, -JOINT_VEL_BOUND, JOINT_VEL_BOUND),
+        "joint_pos": _box(joints, -JOINT_POS_BOUND, JOINT_POS_BOUND),
+        "joint_vel": _box(joints, -JOINT_VEL_BOUND, JOINT_VEL_BOUND),
         "gripper_width": _box(1, 0.0, 1.0),
         "tcp_pos": _box(3, -POS_BOUND_M, POS_BOUND_M),
         "tcp_target": _box(3, -POS_BOUND_M, POS_BOUND_M),
@@ -65,7 +67,7 @@ class StateReading:
     """The physics state read once per control step (arrays are owned by the reading).
 
     Attributes:
-        q, qd: (9,) joint positions and velocities (7 arm joints, 2 fingers).
+        q, qd: (n + 2,) joint positions and velocities (n arm joints, 2 fingers).
         tcp: (3,) measured TCP, m. tcp_target: (3,) the controller's set-point, m.
         point: (3,) tracked point of the task object, m. quat: (4,) object orientation.
         goal: (3,) goal of the tracked point, m. grasped: whether the hand holds the part.
@@ -99,12 +101,13 @@ def state_observation(reading: StateReading, eps: np.ndarray) -> dict[str, np.nd
     else:
         obj_pos, obj_quat, visible = reading.point + eps[12:], reading.quat.copy(), 1.0
     q = reading.q
+    n = len(q) - 2  # arm joints; the two fingers come last
     # Joint angles and the TCP stay far inside the bounds (joint limits < 3.2 rad, reach
     # < 1.2 m); velocities and the free object are clipped if physics ever flings them.
     obs = {
-        "joint_pos": q + eps[:9],
+        "joint_pos": q + eps[: n + 2],
         "joint_vel": bounded(reading.qd.copy(), JOINT_VEL_BOUND),
-        "gripper_width": np.array([min(1.0, max(0.0, float(q[7] + q[8])))]),
+        "gripper_width": np.array([min(1.0, max(0.0, float(q[n] + q[n + 1])))]),
         "tcp_pos": reading.tcp + eps[9:12],
         "tcp_target": reading.tcp_target.copy(),
         "object_pos": bounded(obj_pos, POS_BOUND_M),

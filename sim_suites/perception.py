@@ -28,11 +28,16 @@ class Perception:
     Args:
         mode: "state", "rgb" or "rgbd". image_size: (height, width) of camera images.
         camera_rate_hz: camera frame rate (camera modes). tool: the task has a tool (state
-            observations then carry `tool_pos`).
+            observations then carry `tool_pos`). joints: joint values observed (arm and fingers).
     """
 
     def __init__(
-        self, mode: str, image_size: tuple[int, int], camera_rate_hz: float, tool: bool = False
+        self,
+        mode: str,
+        image_size: tuple[int, int],
+        camera_rate_hz: float,
+        tool: bool = False,
+        joints: int = 9,
     ) -> None:
         self.mode = check_mode(mode)
         size = check_image_size(image_size)
@@ -40,7 +45,7 @@ class Perception:
         self.feed = CameraFeed(mode, camera_rate_hz) if cameras else None
         #: Image size the backend must render (None: no cameras are built).
         self.image_size = size if cameras else None
-        state = state_space(tool)
+        state = state_space(tool, joints)
         self.space: spaces.Dict = camera_space(state, mode, size) if cameras else state
         self._noise_rng = np.random.default_rng(0)
         self._noise = 0.0

@@ -14,6 +14,7 @@ from typing import Any
 
 import gymnasium as gym
 
+from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
 from sim_suites.env import PandaTaskEnv
 from sim_suites.faults import FaultRequest
@@ -23,6 +24,7 @@ from sim_suites.tasks.catalog import (
     ENGINE_NAMES,
     FAMILIES,
     NAMESPACE,
+    TABLE_ENV,
     VERSION,
     env_id,
     register_family_envs,
@@ -97,7 +99,15 @@ def make_env(
 
 def task_env(task_id: str, engine: str = "mujoco", **settings: Any) -> TaskEnv:
     """The environment of a task instance: its family's environment class (`Family.env`) built
-    with `settings`, the environment's keyword arguments."""
-    env_class = resolve(task_family(task_id).env)
+    with `settings`, the environment's keyword arguments. A family with its own environment (the
+    mobile base) carries its own arm, the Panda: another `robot` is refused."""
+    family = task_family(task_id)
+    if family.env != TABLE_ENV:
+        robot = settings.pop("robot", "panda")
+        if robot != "panda":
+            raise EvalError(
+                f"robot: the mobile families run the Panda on its base, not {robot!r}", key="robot"
+            )
+    env_class = resolve(family.env)
     env: TaskEnv = env_class(task_id, engine, **settings)
     return env

@@ -4,7 +4,7 @@ in one declared place.
 The real side runs the sim half's command path and safety monitor (`command_path`,
 `safety_monitors`), the twin robot's plant is the sim's task environment (`env`, `tasks`,
 `variations`, the engines' contact settings), the policy loop's observations are built as the
-sim's are (`robot` kinematics, `controller`'s gripper rule), and the technician's setup prompt
+sim's are (the arm's model, `robot.arm_model`, and `controller`'s gripper rule), and the technician's setup prompt
 and the scene detector read the task geometry. `real_bridge` imports `sim_suites` through this
 module only (an import-linter contract in `pyproject.toml` holds it to that); the seed split both
 halves share is not here but in `embodied_eval.seeds`.
@@ -19,19 +19,16 @@ from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.env import PandaTaskEnv
 from sim_suites.faults import FAULT_KINDS
 from sim_suites.policies import load_policy
-from sim_suites.robot import ARM_JOINTS, FINGER_JOINTS, FINGER_MAX_M, HOME_Q, panda_kinematics
+from sim_suites.robot import IMPORT_PATH, SerialArm, arm_model, arm_target
 from sim_suites.safety_monitors import SafetyLimits
 from sim_suites.scenes import scene_ranges, scene_record
 from sim_suites.tasks import graded_quality, make_task, task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, NOMINAL_CONTROL_RATE_HZ, RealityGap
 
 __all__ = [
-    "ARM_JOINTS",
     "DEFAULT_RANDOMIZATION",
     "FAULT_KINDS",
-    "FINGER_JOINTS",
-    "FINGER_MAX_M",
-    "HOME_Q",
+    "IMPORT_PATH",
     "LIMIT_MARGIN",
     "NOMINAL_CONTROL_RATE_HZ",
     "PHYSICS_DT",
@@ -41,12 +38,14 @@ __all__ = [
     "PandaTaskEnv",
     "RealityGap",
     "SafetyLimits",
+    "SerialArm",
+    "arm_model",
+    "arm_target",
     "graded_quality",
     "grasp_closes",
     "grasp_releases",
     "load_policy",
     "make_task",
-    "panda_kinematics",
     "scene_ranges",
     "scene_record",
     "set_contact_softness",

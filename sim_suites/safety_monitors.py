@@ -312,7 +312,7 @@ class SafetyMonitor:
 
         Args:
             step: control step index. t: episode time (s).
-            q, qd: (7,) arm joint positions (rad) and velocities (rad/s).
+            q, qd: (n,) arm joint positions (rad) and velocities (rad/s).
             tcp: (3,) TCP position (m). tcp_speed: its speed (m/s).
             contacts: peak normal force (N) per body pair over the control step's physics steps
                 (see `PhysicsBackend.contact_forces`).

@@ -180,7 +180,7 @@ def test_shipped_profiles_load_and_name_ros2_control_topics():
     assert franka.robot.arm_joints[0] == "fr3_joint1" and franka.services.scene_reset == ""
     assert ur.topics.command == "/scaled_joint_trajectory_controller/joint_trajectory"
     assert ur.topics.wrench == "/force_torque_sensor_broadcaster/wrench"
-    assert len(ur.robot.arm_joints) == 6 and ur.robot.kinematics == ""
+    assert len(ur.robot.arm_joints) == 6 and ur.robot.kinematics == "ur5e"
     assert twin.robot.kind == "twin" and twin.loop.judge == "oracle"
     assert franka.loop.judge == ur.loop.judge == "technician"
     with pytest.raises(EvalError) as err:  # the oracle is never accepted for a real robot

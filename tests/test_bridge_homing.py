@@ -15,7 +15,7 @@ from embodied_eval.errors import EvalError
 from real_bridge.command_check import command_problem
 from real_bridge.homing import HomingReport, retreat_path
 from real_bridge.robot_profile import RobotSpec
-from sim_suites.robot import panda_kinematics
+from sim_suites.panda_kinematics import panda_kinematics
 
 #: The hand low over the table: TCP at z = 0.131 m.
 LOW_Q = np.array([0.0, 0.5, 0.0, -1.9, 0.0, 2.4, 0.785398])

@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim_suites.command_path import (
-    PANDA_ACCELERATION_MAX,
     SETPOINT_LEAD_MAX_M,
     ArmCommandPath,
     CommandQueue,
@@ -22,11 +21,11 @@ from sim_suites.command_path import (
     braking_speed,
     first_order_alpha,
 )
-from sim_suites.robot import HOME_Q, panda_kinematics
+from sim_suites.panda_kinematics import HOME_Q, PANDA_ACCELERATION_MAX, panda_kinematics
 
 DT = 0.02
 KIN = panda_kinematics()
-LIMITS = JointLimits.panda(KIN)
+LIMITS = JointLimits.of_arm(KIN)
 EPS = 1e-9
 
 
@@ -168,7 +167,7 @@ def test_the_follower_interpolates_filters_and_feeds_gravity_forward():
     command = follower.command(DT, rots, origins)
     assert first_order_alpha(8.0, DT) == pytest.approx(0.634068, abs=1e-6)
     assert command.q_des[0] - HOME_Q[0] == pytest.approx(0.0317034, abs=1e-6)
-    from sim_suites.robot import ARM_KP, ARM_KV
+    from sim_suites.panda_kinematics import ARM_KP, ARM_KV
 
     ff = KIN.gravity_from_frames(rots, origins) + ARM_KV * (command.q_des - HOME_Q) / DT
     assert command.arm_cmd == pytest.approx(command.q_des + ff / ARM_KP)

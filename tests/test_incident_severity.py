@@ -312,7 +312,7 @@ def test_a_force_limit_of_zero_is_refused():
 def test_twin_force_stop_carries_the_force_the_limit_and_what_was_touched():
     """The twin's force stop is the scene's own monitor (the sim episode's): the net external
     force on the robot, 1353 N against the table, over the 150 N limit."""
-    from sim_suites.robot import panda_kinematics
+    from sim_suites.panda_kinematics import panda_kinematics
     from sim_suites.safety_monitors import SafetyLimits, SafetyMonitor
 
     kin = panda_kinematics()

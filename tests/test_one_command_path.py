@@ -17,7 +17,7 @@ from real_bridge.bridge_config import load_bridge_config, profile_path
 from real_bridge.calibration.replay import EpisodeReplay
 from real_bridge.interface import episode_manifest
 from real_bridge.mujoco_robot import MujocoRobot
-from real_bridge.observation import PandaAdapter
+from real_bridge.observation import adapter_for
 from real_bridge.robot import JointCommand
 from real_bridge.twin.settings import TwinGap, TwinSettings
 from real_bridge.twin.sim_plant import SimSuitesPlant
@@ -51,7 +51,7 @@ def test_every_half_runs_the_same_command_path_objects():
     env = PandaTaskEnv(TASK, "mujoco", randomization={})
     plant = SimSuitesPlant(settings)  # the ROS twin's and the in-process robot's physics
     replay = EpisodeReplay(TASK)
-    adapter = PandaAdapter(load_bridge_config(profile_path("twin")).robot, DT)
+    adapter = adapter_for(load_bridge_config(profile_path("twin")).robot, DT)
     try:
         followers = (env.follower, plant.follower, replay.env.follower)
         assert all(type(f) is JointFollower for f in followers)

@@ -15,7 +15,7 @@ from pybullet_utils import bullet_client
 
 import sim_suites
 from sim_suites.panda_description import panda_urdf_file, panda_urdf_text
-from sim_suites.robot import ARM_JOINTS, panda_kinematics
+from sim_suites.panda_kinematics import ARM_JOINTS, panda_kinematics
 
 IDS = sim_suites.registered_ids()
 

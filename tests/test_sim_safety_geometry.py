@@ -22,7 +22,7 @@ from sim_suites.engines.mujoco_backend import MujocoBackend
 from sim_suites.engines.pybullet_backend import PybulletBackend
 from sim_suites.env import PandaTaskEnv
 from sim_suites.human import HumanProxy, Reach
-from sim_suites.robot import FINGER_MAX_M, HOME_Q, panda_kinematics
+from sim_suites.panda_kinematics import FINGER_MAX_M, HOME_Q, panda_kinematics
 from sim_suites.safety_monitors import SafetyLimits, SafetyMonitor
 
 pytestmark = pytest.mark.timeout(300)

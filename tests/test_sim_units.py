@@ -16,7 +16,8 @@ from sim_suites.control_quality import (
 )
 from sim_suites.faults import FaultInjector, FaultRequest, FaultView
 from sim_suites.human import HumanProxy
-from sim_suites.robot import panda_kinematics, tcp_linear_velocity
+from sim_suites.panda_kinematics import panda_kinematics
+from sim_suites.robot import tcp_linear_velocity
 from sim_suites.safety_monitors import SafetyLimits, SafetyMonitor, protective_separation
 from sim_suites.tasks import graded_quality
 from sim_suites.variations import (

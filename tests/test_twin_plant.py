@@ -110,7 +110,7 @@ def test_the_harness_adapter_drives_the_twin_physics_to_success_without_ros(plan
     actuator delay, joint noise) on the twin's physics with its gap opens the drawer: what the
     real side does over DDS, minus the transport."""
     from real_bridge.bridge_config import RobotSpec
-    from real_bridge.observation import PandaAdapter, scene_setup
+    from real_bridge.observation import adapter_for, scene_setup
     from real_bridge.robot import TrackerPose
     from sim_suites.policies import load_policy
 
@@ -124,7 +124,7 @@ def test_the_harness_adapter_drives_the_twin_physics_to_success_without_ros(plan
     )
     manifest = episode_manifest(task, None)
     plant.reset_scene(task, manifest)
-    adapter = PandaAdapter(RobotSpec(), 0.02)
+    adapter = adapter_for(RobotSpec(), 0.02)
     q, _, _ = plant.joint_state()
     adapter.reset(q[:7], q[7:9], scene_setup(task, manifest))
     policy = load_policy(task.policy, task.task_id)

@@ -76,11 +76,11 @@ def test_noise_is_the_gaps_and_knobs_are_checked():
 def test_the_adapter_keeps_a_covered_object_visible_and_carries_a_held_one():
     pytest.importorskip("sim_suites.robot")
     from real_bridge.bridge_config import RobotSpec
-    from real_bridge.observation import PandaAdapter, hand_covers
+    from real_bridge.observation import adapter_for, hand_covers
 
     assert hand_covers(np.array([0.5, 0.0, 0.12]), CUBE)
     assert not hand_covers(np.array([0.5, 0.2, 0.12]), CUBE)
-    adapter = PandaAdapter(RobotSpec(), 0.02)
+    adapter = adapter_for(RobotSpec(), 0.02)
     q = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 1.9, 0.785398, 0.04, 0.04])
     adapter.reset(q[:7], q[7:], None)
     tcp = adapter.tcp_of(q[:7])

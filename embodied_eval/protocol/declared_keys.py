@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from embodied_eval.plugins import ROBOT_BACKENDS, SIM_ENGINES
+from embodied_eval.plugins import ARMS, ROBOT_BACKENDS, SIM_ENGINES
 from embodied_eval.protocol.model import (
     AR_ESTIMATORS,
     DEFAULT_M_MIN,
@@ -63,6 +63,15 @@ def _backend_problem(value: str) -> str | None:
     return (
         f"{value!r} is not a registered robot backend (known: {', '.join(sorted(ROBOT_BACKENDS))})"
         " nor a 'package.module:factory'"
+    )
+
+
+def _arm_problem(value: str) -> str | None:
+    if value in ARMS or _IMPORT_PATH.fullmatch(value):
+        return None
+    return (
+        f"{value!r} is not a registered arm (known: {', '.join(sorted(ARMS))}) nor a "
+        "'package.module:factory'"
     )
 
 
@@ -181,11 +190,17 @@ SIM_KEYS: dict[str, Key] = {
     "out_of_range_actions": Key(str, "refuse", choices=OUT_OF_RANGE_ACTIONS),
     # a calibration file (`embodied-eval calibrate`); in the hash only when set
     "calibration": Key(str, ""),
+    # the simulated arm (`embodied_eval.plugins.ARMS` or "module:factory"); in the hash only
+    # when not the Panda
+    "robot": Key(str, "panda", check=_arm_problem),
 }
 REAL_KEYS: dict[str, Key] = {
     "backend": Key(str, "ros2", check=_backend_problem),
     "policy": Key(str, None, nonempty=True),
     "robot_id": Key(str, "robot-1", nonempty=True),
+    # the robot profile a ros2 or mujoco backend loads (a shipped profile's name, or a TOML path
+    # relative to the protocol file) unless the run names one; in the hash only when set
+    "profile": Key(str, ""),
     # How far a pair's real start may be from its sim start (the robot's tracker against what the
     # sim set up) before the pair is flagged and left out of S2R and PPI.
     "scene_tolerance_m": Key(float, 0.01, low=0.0, high=1.0),
@@ -207,6 +222,7 @@ REAL_KEYS: dict[str, Key] = {
 }
 #: `[real]` keys that enter the canonical form (and the hash) only when set to a non-default.
 REAL_KEYS_DECLARED_ONLY = (
+    "profile",
     "scene_tolerance_m",
     "scene_tolerance_rad",
     "judge_correction",

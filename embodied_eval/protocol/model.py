@@ -219,6 +219,10 @@ class Protocol:
     missing_outcomes: str = "worst"
     #: The `[sim] calibration` file (or `run --calibration`): "" runs the nominal simulator.
     sim_calibration: str = ""
+    #: `[sim] robot`: the simulated arm ("panda", "ur5e" or "module:factory").
+    sim_robot: str = "panda"
+    #: `[real] profile`: the robot profile the real backend loads ("": the run's or the twin's).
+    real_profile: str = ""
 
     @property
     def families(self) -> dict[str, list[TaskInstance]]:

@@ -23,8 +23,9 @@ Sections (see `embodied_eval/data/example_protocol.toml`, which the demo uses):
   parts; certify refuses assisted episodes unless the protocol declares it),
   out_of_range_actions ("refuse": an action outside the action space ends the episode `error`;
   "clip": clipped and counted), calibration (a file from `embodied-eval calibrate`, relative to
-  the protocol file: the sim side runs with its fitted parameters); `[real]` backend, robot_id,
-  policy, judge_correction (AR corrected with the detector's measured accuracy),
+  the protocol file: the sim side runs with its fitted parameters), robot (the simulated arm:
+  "panda", "ur5e" or "module:factory"); `[real]` backend, robot_id, profile (the robot profile
+  a ros2 or mujoco backend loads, e.g. "ur_robot_driver"), policy, judge_correction (AR corrected with the detector's measured accuracy),
   unsafe_successes ("fail": successes with an incident above the warning level fail for AR),
   certificate_valid_months, calibration_drift_tolerance (what voids a certificate),
   missing_outcomes ("worst": the AR gate counts every pair's first attempt, unknowns failing),
@@ -383,6 +384,7 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
             for k, v in sim.items()
             if not (k == "out_of_range_actions" and v == "refuse")
             and not (k == "calibration" and v == "")
+            and not (k == "robot" and v == "panda")
         },
         # Declared-only keys at their defaults stay out: protocols that do not set them keep
         # their hash.
@@ -441,6 +443,8 @@ def protocol_from_mapping(data: Mapping[str, Any]) -> Protocol:
         calibration_drift_tolerance=real["calibration_drift_tolerance"],
         missing_outcomes=real["missing_outcomes"],
         sim_calibration=sim["calibration"],
+        sim_robot=sim["robot"],
+        real_profile=real["profile"],
         maintenance=maintenance,
         expansion=expansion,
     )
@@ -470,6 +474,10 @@ def load_protocol(path: str | Path) -> Protocol:
         # A relative calibration file is the protocol file's neighbour.
         where = str(Path(path).parent / protocol.sim_calibration)
         protocol = dataclasses.replace(protocol, sim_calibration=where)
+    profile = protocol.real_profile
+    if profile.endswith(".toml") and not Path(profile).is_absolute():
+        # A robot profile given as a file is the protocol file's neighbour too.
+        protocol = dataclasses.replace(protocol, real_profile=str(Path(path).parent / profile))
     return protocol
 
 

@@ -49,7 +49,10 @@ def excitation_commands(
         start_s: arrival of the first command, s after the scene reset.
         jitter_s: arrival jitter, uniform on [0, jitter_s), s.
     """
-    from sim_suites.robot_core import FINGER_MAX_M, HOME_Q
+    from sim_suites.robot_core import arm_model
+
+    panda = arm_model("panda")  # the offline twin is the Panda twin
+    home_q, finger_max_m = panda.home_q, panda.finger_max_m
 
     period = 1.0 / LOOP_RATE_HZ
     # The harness's loop runs on its own clock: its first command falls anywhere in the robot's
@@ -68,7 +71,7 @@ def excitation_commands(
             2 * np.pi * freq[1] * t + phase[1]
         )
         ramp = min(1.0, t / 0.5)  # start from home without a jump
-        target = HOME_Q + ramp * AMPLITUDE_RAD * (wave - (0.6 * np.sin(phase[0]) + 0.4 * np.sin(
+        target = home_q + ramp * AMPLITUDE_RAD * (wave - (0.6 * np.sin(phase[0]) + 0.4 * np.sin(
             phase[1])))  # fmt: skip
         # Each step rises over STEP_RISE_S (a 20 ms jump would trip the TCP speed limit).
         k, into = divmod(i, hold)
@@ -79,7 +82,7 @@ def excitation_commands(
         arrival = start_s + t + float(rng.uniform(0.0, jitter_s))
         out.append(Command(arrival, "arm", target, period))
         if i % 100 == 50:
-            finger = 0.0 if (i // 100) % 2 == 0 else FINGER_MAX_M
+            finger = 0.0 if (i // 100) % 2 == 0 else finger_max_m
             out.append(Command(arrival + 1e-4, "gripper", np.array([finger]), period))
     return out
 

@@ -4,7 +4,7 @@ The node owns timing and ROS I/O; a plant owns one simulator instance of the rob
 with the twin's reality gap applied, and follows joint targets like a robot's joint servos — it
 runs no policy and judges nothing except through `oracle()` (the twin's ground truth, labelled as
 such by the node and kept for measuring the harness's detector, never for judging). `SimSuitesPlant` (`real_bridge.twin.sim_plant`) is the plant of the twin: the
-sim_suites Panda and scenes on MuJoCo (or PyBullet).
+sim_suites arm its profile names (the Panda, the UR5e) and scenes on MuJoCo (or PyBullet).
 """
 
 from __future__ import annotations

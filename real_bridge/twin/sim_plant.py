@@ -1,5 +1,7 @@
-"""The twin's physics: the sim_suites Panda and scenes (`PandaTaskEnv`) with the twin's reality gap,
-following joint trajectories like a ros2_control robot.
+"""The twin's physics: the sim_suites arm and scenes (`PandaTaskEnv`) with the twin's reality gap,
+following joint trajectories like a ros2_control robot. The arm is the one its profile's
+`[robot] kinematics` names (`sim_suites.robot.arm_model`: the Panda, the UR5e, ...), and the twin
+publishes that arm's joint names.
 
 The environment keeps what a physical scene does by itself — contacts, the grasp model, the
 safety monitor, the task's ground truth — and runs only the robot side of the one command path
@@ -130,18 +132,15 @@ class SimSuitesPlant:
     """
 
     def __init__(self, settings: TwinSettings) -> None:
-        from sim_suites.robot_core import (
-            ARM_JOINTS,
-            FINGER_JOINTS,
-            NOMINAL_CONTROL_RATE_HZ,
-            PHYSICS_DT,
-        )
+        from sim_suites.robot_core import NOMINAL_CONTROL_RATE_HZ, PHYSICS_DT, arm_model
 
         self.settings = settings
         self.physics_dt_s = float(PHYSICS_DT)
         self.control_dt_s = 1.0 / NOMINAL_CONTROL_RATE_HZ
-        self.arm_joints = tuple(ARM_JOINTS)
-        self.finger_joints = tuple(FINGER_JOINTS)
+        self.robot = settings.bridge.robot.kinematics or "panda"
+        arm = arm_model(self.robot)
+        self.arm_joints = tuple(arm.arm_joints)
+        self.finger_joints = tuple(arm.finger_joints)
         self.joint_names = self.arm_joints + self.finger_joints
         self.env: Any = None
         self.contact_model: dict[str, Any] = {}
@@ -183,7 +182,7 @@ class SimSuitesPlant:
         }
         env = self._envs.get(task_id)
         if env is None:  # one simulator per scene, kept: switching scenes must not stall the twin
-            env = PandaTaskEnv(task_id, self.settings.engine, **kwargs)
+            env = PandaTaskEnv(task_id, self.settings.engine, robot=self.robot, **kwargs)
             self._inner_backends[task_id] = env.backend
             env.backend = _RecordingBackend(env.backend, self._buffer)
             self._envs[task_id] = env
@@ -224,7 +223,7 @@ class SimSuitesPlant:
 
     def set_arm_target(self, positions: np.ndarray, duration_s: float) -> np.ndarray:
         kin = self.env.kin
-        applied = np.clip(np.asarray(positions[:7], dtype=float), kin.lower[:7], kin.upper[:7])
+        applied = np.clip(np.asarray(positions[: kin.n], dtype=float), kin.lower, kin.upper)
         self.follower.set_target(applied, duration_s)
         return applied
 
@@ -263,7 +262,7 @@ class SimSuitesPlant:
                 self._live = False
         else:
             q = self._current.q
-            rots, origins = env.kin.link_frames(q[:7])
+            rots, origins = env.kin.link_frames(q[: env.kin.n])
             command = self.follower.command(self.control_dt_s, rots, origins)
             env.backend.step(
                 command.arm_cmd,

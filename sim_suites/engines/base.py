@@ -18,6 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from sim_suites.rendering.appearance import Appearance
+from sim_suites.robot import SerialArm
 
 #: Physics time step of both engines (s); the control period is a whole number of these.
 PHYSICS_DT = 0.002
@@ -67,7 +68,7 @@ class PhysicsParams:
 
 @dataclass(frozen=True)
 class InitialState:
-    """Where everything starts: arm joints (7,), finger opening per finger, body positions,
+    """Where everything starts: arm joints (n,), finger opening per finger, body positions,
     rotations of free bodies about the vertical (rad), slide positions (m), and a mobile base's
     pose (4,): x, y (m), yaw (rad), lift (m)."""
 
@@ -88,18 +89,20 @@ class PhysicsBackend(Protocol):
     """The interface the environment uses; see `MujocoBackend` and `PybulletBackend`."""
 
     engine: str
+    #: The arm standing at the origin (`sim_suites.robot.SerialArm`).
+    kin: SerialArm
 
     def reset(self, init: InitialState, params: PhysicsParams) -> None:
         """Restore the built scene, apply `params`, place everything as in `init`."""
 
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
-        """Hold PD set-points (arm (7,) rad, each finger m) for `substeps` physics steps."""
+        """Hold PD set-points (arm (n,) rad, each finger m) for `substeps` physics steps."""
 
     def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
-        """Joint positions and velocities, (9,) each: 7 arm joints then 2 fingers."""
+        """Joint positions and velocities, (n + 2,) each: n arm joints then 2 fingers."""
 
     def applied_torque(self) -> np.ndarray:
-        """Actuator torques/forces applied at the last physics step, (9,)."""
+        """Actuator torques/forces applied at the last physics step, (n + 2,)."""
 
     def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """World position (3,) and quaternion (4,) of a scene body."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from embodied_eval.errors import EvalError
 from sim_suites.arena import Scene
 from sim_suites.engines.base import PhysicsBackend
-from sim_suites.robot import panda_kinematics
+from sim_suites.robot import SerialArm, arm_model
 from sim_suites.robot_profiles import PANDA, RobotProfile
 
 ENGINES = ("mujoco", "pybullet")
@@ -22,18 +22,21 @@ def make_backend(
     engine: str,
     scene: Scene,
     image_size: tuple[int, int] | None = None,
+    arm: SerialArm | None = None,
     profile: RobotProfile = PANDA,
 ) -> PhysicsBackend:
-    """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene`.
+    """Build the physics backend of `engine` ("mujoco" or "pybullet") for `scene` with `arm`
+    (default: the Panda) standing at the origin.
 
     With `image_size` (height, width) the backend also gets visual meshes, lights and cameras;
     `profile` is the robot (`sim_suites.robot_profiles`: the fixed Panda by default).
     """
     check_engine(engine)
+    arm = arm if arm is not None else arm_model("panda")
     if engine == "mujoco":
         from sim_suites.engines.mujoco_backend import MujocoBackend
 
-        return MujocoBackend(scene, panda_kinematics(), image_size=image_size, profile=profile)
+        return MujocoBackend(scene, arm, image_size=image_size, profile=profile)
     from sim_suites.engines.pybullet_backend import PybulletBackend
 
-    return PybulletBackend(scene, panda_kinematics(), image_size=image_size, profile=profile)
+    return PybulletBackend(scene, arm, image_size=image_size, profile=profile)

@@ -40,24 +40,9 @@ from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.engines.mobile_base import MobileDrive, MujocoMobileBase
 from sim_suites.engines.mujoco_contacts import MujocoContacts
 from sim_suites.engines.mujoco_scene import WORLD_CONAFFINITY, WORLD_CONTYPE, add_scene_body
-from sim_suites.panda_description import (
-    ARMATURE_KGM2,
-    JOINT_FRICTION_NM,
-    SELF_COLLISION_EXCLUDE,
-)
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.mujoco_render import MujocoRenderer, add_visuals
-from sim_suites.robot import (
-    ARM_DAMPING,
-    ARM_JOINTS,
-    ARM_KP,
-    ARM_KV,
-    FINGER_JOINTS,
-    FINGER_KP,
-    FINGER_KV,
-    GRIP_FORCE_N,
-    PandaKinematics,
-)
+from sim_suites.robot import SerialArm
 from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Solver settings tuned for MuJoCo (see the module docstring): friction cone, ratio of frictional
@@ -68,8 +53,6 @@ MUJOCO_ITERATIONS = 100
 # Everything collides with everything (self-collision on); parent–child pairs are skipped by
 # MuJoCo and the pairs of SELF_COLLISION_EXCLUDE explicitly.
 _ROBOT_CONTYPE, _ROBOT_CONAFFINITY = 1, 1
-#: Where the URDF import puts the bodies fused into link 7 (the hand and the flange).
-_FUSED_INTO_LINK7 = ("panda_link8", "panda_hand")
 
 
 _LOG = logging.getLogger(__name__)
@@ -89,8 +72,9 @@ def route_mujoco_warnings() -> None:
         mujoco.set_mju_user_warning(_log_mujoco_warning)
 
 
-def _mujoco_body(link: str) -> str:
-    return "panda_link7" if link in _FUSED_INTO_LINK7 else link
+def _mujoco_body(kin: SerialArm, link: str) -> str:
+    """The body a URDF link becomes: the importer fuses the hand and flange into the last link."""
+    return kin.last_link if link in kin.fused_into_last else link
 
 
 class MujocoBackend(MobileDrive):
@@ -101,27 +85,31 @@ class MujocoBackend(MobileDrive):
     def __init__(
         self,
         scene: Scene,
-        kinematics: PandaKinematics,
+        kinematics: SerialArm,
         *,
         image_size: tuple[int, int] | None = None,
         profile: RobotProfile = PANDA,
     ) -> None:
         self.scene = scene
-        self.kin = kinematics
+        self.kin = kin = kinematics
         self.profile = profile
+        arm_joints, finger_joints, n = kin.arm_joints, kin.finger_joints, kin.n
+        layout = kin.layout
         route_mujoco_warnings()
-        spec = mujoco.MjSpec.from_string(profile.urdf_text(False))
+        # A mobile profile carries the arm on its base in its own description.
+        urdf = profile.urdf_text(False) if profile.mobile else layout.description(False)
+        spec = mujoco.MjSpec.from_string(urdf)
         spec.option.timestep = PHYSICS_DT
         spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
         spec.option.cone = MUJOCO_CONE
         spec.option.impratio = MUJOCO_IMPRATIO
         spec.option.iterations = MUJOCO_ITERATIONS
-        for i, name in enumerate(ARM_JOINTS):
+        for i, name in enumerate(arm_joints):
             joint = spec.joint(name)
-            joint.armature = float(ARMATURE_KGM2[i])
-            joint.frictionloss = float(JOINT_FRICTION_NM[i])
-        for link_a, link_b in SELF_COLLISION_EXCLUDE:
-            body_a, body_b = _mujoco_body(link_a), _mujoco_body(link_b)
+            joint.armature = float(layout.armature[i])
+            joint.frictionloss = float(layout.friction[i])
+        for link_a, link_b in layout.self_collision_exclude:
+            body_a, body_b = _mujoco_body(kin, link_a), _mujoco_body(kin, link_b)
             if body_a != body_b:  # the hand is part of link 7 here
                 exclude = spec.add_exclude()
                 exclude.bodyname1, exclude.bodyname2 = body_a, body_b
@@ -129,7 +117,7 @@ class MujocoBackend(MobileDrive):
         coupling.name = "finger_coupling"
         coupling.type = mujoco.mjtEq.mjEQ_JOINT
         coupling.objtype = mujoco.mjtObj.mjOBJ_JOINT
-        coupling.name1, coupling.name2 = FINGER_JOINTS[1], FINGER_JOINTS[0]
+        coupling.name1, coupling.name2 = finger_joints[1], finger_joints[0]
         coupling.data = [0.0, 1.0] + [0.0] * 10
         for geom in spec.geoms:
             geom.contype, geom.conaffinity = _ROBOT_CONTYPE, _ROBOT_CONAFFINITY
@@ -142,17 +130,17 @@ class MujocoBackend(MobileDrive):
         floor.contype, floor.conaffinity = WORLD_CONTYPE, WORLD_CONAFFINITY
         for body in scene.bodies:
             add_scene_body(spec, body)
-        for i, name in enumerate((*ARM_JOINTS, *FINGER_JOINTS)):
+        for i, name in enumerate((*arm_joints, *finger_joints)):
             act = spec.add_actuator()
             act.name = f"servo_{name}"
             act.trntype = mujoco.mjtTrn.mjTRN_JOINT
             act.target = name
-            if i < 7:
-                act.set_to_position(kp=float(ARM_KP[i]), kv=float(ARM_KV[i]))
+            if i < n:
+                act.set_to_position(kp=float(kin.arm_kp[i]), kv=float(kin.arm_kv[i]))
                 limit = float(kinematics.effort[i])
             else:
-                act.set_to_position(kp=FINGER_KP, kv=FINGER_KV)
-                limit = min(GRIP_FORCE_N, float(kinematics.finger_effort))
+                act.set_to_position(kp=kin.finger_kp, kv=kin.finger_kv)
+                limit = min(kin.grip_force_n, float(kinematics.finger_effort))
             act.forcelimited = True
             act.forcerange = [-limit, limit]
             act.ctrllimited = False
@@ -162,7 +150,7 @@ class MujocoBackend(MobileDrive):
             eq.name = f"grasp_{name}"
             eq.type = mujoco.mjtEq.mjEQ_WELD
             eq.objtype = mujoco.mjtObj.mjOBJ_BODY
-            eq.name1 = "panda_link7"
+            eq.name1 = kin.last_link
             eq.name2 = name
             eq.active = False
             # A stiff weld (time constant 5 ms, the softest MuJoCo allows at 2 ms is 4 ms) so
@@ -178,13 +166,13 @@ class MujocoBackend(MobileDrive):
         self.image_size = image_size
         self._renderer: MujocoRenderer | None = None
         m = self.model
-        self._arm_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in ARM_JOINTS])
-        self._arm_vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in ARM_JOINTS])
-        self._fing_qadr = np.array([m.jnt_qposadr[m.joint(n).id] for n in FINGER_JOINTS])
-        self._fing_vadr = np.array([m.jnt_dofadr[m.joint(n).id] for n in FINGER_JOINTS])
+        self._arm_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in arm_joints])
+        self._arm_vadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in arm_joints])
+        self._fing_qadr = np.array([m.jnt_qposadr[m.joint(j).id] for j in finger_joints])
+        self._fing_vadr = np.array([m.jnt_dofadr[m.joint(j).id] for j in finger_joints])
         self._q_idx = np.concatenate([self._arm_qadr, self._fing_qadr])
         self._v_idx = np.concatenate([self._arm_vadr, self._fing_vadr])
-        self._link7 = m.body("panda_link7").id
+        self._link7 = m.body(kin.last_link).id
         self._body_id = {b.name: m.body(b.name).id for b in scene.bodies}
         self._eq_id = {n: m.equality(f"grasp_{n}").id for n in self._graspable}
         self._mocap_id = {
@@ -193,9 +181,8 @@ class MujocoBackend(MobileDrive):
             if m.body_mocapid[self._body_id[b.name]] >= 0
         }
         # The arm's and hand's bodies, and a mobile base's: "robot" in contact bookkeeping.
-        arm_bodies = {m.body(f"panda_link{i}").id for i in range(1, 8)} | {
-            m.body("panda_leftfinger").id,
-            m.body("panda_rightfinger").id,
+        arm_bodies = {m.body(j.child).id for j in kin.arm} | {
+            m.body(link).id for link in kin.finger_links
         }
         robot_bodies = arm_bodies | {m.body(name).id for name in profile.base_links}
         self.contacts = MujocoContacts(m, scene, self._body_id, robot_bodies)
@@ -227,7 +214,7 @@ class MujocoBackend(MobileDrive):
             "geom_aabb": m.geom_aabb.copy(),
             "geom_solref": m.geom_solref.copy(),
         }
-        self._fingers = (m.body("panda_leftfinger").id, m.body("panda_rightfinger").id)
+        self._fingers = (m.body(kin.finger_links[0]).id, m.body(kin.finger_links[1]).id)
         self._geom_body = [int(b) for b in m.geom_bodyid]
         # The arm's bodies: what `link_mass_scale` scales.
         self._robot_body_ids = np.array(sorted(arm_bodies))
@@ -291,7 +278,8 @@ class MujocoBackend(MobileDrive):
         m.geom_rbound[:] = nom["geom_rbound"]
         m.geom_aabb[:] = nom["geom_aabb"]
         m.geom_solref[:] = nom["geom_solref"]
-        m.actuator_forcerange[7:9] *= params.grip_force_scale
+        n = self.kin.n
+        m.actuator_forcerange[n : n + 2] *= params.grip_force_scale
         rb = self._robot_body_ids
         m.body_mass[rb] *= params.link_mass_scale
         m.body_inertia[rb] *= params.link_mass_scale
@@ -309,7 +297,7 @@ class MujocoBackend(MobileDrive):
         m.geom_friction[self._object_geoms, 0] *= params.friction_scale
         for dof in self._slide_dof.values():
             m.dof_frictionloss[dof] *= params.friction_scale
-        m.dof_damping[self._arm_vadr] = ARM_DAMPING * params.joint_damping_scale
+        m.dof_damping[self._arm_vadr] = self.kin.damping * params.joint_damping_scale
         g = params.actuator_gain_scale
         m.actuator_gainprm[:, 0] *= g
         m.actuator_biasprm[:, 1] *= g
@@ -326,8 +314,8 @@ class MujocoBackend(MobileDrive):
         self.attached = None
         d.qpos[self._arm_qadr] = init.arm_q
         d.qpos[self._fing_qadr] = init.finger_q
-        d.ctrl[:7] = init.arm_q
-        d.ctrl[7:9] = init.finger_q
+        d.ctrl[:n] = init.arm_q
+        d.ctrl[n : n + 2] = init.finger_q
         for body in self.scene.bodies:
             bid = self._body_id[body.name]
             pos = np.asarray(init.body_pos.get(body.name, body.pos), dtype=float)
@@ -368,8 +356,9 @@ class MujocoBackend(MobileDrive):
 
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
         m, d = self.model, self.data
-        d.ctrl[:7] = arm_cmd
-        d.ctrl[7] = d.ctrl[8] = finger_cmd
+        n = self.kin.n
+        d.ctrl[:n] = arm_cmd
+        d.ctrl[n] = d.ctrl[n + 1] = finger_cmd
         # Contact forces are read after every physics step: a peak between control steps
         # (a hand hitting a wall) must reach the monitors (`contact_forces`).
         peak: dict[tuple[str, str], float] = {}
@@ -393,7 +382,7 @@ class MujocoBackend(MobileDrive):
         return self.data.qpos[self._q_idx].copy(), self.data.qvel[self._v_idx].copy()
 
     def applied_torque(self) -> np.ndarray:
-        return self.data.actuator_force[:9].copy()
+        return self.data.actuator_force[: self.kin.n + 2].copy()
 
     def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         bid = self._body_id[name]

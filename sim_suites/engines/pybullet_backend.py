@@ -55,24 +55,10 @@ from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.engines.mobile_base import MobileDrive, PybulletMobileBase, arm_links
 from sim_suites.engines.pybullet_contacts import contacts_now
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
-from sim_suites.panda_description import (
-    JOINT_FRICTION_NM,
-    SELF_COLLISION_EXCLUDE,
-    urdf_file,
-)
+from sim_suites.panda_description import urdf_file
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
-from sim_suites.robot import (
-    ARM_DAMPING,
-    ARM_JOINTS,
-    ARM_KP,
-    ARM_KV,
-    FINGER_JOINTS,
-    FINGER_KP,
-    FINGER_KV,
-    GRIP_FORCE_N,
-    PandaKinematics,
-)
+from sim_suites.robot import SerialArm
 from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Constraint-solver iterations per step (PyBullet's default; enough for the grasps here).
@@ -109,7 +95,7 @@ class PybulletBackend(MobileDrive):
     def __init__(
         self,
         scene: Scene,
-        kinematics: PandaKinematics,
+        kinematics: SerialArm,
         *,
         image_size: tuple[int, int] | None = None,
         profile: RobotProfile = PANDA,
@@ -118,7 +104,8 @@ class PybulletBackend(MobileDrive):
         self.profile = profile
         self.image_size = image_size
         self._renderer: PybulletRenderer | None = None
-        self.kin = kinematics
+        self.kin = kin = kinematics
+        n, layout = kin.n, kin.layout
         with native_output_silenced():  # connecting prints "argv[0]=" to fd 1
             client = bullet_client.BulletClient(connection_mode=pybullet.DIRECT)
         self.client = client
@@ -130,8 +117,12 @@ class PybulletBackend(MobileDrive):
             deterministicOverlappingPairs=1,
             numSolverIterations=PYBULLET_SOLVER_ITERATIONS,
         )
+        # A mobile profile carries the arm on its base in its own description.
+        urdf = (
+            urdf_file(profile.urdf_text(True)) if profile.mobile else layout.description_file(True)
+        )
         self.robot = client.loadURDF(
-            str(urdf_file(profile.urdf_text(True))),
+            str(urdf),
             useFixedBase=True,
             flags=pybullet.URDF_USE_INERTIA_FROM_FILE
             | pybullet.URDF_USE_SELF_COLLISION
@@ -143,9 +134,9 @@ class PybulletBackend(MobileDrive):
             info = client.getJointInfo(self.robot, j)
             joint_index[info[1].decode()] = j
             link_index[info[12].decode()] = j
-        self._joints = [joint_index[n] for n in (*ARM_JOINTS, *FINGER_JOINTS)]
-        self._hand = link_index["panda_hand"]
-        self._fingers = (link_index["panda_leftfinger"], link_index["panda_rightfinger"])
+        self._joints = [joint_index[j] for j in (*kin.arm_joints, *kin.finger_joints)]
+        self._hand = link_index[kin.hand_link]
+        self._fingers = (link_index[kin.finger_links[0]], link_index[kin.finger_links[1]])
         self._robot_links = list(range(-1, client.getNumJoints(self.robot)))
         names = {j: n for n, j in link_index.items()}
         self._arm_links = arm_links(names) if profile.mobile else self._robot_links
@@ -157,7 +148,7 @@ class PybulletBackend(MobileDrive):
             # A separate call: combined with the damping arguments, PyBullet leaves the links'
             # friction at its 0.5 default.
             client.changeDynamics(self.robot, link, lateralFriction=1.0)
-        for a, b in SELF_COLLISION_EXCLUDE:
+        for a, b in layout.self_collision_exclude:
             client.setCollisionFilterPair(
                 self.robot, self.robot, link_index[a], link_index[b], enableCollision=0
             )
@@ -167,8 +158,8 @@ class PybulletBackend(MobileDrive):
             self.robot,
             self._joints,
             pybullet.VELOCITY_CONTROL,
-            targetVelocities=[0.0] * 9,
-            forces=[*map(float, JOINT_FRICTION_NM), 0.0, 0.0],
+            targetVelocities=[0.0] * (n + 2),
+            forces=[*map(float, layout.friction), 0.0, 0.0],
         )
         plane = client.createCollisionShape(pybullet.GEOM_PLANE)
         self.table = client.createMultiBody(
@@ -199,14 +190,14 @@ class PybulletBackend(MobileDrive):
             for b in scene.bodies
             if b.joint == "free"
         }
-        self._kp = np.concatenate([ARM_KP, [FINGER_KP, FINGER_KP]])
-        self._kv = np.concatenate([ARM_KV, [FINGER_KV, FINGER_KV]])
-        grip = min(GRIP_FORCE_N, kinematics.finger_effort)
+        self._kp = np.concatenate([kin.arm_kp, [kin.finger_kp, kin.finger_kp]])
+        self._kv = np.concatenate([kin.arm_kv, [kin.finger_kv, kin.finger_kv]])
+        grip = min(kin.grip_force_n, kinematics.finger_effort)
         self._nominal_limit = np.concatenate([kinematics.effort, [grip, grip]])
         self._limit = self._nominal_limit.copy()
         self._gain = 1.0
-        self._damping = np.zeros(9)
-        self._tau = np.zeros(9)
+        self._damping = np.zeros(n + 2)
+        self._tau = np.zeros(n + 2)
         self._constraint: int | None = None
         self._peak: dict[tuple[str, str], float] = {}
         self._net_peak = np.zeros(3)
@@ -267,13 +258,14 @@ class PybulletBackend(MobileDrive):
             self.mobile.reset(nominal, init, params)
         self._gain = params.actuator_gain_scale
         self._limit = self._nominal_limit.copy()
-        self._limit[7:] *= params.grip_force_scale
-        self._damping = np.zeros(9)
-        self._damping[:7] = ARM_DAMPING * params.joint_damping_scale
+        n = self.kin.n
+        self._limit[n:] *= params.grip_force_scale
+        self._damping = np.zeros(n + 2)
+        self._damping[:n] = self.kin.damping * params.joint_damping_scale
         qs = np.concatenate([init.arm_q, [init.finger_q, init.finger_q]])
         for j, q in zip(self._joints, qs, strict=True):
             c.resetJointState(self.robot, j, float(q), 0.0)
-        self._tau = np.zeros(9)
+        self._tau = np.zeros(n + 2)
         for body in self.scene.bodies:
             bid = self._ids[body.name]
             pos = np.asarray(init.body_pos.get(body.name, body.pos), dtype=float)
@@ -340,6 +332,7 @@ class PybulletBackend(MobileDrive):
     def step(self, arm_cmd: np.ndarray, finger_cmd: float, substeps: int) -> None:
         c = self.client
         cmd = np.concatenate([arm_cmd, [finger_cmd, finger_cmd]])
+        n = self.kin.n
         kp, kv = self._kp * self._gain, self._kv * self._gain
         peak: dict[tuple[str, str], float] = {}
         net_peak = np.zeros(3)
@@ -347,17 +340,17 @@ class PybulletBackend(MobileDrive):
         # The arm's and fingers' joints, then (on a mobile robot) the base's and the lift's:
         # one state query per physics step for both.
         joints = self._joints if mobile is None else [*self._joints, *mobile.joints]
-        n = len(self._joints)
+        own = len(self._joints)  # the arm's n joints and the two fingers
         for _ in range(substeps):
             states = c.getJointStates(self.robot, joints)
             q_all = [s[0] for s in states]
             qd_all = [s[1] for s in states]
             if mobile is not None:
-                mobile.apply(q_all[n:], qd_all[n:])
-            q = np.array(q_all[:n])
-            qd = np.array(qd_all[:n])
+                mobile.apply(q_all[own:], qd_all[own:])
+            q = np.array(q_all[:own])
+            qd = np.array(qd_all[:own])
             tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
-            tau[7:] = coupled_finger_force(q[7:], qd[7:], finger_cmd, kp[7], kv[7], self._limit[7])
+            tau[n:] = coupled_finger_force(q[n:], qd[n:], finger_cmd, kp[n], kv[n], self._limit[n])
             self._tau = tau
             # Passive joint damping acts outside the servo's torque limit, as in MuJoCo.
             c.setJointMotorControlArray(

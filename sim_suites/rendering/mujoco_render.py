@@ -33,14 +33,13 @@ from sim_suites.rendering.cameras import (
 )
 from sim_suites.rendering.gl import offscreen_context
 from sim_suites.rendering.textures import TEXTURE_PX, TEXTURES, texture_image
-from sim_suites.robot import PandaKinematics
+from sim_suites.robot import SerialArm
 
 #: Geom group of the visual meshes (drawn) and of the robot's collision meshes (hidden).
 VISUAL_GROUP, HIDDEN_GROUP = 1, 3
 #: Robot colours: white links, dark grey wrist flange and fingers (as the real arm).
 _WHITE = (0.93, 0.93, 0.92, 1.0)
 _DARK = (0.25, 0.25, 0.27, 1.0)
-_DARK_LINKS = ("panda_link7", "panda_leftfinger", "panda_rightfinger")
 #: Lights at lighting_scale 1: a key light from above the robot, a fill light from the side
 #: as (position, direction, diffuse, ambient, specular intensity per channel).
 LIGHTS: tuple[
@@ -76,7 +75,8 @@ def _rpy_matrix(r: float, p: float, y: float) -> np.ndarray:
 
 
 def urdf_visuals(path: Path | None = None) -> list[tuple[str, Path, np.ndarray]]:
-    """(link, mesh file, 4×4 pose in the link frame) of every visual mesh of the Panda URDF."""
+    """(link, mesh file, 4×4 pose in the link frame) of every visual mesh of a URDF (default:
+    the Panda's as shipped)."""
     path = path or pybullet_panda_urdf_path()
     out = []
     for link in ET.parse(path).getroot().findall("link"):
@@ -135,7 +135,7 @@ def simplified_mesh(file: Path, cell_m: float = MESH_DETAIL_M) -> tuple[np.ndarr
     return merged, tri
 
 
-def add_visuals(spec: mujoco.MjSpec, kin: PandaKinematics, width: int, height: int) -> None:
+def add_visuals(spec: mujoco.MjSpec, kin: SerialArm, width: int, height: int) -> None:
     """Visual meshes, lights and cameras (see the module docstring), before compiling `spec`."""
     # The URDF import discards geoms that collide with nothing; these are meant to be seen.
     spec.compiler.discardvisual = False
@@ -144,14 +144,13 @@ def add_visuals(spec: mujoco.MjSpec, kin: PandaKinematics, width: int, height: i
             geom.group = HIDDEN_GROUP
     hand = kin.link7_to_hand
     meshes: dict[str, str] = {}
-    for link, file, pose in urdf_visuals():
-        # The importer fuses the hand into link 7 and link 0 into the world.
-        if link == "panda_hand":
-            body, pose = spec.body("panda_link7"), hand @ pose
-        elif link == "panda_link0":
-            body = spec.worldbody
+    dark = (kin.last_link, *kin.finger_links)
+    for link, file, pose in urdf_visuals(kin.layout.description_file(False)):
+        # The importer fuses the hand into the last arm link and the base link into the world.
+        if link in kin.fused_into_last:
+            body, pose = spec.body(kin.last_link), hand @ pose
         else:
-            body = spec.body(link)
+            body = spec.body(link) or spec.worldbody
         name = f"visual_{file.stem}"
         if name not in meshes:
             vertices, triangles = simplified_mesh(file)
@@ -168,7 +167,7 @@ def add_visuals(spec: mujoco.MjSpec, kin: PandaKinematics, width: int, height: i
         geom.contype = geom.conaffinity = 0
         geom.group = VISUAL_GROUP
         geom.mass = 0.0
-        geom.rgba = list(_DARK if link in _DARK_LINKS else _WHITE)
+        geom.rgba = list(_DARK if link in dark else _WHITE)
     spec.visual.headlight.active = 0
     # Software OpenGL is the common case on servers: no multisampling and no shadows (a
     # shadow pass draws every mesh again and would dominate the frame time).
@@ -193,7 +192,7 @@ def add_visuals(spec: mujoco.MjSpec, kin: PandaKinematics, width: int, height: i
         else:
             pos = hand[:3, :3] @ WRIST_POS_IN_HAND + hand[:3, 3]
             rot = hand[:3, :3] @ WRIST_ROT_IN_HAND
-            cam = spec.body("panda_link7").add_camera()
+            cam = spec.body(kin.last_link).add_camera()
         cam.name = camera.name
         cam.pos = [float(v) for v in pos]
         cam.quat = _quat_from_matrix(rot)
