@@ -31,18 +31,17 @@ from sim_suites.command_path import ArmCommandPath, BaseLimiter, JointFollower, 
 from sim_suites.engines.base import PHYSICS_DT, InitialState, PhysicsParams
 from sim_suites.engines.factory import make_backend
 from sim_suites.episode import run_episode
+from sim_suites.families.mobile_pick_place import MobilePickPlace, MobilePickPlaceScript
 from sim_suites.grasping import both_fingers_press
 from sim_suites.mobile_description import BASE_LIMITS, LIFT_RANGE_M, MOUNT_X_M, MOUNT_Z0_M
 from sim_suites.mobile_env import CARRY_Q
 from sim_suites.mobile_metrics import collisions_per_metre, spl, success_rate
 from sim_suites.mobile_observations import floor_plan_array
 from sim_suites.panda_kinematics import FINGER_MAX_M, panda_kinematics
-from sim_suites.policies.mobile_script import MobilePickPlaceScript
 from sim_suites.robot_profiles import MOBILE_PANDA
 from sim_suites.room import draw_floor_plan
 from sim_suites.tasks import TaskState, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
-from sim_suites.tasks.mobile import MobilePickPlace
 
 TASK = "mobile_pick_place/cube_across"
 DT = 0.02

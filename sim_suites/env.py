@@ -115,6 +115,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self.engine = engine
         self.kin = kin = arm_model(robot)
         self._scene = self.task.scene()
+        self._object_slides = self._scene.body(self.task.object_name).joint == "slide"
         self.perception = Perception(
             observation_mode, image_size, camera_rate_hz, bool(self.task.tool_name), kin.n + 2
         )
@@ -279,7 +280,7 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._point = self.task.tracked_point(pos)
         vel = b.body_velocity(name)
         self._obj_speed = math.sqrt(float(vel @ vel))
-        self._slide = b.slide_q(name) if self.task.family == "drawer_open" else 0.0
+        self._slide = b.slide_q(name) if self._object_slides else 0.0
         # The grasped part: the tool's grasp point when the task has a tool, else the object.
         tool = self.task.tool_name
         self._tool = b.body_pose(tool)[0] if tool else None

@@ -30,9 +30,9 @@ from embodied_eval.seeds import episode_seeds
 from sim_suites.env import ENGINES
 from sim_suites.faults import FaultRequest
 from sim_suites.policies import Policy, load_policy
-from sim_suites.registration import FAMILY_ENTRY_POINTS, TaskEnv, task_env
+from sim_suites.registration import TaskEnv, task_env
 from sim_suites.safety_monitors import SafetyLimits
-from sim_suites.tasks import task_spec
+from sim_suites.tasks import registered_family, task_spec
 from sim_suites.variations import DEFAULT_RANDOMIZATION, RealityGap
 
 #: Environments kept per (task, engine, mode, arm) so consecutive episodes skip the model build.
@@ -75,12 +75,12 @@ def run_episode(
     Args:
         spec: the manifest row; `spec.engine` is "mujoco" or "pybullet".
         protocol: supplies DR ranges (`[randomization]`), max_steps, q* and the QC tolerance of
-            the instance, and safety thresholds; None uses the defaults (mild DR, 400 steps,
-            the task's q*).
+            the instance, and safety thresholds; None uses the defaults (mild DR, the family's
+            `max_steps` (400 at a table), the task's q*).
         policy: a policy object or import path; None uses `spec.policy`.
         faults: fault kinds or `FaultRequest`s to inject (none by default).
         max_steps: overrides the protocol's max_steps (control steps at 50 Hz; without either,
-            `default_max_steps` of the family).
+            the family's `max_steps`).
         record_dir: if given, the per-step trajectory is written there as
             `<episode_id>.npz` and listed in `Episode.artifacts`: `action`, `tcp`, `object`,
             `q` after each step, and `time` plus every observation array as `obs.<key>` as
@@ -106,7 +106,7 @@ def run_episode(
     target_quality = spec.target_quality
     qc_tolerance = None
     randomization: dict[str, Any] = dict(DEFAULT_RANDOMIZATION)
-    steps = default_max_steps(task.family)
+    steps = registered_family(task.family).max_steps
     limits = safety or SafetyLimits()
     grasp_mode = grasp or (protocol.sim_grasp if protocol is not None else "contact")
     if protocol is not None:
@@ -223,12 +223,6 @@ def run_episode(
         status_reason=summary["status_reason"],
     )
     return EpisodeOutcome(episode=episode, safety_events=summary["safety_events"])
-
-
-def default_max_steps(family: str) -> int:
-    """Control steps an episode gets without a protocol: 400 (8 s at 50 Hz) at a table, 3000
-    (60 s) for a family that drives through a room."""
-    return 3000 if family in FAMILY_ENTRY_POINTS else 400
 
 
 def calibrated_gap(protocol: Protocol) -> tuple[dict[str, Any], RealityGap]:

@@ -6,8 +6,8 @@ invalid draw (its sampled values are kept) and its scene is drawn again from the
 episode stays reproducible and the invalid draw is never counted.
 
 Knobs that act on the free task part (`object_yaw_rad`, `object_size_scale`) have nothing to act
-on in a family whose object is articulated (drawer_open): they are recorded as not applied, with
-the reason (`Draw.not_applied`), rather than silently ignored. A resized part starts resting on
+on in a family whose object is articulated (on a joint, as drawer_open's): they are recorded as
+not applied, with the reason (`Draw.not_applied`), rather than silently ignored. A resized part starts resting on
 the table: its origin (the box centre) is raised or lowered with its half-height.
 """
 
@@ -80,7 +80,8 @@ def draw_instance(
     physics_draw = sample_randomization([v for v in variations if v.knob not in SCENE_KNOBS], rng)
     order = [v.knob for v in variations]
     invalid: list[dict[str, Any]] = []
-    free_part = scene.body(task.object_name).joint == "free"
+    object_joint = scene.body(task.object_name).joint
+    free_part = object_joint == "free"
     not_applied = (
         {} if free_part else {k: _NO_FREE_PART for k in PART_KNOBS if k in config.randomization}
     )
@@ -113,7 +114,7 @@ def draw_instance(
             params.physics,
         )
         pos, _ = backend.body_pose(task.object_name)
-        slide = backend.slide_q(task.object_name) if task.family == "drawer_open" else 0.0
+        slide = backend.slide_q(task.object_name) if object_joint == "slide" else 0.0
         at_rest = TaskState(task.tracked_point(pos), 0.0, slide, False)
         if task.quality(at_rest, task.goal_pos(offset)) < config.target_quality:
             return Draw(sampled, params, invalid, not_applied, placed)

@@ -5,7 +5,7 @@ a holonomic base with a torso lift. Its arm runs the one command path of every P
 (`sim_suites.command_path.ArmCommandPath` and `RobotController`, in the arm's mount frame), its
 base the base's limiter (`BaseLimiter`: speed and acceleration limits), and one
 `SafetyMonitor` watches the whole robot. The room is drawn from the pair's scene seed
-(`sim_suites.room`); the task scores the physics state (`sim_suites.tasks.mobile`).
+(`sim_suites.room`); the task scores the physics state (`sim_suites.families.mobile_pick_place`).
 
 Spaces:
 
@@ -43,6 +43,7 @@ from sim_suites.control_quality import ControlRecorder, unintended_contact
 from sim_suites.engines.base import InitialState
 from sim_suites.engines.factory import check_engine, make_backend
 from sim_suites.env_config import env_config
+from sim_suites.families.mobile_pick_place import MobilePickPlace
 from sim_suites.grasping import GraspTracker
 from sim_suites.mobile_description import LIFT_RANGE_M, MOUNT_X_M, MOUNT_Z0_M
 from sim_suites.mobile_metrics import collisions_per_metre, time_to_goal_s
@@ -64,7 +65,6 @@ from sim_suites.safety_monitors import (
 from sim_suites.scenes import SCENE_KNOBS, check_scene_seed, scene_record
 from sim_suites.tasks import TaskState, graded_quality, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
-from sim_suites.tasks.mobile import MobilePickPlace
 from sim_suites.variations import (
     NOMINAL_CONTROL_RATE_HZ,
     EpisodeParams,

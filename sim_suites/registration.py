@@ -1,8 +1,10 @@
-"""Gymnasium registration: one versioned ID per (family, engine), and `make_env`.
+"""Gymnasium registration: one versioned ID per (family, engine), the standard suites' IDs, and
+`make_env`.
 
 IDs look like `embodied/PickPlace-MuJoCo-v0`. A released ID never changes behaviour; a change
 to a family's task, scoring or dynamics gets a new version. `gymnasium.make(id, task_id=...)`
-picks the instance (default: the family's first instance).
+picks the instance (default: the family's first instance). A family's IDs are registered when
+the family is (`sim_suites.tasks.catalog.register_family`).
 """
 
 from __future__ import annotations
@@ -13,33 +15,25 @@ from typing import Any
 import gymnasium as gym
 
 from embodied_eval.errors import EvalError
+from embodied_eval.plugins import resolve
 from sim_suites.env import PandaTaskEnv
 from sim_suites.faults import FaultRequest
 from sim_suites.mobile_env import MobileTaskEnv
 from sim_suites.safety_monitors import SafetyLimits
+from sim_suites.tasks.catalog import (
+    ENGINE_NAMES,
+    FAMILIES,
+    NAMESPACE,
+    TABLE_ENV,
+    VERSION,
+    env_id,
+    register_family_envs,
+    task_family,
+)
 from sim_suites.variations import RealityGap
 
-NAMESPACE = "embodied"
-VERSION = 0
-FAMILY_NAMES = {
-    "pick_place": "PickPlace",
-    "push": "Push",
-    "drawer_open": "DrawerOpen",
-    "peg_insert": "PegInsert",
-    "tool_use": "ToolUse",
-    "mobile_pick_place": "MobilePickPlace",
-}
-#: The environment of each family whose robot is not the fixed Panda (`PandaTaskEnv`).
-FAMILY_ENTRY_POINTS = {"mobile_pick_place": "sim_suites.mobile_env:MobileTaskEnv"}
 #: Either environment: the fixed Panda's or the mobile manipulator's.
 TaskEnv = PandaTaskEnv | MobileTaskEnv
-ENGINE_NAMES = {"mujoco": "MuJoCo", "pybullet": "PyBullet"}
-
-
-def env_id(family: str, engine: str) -> str:
-    """The Gymnasium ID of a (family, engine) pair."""
-    return f"{NAMESPACE}/{FAMILY_NAMES[family]}-{ENGINE_NAMES[engine]}-v{VERSION}"
-
 
 #: Gymnasium IDs of the standard suites as the harness runs them (`gymnasium.make(id,
 #: task_id="metaworld/reach-v3", randomization={...})`; the suite's package must be installed).
@@ -55,21 +49,13 @@ SUITE_ENTRY_POINTS = {
 
 def registered_ids() -> list[str]:
     """Every ID this package registers, in a stable order."""
-    return [env_id(f, e) for f in FAMILY_NAMES for e in ENGINE_NAMES]
+    return [env_id(f, e) for f in FAMILIES for e in ENGINE_NAMES]
 
 
 def register_envs() -> None:
     """Register all IDs with Gymnasium (idempotent)."""
-    for family in FAMILY_NAMES:
-        for engine in ENGINE_NAMES:
-            name = env_id(family, engine)
-            if name in gym.registry:
-                continue
-            gym.register(
-                id=name,
-                entry_point=FAMILY_ENTRY_POINTS.get(family, "sim_suites.env:PandaTaskEnv"),
-                kwargs={"family": family, "engine": engine},
-            )
+    for family in FAMILIES.values():
+        register_family_envs(family)
     for suite, name in SUITE_IDS.items():
         if name not in gym.registry:
             gym.register(id=name, entry_point=SUITE_ENTRY_POINTS[suite])
@@ -112,15 +98,16 @@ def make_env(
 
 
 def task_env(task_id: str, engine: str = "mujoco", **settings: Any) -> TaskEnv:
-    """The environment of a task instance: `MobileTaskEnv` for a mobile family, else
-    `PandaTaskEnv`, built with `settings` (their shared keyword arguments)."""
-    from sim_suites.tasks import family_of
-
-    if family_of(task_id) in FAMILY_ENTRY_POINTS:
+    """The environment of a task instance: its family's environment class (`Family.env`) built
+    with `settings`, the environment's keyword arguments. A family with its own environment (the
+    mobile base) carries its own arm, the Panda: another `robot` is refused."""
+    family = task_family(task_id)
+    if family.env != TABLE_ENV:
         robot = settings.pop("robot", "panda")
         if robot != "panda":
             raise EvalError(
                 f"robot: the mobile families run the Panda on its base, not {robot!r}", key="robot"
             )
-        return MobileTaskEnv(task_id, engine, **settings)
-    return PandaTaskEnv(task_id, engine, **settings)
+    env_class = resolve(family.env)
+    env: TaskEnv = env_class(task_id, engine, **settings)
+    return env

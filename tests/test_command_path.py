@@ -225,7 +225,7 @@ def test_a_held_part_weighs_on_the_wrist_while_the_grip_cancels(engine):
     obs, _ = env.reset(seed=0)
     policy = scripted("pick_place/cube_center")
     policy.reset()
-    mass = 0.1  # the family's default cube (`sim_suites.tasks.families`)
+    mass = 0.1  # the family's default cube (`sim_suites.families.pick_place`)
     held = []
     for _ in range(400):
         obs, _, term, trunc, info = env.step(policy.act(obs))

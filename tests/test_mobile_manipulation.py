@@ -24,13 +24,12 @@ import pytest
 import sim_suites.mobile_env as mobile_env
 from embodied_eval.records import EpisodeSpec
 from sim_suites.episode import run_episode
+from sim_suites.families.mobile_pick_place import MobilePickPlace, MobilePickPlaceScript
 from sim_suites.human import Walk
 from sim_suites.mobile_env import MobileTaskEnv
 from sim_suites.mobile_metrics import collisions_per_metre, spl, success_rate
-from sim_suites.policies.mobile_script import MobilePickPlaceScript
 from sim_suites.room import FloorPlan, path_length, shortest_path
 from sim_suites.tasks import TASK_SPECS
-from sim_suites.tasks.mobile import MobilePickPlace
 
 pytestmark = pytest.mark.timeout(600)
 

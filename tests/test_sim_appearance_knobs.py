@@ -29,10 +29,10 @@ from embodied_eval.protocol.reader import TEXTURE_CHOICES
 from sim_suites.distractors import CLEARANCE_M, _hull, distance_to_region
 from sim_suites.env import PandaTaskEnv
 from sim_suites.policies import scripted
-from sim_suites.policies.vision import PARTS, locate
+from sim_suites.policies.part_finder import locate
 from sim_suites.rendering.cameras import offset_pose, rotation_from_vector, scene_camera_pose
 from sim_suites.rendering.textures import TEXTURES, png_bytes, texture_image
-from sim_suites.tasks import make_task
+from sim_suites.tasks import make_task, registered_family
 from sim_suites.variations import SphericalOffset, variations_from_ranges
 
 pytestmark = pytest.mark.timeout(600)
@@ -130,7 +130,7 @@ def test_each_knob_changes_the_pixels_and_is_recorded(engine: str) -> None:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_vision_view_moves_state_outcome_does_not(engine: str) -> None:
-    part = PARTS["pick_place"]
+    part = registered_family("pick_place").vision
 
     def first_estimate(ranges: dict[str, tuple[float, float]]) -> np.ndarray | None:
         env = PandaTaskEnv(TASK, engine, randomization=ranges, observation_mode="rgbd")

@@ -14,8 +14,8 @@ from embodied_eval.errors import EvalError
 from embodied_eval.protocol.reader import example_protocol_path, load_protocol
 from embodied_eval.records import Episode
 from sim_suites.env import PandaTaskEnv
+from sim_suites.families.pick_place import CUBE_HALF
 from sim_suites.grasping import GRASP_CONTACT_N, both_fingers_press
-from sim_suites.tasks.families import CUBE_HALF
 
 #: What defeats each grasping family's friction grip, far beyond what the grip can carry:
 #: the pads (friction 0.8) hold at most 0.8 · 2 · 20 N = 32 N; a 6 kg cube (60 × nominal)

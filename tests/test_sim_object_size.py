@@ -13,9 +13,10 @@ from embodied_eval.protocol.sensitivity import run_sweep
 from sim_suites.engines.base import InitialState, PhysicsParams
 from sim_suites.engines.factory import make_backend
 from sim_suites.env import PandaTaskEnv
+from sim_suites.families.peg_insert import PEG_HALF
+from sim_suites.families.pick_place import CUBE_HALF
 from sim_suites.panda_kinematics import FINGER_MAX_M, HOME_Q
 from sim_suites.tasks import make_task
-from sim_suites.tasks.families import CUBE_HALF, PEG_HALF
 
 ENGINES = ("mujoco", "pybullet")
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from embodied_eval.errors import EvalError
+from embodied_eval.plugins import SIM_ENGINES, SUITE_ENGINES, TASK_CATALOGS, resolve
 from embodied_eval.protocol.closure_audits import ExpansionPlan, MaintenancePlan
 
 #: Seed §3: an admissible battery has at least m_min instances in every family.
@@ -85,7 +86,18 @@ DRIFT_KEYS = (
 
 SEVERITY_WEIGHT_DEFAULTS = {"near_miss": 0.25, "minor": 1.0, "major": 5.0, "critical": 20.0}
 
-FAMILY_NAMES_HINT = "pick_place, drawer_open, peg_insert, push, tool_use, mobile_pick_place"
+
+def family_names_hint() -> str:
+    """The task families the simulators' catalogs hold (for messages): those of every registered
+    sim engine with a task catalog (`embodied_eval.plugins.TASK_CATALOGS`) but the standard
+    suites."""
+    names: dict[str, None] = {}
+    for engine, target in SIM_ENGINES.items():
+        if engine in SUITE_ENGINES or target not in TASK_CATALOGS:
+            continue
+        catalog = resolve(TASK_CATALOGS[target])
+        names.update(dict.fromkeys(catalog() if callable(catalog) else catalog))
+    return ", ".join(names)
 
 
 # --------------------------------------------------------------------------- typed protocol

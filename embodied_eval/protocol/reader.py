@@ -80,7 +80,6 @@ from embodied_eval.protocol.model import (
     DEFAULT_M_MIN,
     DR_KNOBS,
     DRIFT_KEYS,
-    FAMILY_NAMES_HINT,
     GRASP_MODES,
     MAX_DISTRACTORS,
     SEVERITY_WEIGHT_DEFAULTS,
@@ -90,6 +89,7 @@ from embodied_eval.protocol.model import (
     Protocol,
     StoppingRule,
     TaskInstance,
+    family_names_hint,
 )
 from embodied_eval.validation import (
     Key,
@@ -105,7 +105,6 @@ __all__ = [
     "DEFAULT_M_MIN",
     "DRIFT_KEYS",
     "DR_KNOBS",
-    "FAMILY_NAMES_HINT",
     "GRASP_MODES",
     "MAX_DISTRACTORS",
     "SEVERITY_WEIGHT_DEFAULTS",
@@ -116,6 +115,7 @@ __all__ = [
     "StoppingRule",
     "TaskInstance",
     "example_protocol_path",
+    "family_names_hint",
     "load_protocol",
     "protocol_from_mapping",
 ]
@@ -149,7 +149,7 @@ def _read_battery(root: TableReader, m_min: int) -> list[TaskInstance]:
         if not str(family).strip() or family != str(family).strip():
             raise EvalError(
                 f"battery.{family!r}: a family needs a name without surrounding spaces "
-                f"(e.g. {FAMILY_NAMES_HINT})",
+                f"(e.g. {family_names_hint()})",
                 key="battery",
             )
         fam_reader = battery.sub(family)

@@ -4,7 +4,8 @@ A policy has `reset(seed)` and `act(obs) -> action` (a float32 array of the env'
 A protocol names a policy by import path, e.g. `sim_suites.policies:scripted`; the factory is
 called with the task id (and keyword options) and returns a fresh policy:
 
-- `scripted(task_id)`: the family's reference policy with recovery (`scripted.py`), on state.
+- `scripted(task_id)`: the family's reference policy with recovery (its script, registered with
+  the family: `sim_suites.families`), on state.
 - `vision(task_id)`: the same policy finding the part in the scene camera's RGB-D images
   (`vision.py`); it asks for the `rgbd` observation mode and reads no object pose.
 - `null(task_id)`: does nothing (holds still with the gripper open).
@@ -32,9 +33,9 @@ from embodied_eval.errors import EvalError
 from embodied_eval.plugins import resolve
 from embodied_eval.remote import is_remote_policy
 from sim_suites.policies.degraded import DegradedPolicy, degraded
-from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
+from sim_suites.policies.script_base import ScriptedPolicy
 from sim_suites.policies.vision import VisionPolicy
-from sim_suites.tasks import family_of
+from sim_suites.tasks import task_family
 
 
 @runtime_checkable
@@ -80,7 +81,7 @@ class RandomPolicy:
 
 def scripted(task_id: str, **_: Any) -> ScriptedPolicy:
     """The reference policy of the task's family."""
-    return SCRIPTS[family_of(task_id)]()
+    return task_family(task_id).script()
 
 
 def vision(task_id: str, **_: Any) -> VisionPolicy:

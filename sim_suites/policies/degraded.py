@@ -23,8 +23,8 @@ import numpy as np
 
 from embodied_eval.errors import EvalError
 from sim_suites.controller import V_MAX_MPS
-from sim_suites.policies.scripted import GAIN, SCRIPTS, ScriptedPolicy
-from sim_suites.tasks import family_of
+from sim_suites.policies.script_base import GAIN, ScriptedPolicy
+from sim_suites.tasks import task_family
 
 
 class DegradedPolicy:
@@ -87,7 +87,7 @@ def degraded(task_id: str, seed: int | None = None, **options: Any) -> DegradedP
         )
     knobs = {**KNOBS, **options}
     policy = DegradedPolicy(
-        SCRIPTS[family_of(task_id)](),
+        task_family(task_id).script(),
         knobs["action_noise"],
         knobs["grasp_offset_m"],
         knobs["slowdown"],

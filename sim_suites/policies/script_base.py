@@ -2,8 +2,8 @@
 
 `ScriptedPolicy` keeps the phase bookkeeping, holds still while perception is out or the arm
 lags its set-point (a stall), packs actions, and provides the phases the grasping scripts share
-(approach, close, release, retreat). The family scripts are in `sim_suites.policies.scripted`
-and `sim_suites.policies.tool_script`.
+(approach, close, release, retreat). Each family's script is in its module of
+`sim_suites.families`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ from sim_suites.controller import V_MAX_MPS
 
 #: Proportional gain of waypoint following (1/s).
 GAIN = 6.0
-#: Smoothing factor of the peg-in-gripper offset estimate (exponential moving average).
-PEG_FILTER = 0.2
 #: The TCP lagging its set-point by more than this (m) means the arm is stalled.
 STALL_LAG_M = 0.035
 #: Longest wait for a lagging arm to catch up before retrying anyway (control steps).

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from sim_suites.policies.scripted import SCRIPTS, ScriptedPolicy
-from sim_suites.tasks import family_of
+from sim_suites.policies.script_base import ScriptedPolicy
+from sim_suites.tasks import task_family
 
 
 class FirstSighting:
@@ -59,9 +59,9 @@ class FirstSighting:
 
 def one_shot(task_id: str, **_: Any) -> FirstSighting:
     """S_pre: the family's reference script on a one-shot localisation."""
-    return FirstSighting(SCRIPTS[family_of(task_id)](), "sim_suites.policies.tracking:one_shot")
+    return FirstSighting(task_family(task_id).script(), "sim_suites.policies.tracking:one_shot")
 
 
 def tracking_off(task_id: str, **_: Any) -> FirstSighting:
     """S_abl: the tracking policy with its tracking pipeline disabled."""
-    return FirstSighting(SCRIPTS[family_of(task_id)](), "sim_suites.policies.tracking:tracking_off")
+    return FirstSighting(task_family(task_id).script(), "sim_suites.policies.tracking:tracking_off")

@@ -29,8 +29,6 @@ QUALITY_AT_TOLERANCE = 0.8
 REST_SPEED_MPS = 0.03
 #: Consecutive control steps the completion condition must hold before the episode ends.
 COMPLETION_HOLD_STEPS = 5
-#: Half-edge of the pick-and-place cube (m): a 4 cm cube (pick_place, mobile_pick_place).
-CUBE_HALF = 0.02
 
 
 def graded_quality(error_m: float, tolerance_m: float) -> float:

@@ -1,198 +1,164 @@
-"""The named task instances: five (or more) per family, as the example protocol lists them.
+"""The family registry: each task family registers itself with one call, and everything that
+needs to know the families reads them from here.
 
-Positions are in the robot base frame (x forward, y left), m. A released instance never changes:
-edit by adding a new task id.
+A family is one module (`sim_suites.families.<name>`: its task class, its named instances, the
+scripted and camera reference policies' parts, its defaults) that ends with
+`register_family(Family(...))`. Registering a family
+
+- adds its instances to the task catalog (`TASK_SPECS`, `task_catalog`, what `embodied-eval
+  protocol tasks` lists and `protocol check` checks a battery against),
+- registers its Gymnasium IDs, one per engine (`embodied/<Family>-<Engine>-v0`, made by its
+  environment class with `family=` and `engine=`),
+- makes its reference policies available (`sim_suites.policies:scripted`, `:vision`, and the
+  policies built on the script: `degraded`, `one_shot`, `tracking_off`),
+- names it in protocol messages (`family_names`).
+
+`sim_suites` imports every module of `sim_suites.families` when it is imported; a family defined
+elsewhere (a lab's own, a test's toy family) registers the same way, in the process that imports
+its module. Positions are in the robot base frame (x forward, y left), m. A released instance
+never changes: edit by adding a new task id.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import gymnasium as gym
+
 from embodied_eval.errors import EvalError
 from sim_suites.tasks.base import Task, TaskSpec
-from sim_suites.tasks.families import FAMILY_CLASSES
+
+if TYPE_CHECKING:
+    from sim_suites.policies.part_finder import PartModel
+    from sim_suites.policies.script_base import ScriptedPolicy
+
+#: Gymnasium IDs: `embodied/<Family>-<Engine>-v0`. A released ID never changes behaviour; a change
+#: to a family's task, scoring or dynamics gets a new version.
+NAMESPACE = "embodied"
+VERSION = 0
+ENGINE_NAMES = {"mujoco": "MuJoCo", "pybullet": "PyBullet"}
+#: The environment of a family whose robot is the fixed Panda at a table.
+TABLE_ENV = "sim_suites.env:PandaTaskEnv"
+#: Control steps an episode gets when neither the protocol nor the caller says (8 s at 50 Hz).
+DEFAULT_MAX_STEPS = 400
 
 
-def _spec(
-    task_id: str, start: tuple[float, float], goal: tuple[float, float], **kw: object
-) -> TaskSpec:
-    defaults = _FAMILY_DEFAULTS[task_id.split("/", 1)[0]]
-    merged = {**defaults, **kw}
-    return TaskSpec(task_id=task_id, start_xy=start, goal_xy=goal, **merged)  # type: ignore[arg-type]
+@dataclass(frozen=True)
+class Family:
+    """Everything the harness knows about one task family.
+
+    Attributes:
+        task: the task class (`Task` subclass); its `family` attribute is the family's name and
+            the prefix of its task ids ("pick_place" → "pick_place/cube_center").
+        instances: the named instances, in catalog order (the first is the Gymnasium ID's
+            default); each carries its success geometry (goal, tolerance) and QC tolerance.
+        script: the scripted reference policy (`ScriptedPolicy` subclass), which reads only the
+            observation.
+        vision: what the camera reference policy needs to find the family's part (its colour
+            and geometry, and a tool locator for a family with a tool); None when the family has
+            no camera reference.
+        env: "module:Class" of the family's Gymnasium environment.
+        max_steps: control steps an episode gets without a protocol's `[sim] max_steps`.
+    """
+
+    task: type[Task]
+    instances: tuple[TaskSpec, ...]
+    script: type[ScriptedPolicy]
+    vision: PartModel | None = None
+    env: str = TABLE_ENV
+    max_steps: int = DEFAULT_MAX_STEPS
+
+    @property
+    def name(self) -> str:
+        return self.task.family
+
+    @property
+    def gym_name(self) -> str:
+        """The family's part of its Gymnasium IDs: "pick_place" → "PickPlace"."""
+        return "".join(word.capitalize() for word in self.name.split("_"))
 
 
-#: Per-family defaults: scoring tolerance (m) and QC tracking tolerance (m).
-_FAMILY_DEFAULTS: dict[str, dict[str, object]] = {
-    "pick_place": {"tolerance_m": 0.02, "qc_tolerance_m": 0.02},
-    "push": {"tolerance_m": 0.025, "qc_tolerance_m": 0.03},
-    "drawer_open": {"tolerance_m": 0.015, "qc_tolerance_m": 0.03},
-    "peg_insert": {"tolerance_m": 0.01, "qc_tolerance_m": 0.01},
-    "tool_use": {"tolerance_m": 0.03, "qc_tolerance_m": 0.03},
-    "mobile_pick_place": {"tolerance_m": 0.04, "qc_tolerance_m": 0.05},
-}
+#: The registered families, in registration order (the built-in ones by module name).
+FAMILIES: dict[str, Family] = {}
+#: Every registered instance by task id, in registration order.
+TASK_SPECS: dict[str, TaskSpec] = {}
 
 
-def _mobile(name: str, source: int, target: int, **extra: float) -> TaskSpec:
-    """A mobile_pick_place instance: from counter `source` to counter `target` of the drawn
-    room (`sim_suites.tasks.mobile`); positions come from the floor plan."""
-    return _spec(
-        f"mobile_pick_place/{name}",
-        (0.0, 0.0),
-        (0.0, 0.0),
-        extra={"source": source, "target": target, **extra},
-    )
+def env_id(family: str, engine: str) -> str:
+    """The Gymnasium ID of a (family, engine) pair."""
+    name = registered_family(family).gym_name
+    return f"{NAMESPACE}/{name}-{ENGINE_NAMES[engine]}-v{VERSION}"
 
 
-def _hook(x: float, y: float, **extra: float) -> dict[str, float]:
-    """Instance extras of a tool_use task: where the hook's grasp point lies (m), and more."""
-    return {"hook_x": x, "hook_y": y, **extra}
+def register_family(family: Family) -> Family:
+    """Register a task family: its instances join the catalog, its Gymnasium IDs the registry,
+    its reference policies the policy factories (EvalError if it clashes with one registered).
+
+    Returns:
+        the family, so a module can write `FAMILY = register_family(Family(...))`.
+    """
+    name = family.name
+    if not name or name != name.strip() or "/" in name:
+        raise EvalError(f"family: {name!r} is not a family name", key="family")
+    if name in FAMILIES:
+        raise EvalError(f"family: {name!r} is already registered", key="family")
+    if not family.instances:
+        raise EvalError(f"family {name!r}: needs at least one instance", key="family")
+    seen: set[str] = set()
+    for spec in family.instances:
+        if spec.family != name or spec.task_id == f"{name}/":
+            raise EvalError(
+                f"family {name!r}: task id {spec.task_id!r} must read '{name}/<instance>'",
+                key="family",
+            )
+        if spec.task_id in TASK_SPECS or spec.task_id in seen:
+            raise EvalError(f"family {name!r}: task id {spec.task_id!r} is taken", key="family")
+        seen.add(spec.task_id)
+    FAMILIES[name] = family
+    TASK_SPECS.update((spec.task_id, spec) for spec in family.instances)
+    register_family_envs(family)
+    return family
 
 
-#: Harder instances (the example protocol's battery): a 4 cm steel cube (0.5 kg) with polished
-#: faces (friction 0.3 against the pads) that a weak grip drops; a rubber block (friction 0.9)
-#: that tips when pushed on a grippy table; a drawer on sticky runners (22 N) that pulls out of a
-#: weak grip; a rubber-footed block (friction 1.5) that a hook drags badly.
-STEEL = {"mass_kg": 0.5, "friction": 0.3}
-RUBBER_BLOCK = {"friction": 0.9}
-STICKY_N = 22.0
-RUBBER_FOOT = 1.5
+def register_family_envs(family: Family) -> None:
+    """Register a family's Gymnasium IDs, one per engine (idempotent)."""
+    for engine in ENGINE_NAMES:
+        name = env_id(family.name, engine)
+        if name not in gym.registry:
+            gym.register(
+                id=name, entry_point=family.env, kwargs={"family": family.name, "engine": engine}
+            )
 
 
-TASK_SPECS: dict[str, TaskSpec] = {
-    s.task_id: s
-    for s in (
-        _spec("pick_place/cube_center", (0.50, -0.02), (0.50, 0.24)),
-        _spec(
-            "pick_place/cube_left",
-            (0.45, 0.20),
-            (0.60, 0.00),
-            human_xy=(0.30, 0.78),
-            human_reach=(2.0, 0.2, 1.5),
-        ),
-        _spec("pick_place/cube_right", (0.45, -0.20), (0.60, 0.05)),
-        _spec("pick_place/cube_far", (0.65, 0.05), (0.45, -0.15)),
-        _spec("pick_place/cube_near", (0.35, -0.05), (0.55, -0.20)),
-        _spec("push/block_forward", (0.40, 0.00), (0.56, 0.00)),
-        _spec("push/block_left", (0.50, -0.08), (0.50, 0.10)),
-        _spec("push/block_right", (0.50, 0.08), (0.50, -0.10), human_xy=(0.35, -0.72)),
-        _spec("push/block_long", (0.38, 0.00), (0.64, 0.00)),
-        _spec("push/block_diagonal", (0.42, -0.10), (0.56, 0.04)),
-        _spec("drawer_open/drawer_center", (0.60, 0.00), (0.60, 0.00), extra={"pull_m": 0.15}),
-        _spec(
-            "drawer_open/drawer_left",
-            (0.60, 0.18),
-            (0.60, 0.18),
-            extra={"pull_m": 0.15},
-            human_xy=(0.45, 0.75),
-        ),
-        _spec("drawer_open/drawer_right", (0.60, -0.18), (0.60, -0.18), extra={"pull_m": 0.15}),
-        _spec("drawer_open/drawer_short_pull", (0.60, 0.05), (0.60, 0.05), extra={"pull_m": 0.08}),
-        _spec("drawer_open/drawer_long_pull", (0.65, -0.05), (0.65, -0.05), extra={"pull_m": 0.22}),
-        _spec("peg_insert/peg_center", (0.42, -0.15), (0.55, 0.10)),
-        _spec("peg_insert/peg_left", (0.40, 0.00), (0.50, 0.25)),
-        _spec(
-            "peg_insert/peg_right",
-            (0.45, 0.05),
-            (0.50, -0.22),
-            human_xy=(0.30, -0.72),
-            human_reach=(1.5, 0.15, 2.0),
-        ),
-        _spec("peg_insert/peg_far", (0.40, -0.10), (0.66, 0.05)),
-        _spec("peg_insert/peg_tight", (0.42, -0.15), (0.55, 0.10), extra={"clearance_m": 0.0015}),
-        _spec("tool_use/hook_center", (0.83, 0.00), (0.62, 0.00), extra=_hook(0.45, 0.20)),
-        _spec("tool_use/hook_left", (0.82, 0.12), (0.62, 0.12), extra=_hook(0.45, -0.10)),
-        _spec("tool_use/hook_right", (0.82, -0.14), (0.62, -0.14), extra=_hook(0.42, 0.15)),
-        _spec("tool_use/hook_long_pull", (0.84, 0.03), (0.52, 0.03), extra=_hook(0.40, -0.22)),
-        _spec("tool_use/hook_short_pull", (0.83, -0.05), (0.70, -0.05), extra=_hook(0.48, 0.22)),
-        _spec("pick_place/steel_center", (0.50, -0.02), (0.50, 0.24), extra=STEEL),
-        _spec(
-            "pick_place/steel_left",
-            (0.45, 0.20),
-            (0.60, 0.00),
-            human_xy=(0.30, 0.78),
-            human_reach=(2.0, 0.2, 1.5),
-            extra=STEEL,
-        ),
-        _spec("pick_place/steel_right", (0.45, -0.20), (0.60, 0.05), extra=STEEL),
-        _spec("pick_place/steel_far", (0.65, 0.05), (0.45, -0.15), extra=STEEL),
-        _spec("pick_place/steel_near", (0.35, -0.05), (0.55, -0.20), extra=STEEL),
-        _spec("push/rubber_forward", (0.40, 0.00), (0.56, 0.00), extra=RUBBER_BLOCK),
-        _spec("push/rubber_left", (0.50, -0.08), (0.50, 0.10), extra=RUBBER_BLOCK),
-        _spec(
-            "push/rubber_right",
-            (0.50, 0.08),
-            (0.50, -0.10),
-            human_xy=(0.35, -0.72),
-            extra=RUBBER_BLOCK,
-        ),
-        _spec("push/rubber_long", (0.38, 0.00), (0.64, 0.00), extra=RUBBER_BLOCK),
-        _spec("push/rubber_diagonal", (0.42, -0.10), (0.56, 0.04), extra=RUBBER_BLOCK),
-        _spec(
-            "drawer_open/sticky_center",
-            (0.60, 0.00),
-            (0.60, 0.00),
-            extra={"pull_m": 0.15, "slide_friction_n": STICKY_N},
-        ),
-        _spec(
-            "drawer_open/sticky_left",
-            (0.60, 0.18),
-            (0.60, 0.18),
-            extra={"pull_m": 0.15, "slide_friction_n": STICKY_N},
-            human_xy=(0.45, 0.75),
-        ),
-        _spec(
-            "drawer_open/sticky_right",
-            (0.60, -0.18),
-            (0.60, -0.18),
-            extra={"pull_m": 0.15, "slide_friction_n": STICKY_N},
-        ),
-        _spec(
-            "drawer_open/sticky_short_pull",
-            (0.60, 0.05),
-            (0.60, 0.05),
-            extra={"pull_m": 0.08, "slide_friction_n": STICKY_N},
-        ),
-        _spec(
-            "drawer_open/sticky_long_pull",
-            (0.65, -0.05),
-            (0.65, -0.05),
-            extra={"pull_m": 0.22, "slide_friction_n": STICKY_N},
-        ),
-        _spec(
-            "tool_use/rubber_center",
-            (0.83, 0.00),
-            (0.62, 0.00),
-            extra=_hook(0.45, 0.20, block_friction=RUBBER_FOOT),
-        ),
-        _spec(
-            "tool_use/rubber_left",
-            (0.82, 0.12),
-            (0.62, 0.12),
-            extra=_hook(0.45, -0.10, block_friction=RUBBER_FOOT),
-        ),
-        _spec(
-            "tool_use/rubber_right",
-            (0.82, -0.14),
-            (0.62, -0.14),
-            extra=_hook(0.42, 0.15, block_friction=RUBBER_FOOT),
-        ),
-        _spec(
-            "tool_use/rubber_long_pull",
-            (0.84, 0.03),
-            (0.52, 0.03),
-            extra=_hook(0.40, -0.22, block_friction=RUBBER_FOOT),
-        ),
-        _spec(
-            "tool_use/rubber_short_pull",
-            (0.83, -0.05),
-            (0.70, -0.05),
-            extra=_hook(0.48, 0.22, block_friction=RUBBER_FOOT),
-        ),
-        _mobile("cube_across", 0, 1, person=1),
-        _mobile("cube_across_quiet", 0, 1),
-        _mobile("cube_back", 1, 0, person=1),
-        _mobile("cube_same_half", 0, 2, person=1),
-        _mobile("steel_across", 0, 1, person=1, **STEEL),
-    )
-}
+def unregister_family(name: str) -> None:
+    """Remove a registered family: its instances, its Gymnasium IDs and its policies."""
+    family = registered_family(name)
+    for engine in ENGINE_NAMES:
+        gym.registry.pop(env_id(name, engine), None)
+    for spec in family.instances:
+        TASK_SPECS.pop(spec.task_id, None)
+    del FAMILIES[name]
+
+
+def registered_family(name: str) -> Family:
+    """The registration of a family (EvalError naming the registered ones if unknown)."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise EvalError(
+            f"family: unknown family {name!r} (known: {family_names()})", key="family"
+        ) from None
+
+
+def task_family(task_id: str) -> Family:
+    """The registration of a task id's family ("pick_place/cube_left" → pick_place's)."""
+    return registered_family(family_of(task_id))
+
+
+def family_names() -> str:
+    """The registered families' names, comma-separated (for messages)."""
+    return ", ".join(FAMILIES)
 
 
 def family_of(task_id: str) -> str:
@@ -214,7 +180,7 @@ def task_spec(task_id: str) -> TaskSpec:
 def make_task(task_id: str) -> Task:
     """The task object (family class bound to its instance) for a task id."""
     spec = task_spec(task_id)
-    return FAMILY_CLASSES[spec.family](spec)
+    return registered_family(spec.family).task(spec)
 
 
 def family_task_ids(family: str) -> list[str]:

@@ -1,5 +1,17 @@
-"""The scripted reference policy of mobile_pick_place: plan, drive, pick, drive, place.
+"""mobile_pick_place: drive to the counter that holds a cube, pick it, drive to another
+counter (through the doorway when it stands in the other half of the room), place it.
 
+The room comes from the pair's scene seed (`sim_suites.room`); the instance says which counter
+holds the cube (`source`) and which receives it (`target`), the cube's mass and friction, and
+whether a person paces the far end of the room (`person`, on a path drawn from the same scene
+stream) or a panel closes the doorway (`doorway_blocked`). Where on the counters the cube
+stands and goes is drawn too.
+
+Goal error (the e of the scoring rule in `sim_suites.tasks.base`): ‖p_cube − g‖, the 3-D
+distance of the cube's centre from its resting pose on the target counter (as pick_place), with
+the family's tolerance (4 cm: the base localizes by wheel odometry).
+
+The reference script (`MobilePickPlaceScript`) plans, drives, picks, drives and places.
 It reads only the observation (the map, its odometry pose, the cube and the goal in the map):
 the counter holding the cube is the map footprint under it; the base stands off that counter's
 nearest free side (`sim_suites.room.stand_pose`) and drives there along the shortest path among
@@ -18,11 +30,114 @@ import math
 
 import numpy as np
 
+from sim_suites.arena import Body, Geom, Scene
 from sim_suites.controller import V_MAX_MPS
+from sim_suites.families.pick_place import CUBE_HALF, STEEL
+from sim_suites.human import HIP_HEIGHT_M, HumanProxy, Walk
 from sim_suites.mobile_description import BASE_LIMITS, MOUNT_X_M, MOUNT_Z0_M
 from sim_suites.mobile_observations import floor_plan_rects
 from sim_suites.policies.script_base import CLOSED, OPEN, Obs, ScriptedPolicy, toward
-from sim_suites.room import shortest_path, stand_pose
+from sim_suites.room import (
+    COUNTER_SPREAD_M,
+    PERSON_LANE_X,
+    PERSON_LANE_Y,
+    FloorPlan,
+    counter_point,
+    room_bodies,
+    shortest_path,
+    stand_pose,
+)
+from sim_suites.tasks.base import Task, TaskSpec, TaskState
+from sim_suites.tasks.catalog import Family, register_family
+
+_RED = (0.8, 0.2, 0.2, 1.0)
+#: Where the cube waits before a reset places it (m).
+CUBE_PARKING = (20.0, 30.0, CUBE_HALF)
+#: The person's walking speed (m/s) and pause at each end of the lane (s).
+PERSON_SPEED_MPS = 1.0
+PERSON_HOLD_S = 2.0
+
+
+class MobilePickPlace(Task):
+    """See the module docstring. Instance extras: `source`, `target` (counter indices),
+    `mass_kg` (0.1), `friction` (0.8), `person` (1 = a person paces the far end),
+    `doorway_blocked` (1 = the doorway is closed)."""
+
+    family = "mobile_pick_place"
+    object_name = "cube"
+    faults = ()
+
+    @property
+    def source(self) -> int:
+        return int(self.spec.extra.get("source", 0))
+
+    @property
+    def target(self) -> int:
+        return int(self.spec.extra.get("target", 1))
+
+    @property
+    def doorway_blocked(self) -> bool:
+        return bool(self.spec.extra.get("doorway_blocked", 0))
+
+    def bodies(self) -> tuple[Body, ...]:
+        return (
+            Body(
+                name="cube",
+                role="object",
+                geoms=(Geom("box", (CUBE_HALF,) * 3, rgba=_RED),),
+                joint="free",
+                pos=CUBE_PARKING,
+                mass=float(self.spec.extra.get("mass_kg", 0.1)),
+                friction=float(self.spec.extra.get("friction", 0.8)),
+                grasp_width=2 * CUBE_HALF,
+            ),
+        )
+
+    def scene(self) -> Scene:
+        """The cube, the room's bodies and the person (when the instance has one)."""
+        human = self.human()
+        people = human.bodies() if human is not None else ()
+        return Scene(bodies=(*self.bodies(), *room_bodies(), *people))
+
+    def human(self) -> HumanProxy | None:
+        """The person, standing at the lane's middle (a reset gives them their walk)."""
+        if not self.spec.extra.get("person", 0):
+            return None
+        return HumanProxy((PERSON_LANE_X, 0.0), floor_height_m=HIP_HEIGHT_M)
+
+    def walk(self, rng: np.random.Generator) -> Walk:
+        """The person's walk this episode, from the scene stream: up and down the lane between
+        two drawn points, round and round."""
+        lo, hi = PERSON_LANE_Y
+        a, b = float(rng.uniform(lo, 0.0)), float(rng.uniform(0.0, hi))
+        return Walk(
+            ((PERSON_LANE_X, a), (PERSON_LANE_X, b)),
+            speed_mps=PERSON_SPEED_MPS,
+            hold_s=PERSON_HOLD_S,
+            loop=True,
+        )
+
+    def placements(
+        self, plan: FloorPlan, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Where the cube starts and where it must go (centres (3,), m), drawn along the source
+        and target counters from the scene stream."""
+        s = COUNTER_SPREAD_M
+        start = counter_point(plan, self.source, float(rng.uniform(-s, s)))
+        goal = counter_point(plan, self.target, float(rng.uniform(-s, s)))
+        lift = np.array([0.0, 0.0, CUBE_HALF])
+        return start + lift, goal + lift
+
+    def goal_pos(self, start_offset: np.ndarray) -> np.ndarray:
+        # The goal depends on the drawn room; the environment takes it from `placements`.
+        raise NotImplementedError("mobile_pick_place goals come from the floor plan")
+
+    def goal_error(self, state: TaskState, goal: np.ndarray) -> float:
+        return float(np.linalg.norm(state.object_pos - goal))
+
+    def grasp_width(self) -> float:
+        return 2 * CUBE_HALF
+
 
 #: The TCP's place in the mount frame while driving (the tucked arm), m.
 TUCK_TCP = np.array([0.305, 0.0, 0.385])
@@ -200,3 +315,34 @@ class MobilePickPlaceScript(ScriptedPolicy):
 
 
 __all__ = ["CLOSED", "V_MAX_MPS", "MobilePickPlaceScript"]
+
+
+def _instance(name: str, source: int, target: int, **extra: float) -> TaskSpec:
+    """From counter `source` to counter `target` of the drawn room (positions come from the
+    floor plan). Tolerance 4 cm (the base localizes by wheel odometry), QC tolerance 5 cm."""
+    return TaskSpec(
+        f"mobile_pick_place/{name}",
+        (0.0, 0.0),
+        (0.0, 0.0),
+        tolerance_m=0.04,
+        qc_tolerance_m=0.05,
+        extra={"source": source, "target": target, **extra},
+    )
+
+
+FAMILY = register_family(
+    Family(
+        task=MobilePickPlace,
+        instances=(
+            _instance("cube_across", 0, 1, person=1),
+            _instance("cube_across_quiet", 0, 1),
+            _instance("cube_back", 1, 0, person=1),
+            _instance("cube_same_half", 0, 2, person=1),
+            _instance("steel_across", 0, 1, person=1, **STEEL),
+        ),
+        script=MobilePickPlaceScript,
+        env="sim_suites.mobile_env:MobileTaskEnv",
+        # A drive through the room takes ~25 s: 60 s at 50 Hz without a protocol.
+        max_steps=3000,
+    )
+)
