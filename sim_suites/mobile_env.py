@@ -207,10 +207,14 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         positions["cube"] = start_obj
         if human is not None:
             positions.update(human.moving_parts(0.0))
-        self._part_pos = {
-            body.name: np.asarray(positions.get(body.name, body.pos), dtype=float)
-            for body in (human.bodies() if human is not None else ())
-        }
+        # Where each of the person's parts is (rows in `part_names` order), m.
+        self._part_xyz = np.array(
+            [positions.get(body.name, body.pos) for body in human.bodies()]
+            if human is not None
+            else np.zeros((0, 3)),
+            dtype=float,
+        ).reshape(-1, 3)
+        self._part_row = {} if human is None else {n: k for k, n in enumerate(human.part_names)}
         lift0 = start_obj[2] - MOUNT_Z0_M - 0.02
         base0 = np.array([*plan.start, float(np.clip(lift0, *LIFT_RANGE_M))])
         self.backend.reset(
@@ -305,15 +309,19 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._limits,
         )
         if self._human is not None:
-            # Part by part, each query bounded by the closest so far (only the minimum counts),
-            # skipped when the spheres around robot and part are already that far apart.
+            # Part by part, nearest sphere first, each query bounded by the closest so far
+            # (only the minimum counts); done once the spheres around robot and the next part
+            # are already that far apart.
             best = MOBILE_SEPARATION_RANGE_M
-            centre = np.array([x, y, ROBOT_SPHERE_Z_M])
-            for part in self._human.part_names:
-                gap = float(np.linalg.norm(self._part_pos[part] - centre))
-                if gap - ROBOT_SPHERE_RADIUS_M - PART_SPHERE_RADIUS_M >= best:
-                    continue
-                best = min(best, b.separation((part,), best)[part])
+            offset = self._part_xyz - np.array([x, y, ROBOT_SPHERE_Z_M])
+            bounds = np.sqrt((offset * offset).sum(axis=1)) - (
+                ROBOT_SPHERE_RADIUS_M + PART_SPHERE_RADIUS_M
+            )
+            names = self._human.part_names
+            for k in np.argsort(bounds, kind="stable").tolist():
+                if bounds[k] >= best:
+                    break
+                best = min(best, b.separation((names[k],), best)[names[k]])
             self._separation: float | None = best
         else:
             self._separation = None
@@ -400,9 +408,10 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         task, dt, step = self.task, self._dt, self._step
         command = self.robot.update(step * dt, dt, self._rots, self._origins)
         if self._human is not None:
+            row = self._part_row
             for part, pos in self._human.moving_parts(step * dt).items():
                 self.backend.move_body(part, pos)
-                self._part_pos[part] = pos
+                self._part_xyz[row[part]] = pos
         before = self._base_q[:2].copy()
         self.backend.step(command.arm_cmd, command.finger, self._substeps)
         self._step += 1

@@ -19,7 +19,6 @@ above COLLISION_FORCE_N, each onset counted once.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -54,7 +53,7 @@ def governing_speed(
     """The speed and stopping time S_p takes (m/s, s): (rim_mps, `stopping_s` — the base's
     braking time at that speed) or (tcp_mps, the arm's `limits.stopping_time_s`), whichever
     gives the larger S_p."""
-    base = protective_separation(rim_mps, dataclasses.replace(limits, stopping_time_s=stopping_s))
+    base = protective_separation(rim_mps, limits, stopping_s)
     arm = protective_separation(tcp_mps, limits)
     return (rim_mps, stopping_s) if base >= arm else (tcp_mps, limits.stopping_time_s)
 
@@ -81,9 +80,7 @@ def speed_caps(
     base = profile.base.speed_mps
     if separation_m < profile.reduced_speed_zone_m:
         base = profile.reduced_speed_mps
-    required = protective_separation(
-        speed[0], dataclasses.replace(limits, stopping_time_s=speed[1])
-    )
+    required = protective_separation(speed[0], limits, speed[1])
     return SpeedCaps(tcp, base, separation_m < required + SSM_MARGIN_M)
 
 

@@ -278,8 +278,13 @@ def blocked(point: np.ndarray, rects: list[Rect], radius: float) -> bool:
     """Whether a robot of `radius` centred at `point` (2,) overlaps an obstacle footprint
     (its octagon, see the module docstring)."""
     normals, offsets = _octagons(rects, radius)
-    inside = (normals @ np.asarray(point[:2], dtype=float))[None, :] < offsets
-    return bool(inside.all(axis=1).any())
+    return bool(_inside_any(np.asarray(point[:2], dtype=float)[None, :], normals, offsets)[0])
+
+
+def _inside_any(points: np.ndarray, normals: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """For points (n, 2): whether each lies inside some octagon (all 8 half-planes strictly)."""
+    inside = (points @ normals.T)[:, None, :] < offsets[None, :, :]
+    return np.asarray(inside.all(axis=2).any(axis=1))
 
 
 def _segments_clear(
@@ -308,21 +313,21 @@ def shortest_path(
     each, m): its waypoints, start and goal included; None when there is none (or either end
     overlaps an obstacle)."""
     start, goal = np.asarray(start[:2], float), np.asarray(goal[:2], float)
-    if blocked(start, rects, radius) or blocked(goal, rects, radius):
-        return None
     normals, offsets = _octagons(rects, radius)
-    nodes = [start, goal] + [
-        np.array(c)
-        for c in _vertices(rects, radius, 1e-3)
-        if 0 < c[0] < ROOM_X and abs(c[1]) < ROOM_Y / 2 and not blocked(np.array(c), rects, radius)
-    ]
-    pts = np.array(nodes)
+    if _inside_any(np.stack([start, goal]), normals, offsets).any():
+        return None
+    corners = np.array(_vertices(rects, radius, 1e-3), dtype=float).reshape(-1, 2)
+    in_room = (corners[:, 0] > 0) & (corners[:, 0] < ROOM_X) & (np.abs(corners[:, 1]) < ROOM_Y / 2)
+    corners = corners[in_room]
+    corners = corners[~_inside_any(corners, normals, offsets)]
+    pts = np.concatenate([start[None, :], goal[None, :], corners])
     n = len(pts)
     ii, jj = np.triu_indices(n, 1)
     clear = _segments_clear(pts[ii], pts[jj], normals, offsets)
+    ii, jj = ii[clear], jj[clear]
+    lengths = np.sqrt(((pts[ii] - pts[jj]) ** 2).sum(axis=1))
     edges: list[list[tuple[float, int]]] = [[] for _ in range(n)]
-    for i, j in zip(ii[clear].tolist(), jj[clear].tolist(), strict=True):
-        w = float(np.linalg.norm(pts[i] - pts[j]))
+    for i, j, w in zip(ii.tolist(), jj.tolist(), lengths.tolist(), strict=True):
         edges[i].append((w, j))
         edges[j].append((w, i))
     dist = [math.inf] * n
