@@ -193,7 +193,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         human = task.human()
         if human is not None:
             human = type(human)(
-                human.xy, floor_height_m=human.floor_height_m, walk=task.walk(scene_rng)
+                human.xy, floor_height_m=human.floor_height_m, walk=task.walk(scene_rng, goal)
             )
         variations = variations_from_ranges(cfg.randomization)
         physics = [v for v in variations if v.knob not in SCENE_KNOBS]
@@ -258,7 +258,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._ready = True
         self._read_state()
         self.object_start = self._obj_pos.copy()
-        self.shortest_m = task_shortest_path(plan, task.source, start_obj, task.target, goal)
+        self.shortest_m = task_shortest_path(plan, task.source, start_obj, task.place_counter, goal)
         self.start_scene = scene_record(
             "setup",
             self._obj_pos,

@@ -50,6 +50,9 @@ MAX_CLUTTER = 3
 #: The robot's footprint radius with the arm tucked (m), and the clearance kept beyond it.
 ROBOT_RADIUS_M = 0.45
 CLEARANCE_M = 0.02
+#: How far from a hand-over point the base's centre stands (m): as far as from a part on a
+#: counter (ROBOT_RADIUS_M + CLEARANCE_M to the counter's edge, then COUNTER_INSET_M).
+HANDOVER_REACH_M = 0.62
 #: Where things are parked when a plan does not use them (far outside the room).
 PARKING = (20.0, 20.0, 0.1)
 #: The lane a person paces in (x, y range, m): along the far wall of the second half.
@@ -383,15 +386,38 @@ def stand_pose(
     return None if best is None else best[1]
 
 
+def handover_stand(
+    point: np.ndarray, rects: list[Rect], radius: float = ROBOT_RADIUS_M
+) -> np.ndarray | None:
+    """Where the base stands to hold a part out at the hand-over point `point` (x, y, ...):
+    the person receiving it stands beyond the point from the room's centre line (y = 0), so the
+    base stands HANDOVER_REACH_M on the centre line's side, facing the person (x, y, yaw); None
+    when that spot is blocked."""
+    side = 1.0 if float(point[1]) >= 0.0 else -1.0
+    spot = np.array([float(point[0]), float(point[1]) - side * HANDOVER_REACH_M])
+    if blocked(spot, rects, radius):
+        return None
+    return np.array([spot[0], spot[1], side * math.pi / 2])
+
+
 def task_shortest_path(
-    plan: FloorPlan, source: int, start: np.ndarray, target: int, goal: np.ndarray
+    plan: FloorPlan,
+    source: int,
+    start: np.ndarray,
+    target: int | None,
+    goal: np.ndarray,
 ) -> float | None:
     """The l_i of SPL for a pick-and-place: the shortest base path from the start to the
     stand-off serving `start` on counter `source`, then to the one serving `goal` on counter
-    `target`, m (None when a stand-off or a leg cannot be reached)."""
+    `target` (None: the hand-over stand of `goal`, `handover_stand`), m (None when a stand-off
+    or a leg cannot be reached)."""
     rects = plan.obstacles()
     pick = stand_pose(plan.counter_rect(source), start, rects)
-    place = stand_pose(plan.counter_rect(target), goal, rects)
+    place = (
+        handover_stand(goal, rects)
+        if target is None
+        else stand_pose(plan.counter_rect(target), goal, rects)
+    )
     if pick is None or place is None:
         return None
     first = shortest_path(np.array(plan.start[:2]), pick[:2], rects)

@@ -208,7 +208,7 @@ def test_separation_monitor_stops_the_base_when_the_person_steps_into_its_path(
     # it 3 m ahead of the robot, stands there 3 s and walks on.
     monkeypatch.setattr(mobile_env, "draw_floor_plan", lambda rng, blocked=False: OPEN_ROOM_AHEAD)
     walk = Walk(((4.0, -1.9), (4.0, 0.0), (4.0, 1.9)), speed_mps=1.0, hold_s=3.0)
-    monkeypatch.setattr(MobilePickPlace, "walk", lambda self, rng: walk)
+    monkeypatch.setattr(MobilePickPlace, "walk", lambda self, rng, goal: walk)
     env = MobileTaskEnv(TASK, engine, randomization={})
     env.reset(seed=0)
     forward = np.array([0, 0, 0, 1, 0.3, 0, 0, 0], np.float32)  # 0.3 m/s straight at the door
@@ -305,3 +305,56 @@ def test_the_family_is_listed_and_runs_in_a_sim_protocol_in_both_engines(tmp_pat
         assert set(e.randomization) >= {"floor_friction_scale", "base_mass_scale"}
     # The pair's two engines start from one room.
     assert episodes[0].scene == episodes[1].scene
+
+
+# --------------------------------------------------------------------------- fetch and deliver
+
+DELIVER = "mobile_pick_place/deliver_to_person"
+
+
+def test_the_receiver_stands_beyond_the_hand_over_point_and_the_base_before_it():
+    from sim_suites.room import handover_stand
+
+    env = MobileTaskEnv(DELIVER, "mujoco")
+    env.reset(seed=0, options={"scene_seed": 5})
+    goal = env.goal
+    person = env._human.xy
+    env.close()
+    side = 1.0 if goal[1] >= 0 else -1.0
+    # The person: 0.7 m beyond the point from the centre line, standing off it (|y| ≥ 0.9 m),
+    # in the far half; the point at a standing person's hand height, 0.85 m.
+    assert person[0] == pytest.approx(goal[0], abs=1e-12)
+    assert person[1] - goal[1] == pytest.approx(side * 0.7, abs=1e-12)
+    assert 0.9 <= abs(person[1]) <= 1.3 and 5.8 <= person[0] <= 7.6
+    assert goal[2] == 0.85
+    # The base: 0.62 m from the point on the centre line's side, facing the person (±90°).
+    stand = handover_stand(goal, env.plan.obstacles())
+    assert stand is not None
+    np.testing.assert_allclose(
+        stand, [goal[0], goal[1] - side * 0.62, side * np.pi / 2], atol=1e-12
+    )
+
+
+@pytest.mark.slow
+def test_the_reference_hands_the_cube_to_the_person():
+    # About 1350 steps: drive, pick, drive through the doorway, hold the cube out 0.7 m in
+    # front of the person and keep it there. (One engine: the family's physics in both engines
+    # is the nominal test's; this is the task's geometry and completion rule.)
+    e = run_episode(spec("mujoco", 0, DELIVER), max_steps=1600).episode
+    c = e.control
+    assert e.status == "ok" and e.success, (e.quality, c)
+    assert c["time_to_goal_s"] is not None and c["collisions"] == 0
+    # Near the person the robot kept more than S_p at rest plus the margin (0.26 + 0.1 m).
+    assert c["min_separation_m"] > 0.36
+    assert c["shortest_path_m"] > 0 and 0 < c["spl"] <= 1
+
+
+def test_the_mobile_lab_example_protocol_names_every_mobile_instance():
+    from embodied_eval.protocol.reader import example_protocol_path, load_protocol
+
+    path = example_protocol_path().with_name("mobile_lab_protocol.toml")
+    protocol = load_protocol(path)
+    assert {i.family for i in protocol.instances} == {"mobile_pick_place"}
+    listed = {i.task_id for i in protocol.instances}
+    assert listed == {t for t, s in TASK_SPECS.items() if s.family == "mobile_pick_place"}
+    assert protocol.max_steps == 3000 and protocol.engines == ("mujoco", "pybullet")

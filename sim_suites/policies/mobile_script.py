@@ -6,7 +6,10 @@ nearest free side (`sim_suites.room.stand_pose`) and drives there along the shor
 the map's footprints (`sim_suites.room.shortest_path`), turning to face the counter and setting
 the lift to the counter's height on the way; the arm then picks as the fixed Panda's reference
 does (hover, descend, close, lift), tucks, and the base drives to the target counter, where the
-arm places the cube and lets go. With no route (a closed doorway) it holds still.
+arm places the cube and lets go. A goal over no counter is a hand-over point (fetch and
+deliver): the base stands off it on the room centre line's side (`sim_suites.room.
+handover_stand`), the arm holds the cube out there and keeps it (the person takes it). With no
+route (a closed doorway) it holds still.
 
 Actions (8,): the arm's TCP velocity in the base frame (the map-frame wish rotated by the
 odometry's yaw), the gripper, the base's velocity in its frame, the lift's velocity.
@@ -19,10 +22,10 @@ import math
 import numpy as np
 
 from sim_suites.controller import V_MAX_MPS
-from sim_suites.mobile_description import BASE_LIMITS, MOUNT_X_M, MOUNT_Z0_M
+from sim_suites.mobile_description import BASE_LIMITS, LIFT_RANGE_M, MOUNT_X_M, MOUNT_Z0_M
 from sim_suites.mobile_observations import floor_plan_rects
 from sim_suites.policies.script_base import CLOSED, OPEN, Obs, ScriptedPolicy, toward
-from sim_suites.room import shortest_path, stand_pose
+from sim_suites.room import handover_stand, shortest_path, stand_pose
 
 #: The TCP's place in the mount frame while driving (the tucked arm), m.
 TUCK_TCP = np.array([0.305, 0.0, 0.385])
@@ -62,6 +65,7 @@ class MobilePickPlaceScript(ScriptedPolicy):
         self.route: list[np.ndarray] = []
         self.stand = np.zeros(3)
         self.lift_goal = 0.0
+        self.handover = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -90,15 +94,19 @@ class MobilePickPlaceScript(ScriptedPolicy):
         """Route to the stand-off serving `point` (map frame); False when there is none."""
         rects = floor_plan_rects(obs["floor_plan"])
         k = counter_under(rects, point)
-        stand = None if k is None else stand_pose(rects[k], point, rects)
+        self.handover = k is None
+        stand = handover_stand(point, rects) if k is None else stand_pose(rects[k], point, rects)
         if stand is None:
             return False
         route = shortest_path(obs["base_pose"][:2], stand[:2], rects)
         if route is None:
             return False
         self.route, self.stand = route[1:], stand
-        # The mount at the counter's top: the cube's centre is 2 cm above it.
-        self.lift_goal = float(point[2]) - 0.02 - MOUNT_Z0_M
+        # The mount at the counter's top (the cube's centre is 2 cm above it), or as near the
+        # hand-over height as the lift goes.
+        self.lift_goal = min(
+            LIFT_RANGE_M[1], max(LIFT_RANGE_M[0], float(point[2]) - 0.02 - MOUNT_Z0_M)
+        )
         return True
 
     def _drive(self, obs: Obs) -> tuple[np.ndarray, bool]:
@@ -154,7 +162,7 @@ class MobilePickPlaceScript(ScriptedPolicy):
             self.goto("to_pick" if self._plan(obs, obj) else "no_route")
         if self.phase in ("to_pick", "to_place", "no_route"):
             return None
-        if self.phase in ("carry", "to_place", "transfer", "place") and not grasped:
+        if self.phase in ("carry", "to_place", "transfer", "place", "offer") and not grasped:
             self.goto("approach")  # dropped: pick it up again where it is
         if self.phase == "approach":
             return self.approach_phase(obs, obj, HOVER_M, 0.01)
@@ -177,6 +185,17 @@ class MobilePickPlaceScript(ScriptedPolicy):
             if self.near(tcp, tuck, 0.02):
                 self.goto("to_place" if self._plan(obs, goal) else "no_route")
             return toward(tcp, tuck)
+        if self.phase == "transfer" and self.handover:
+            # Hold the cube out at the hand-over point …
+            there = goal + (tcp - obj)
+            if self.near(tcp, there, 0.006):
+                self.goto("offer")
+                self.memory["there"] = there
+            return toward(tcp, there)
+        if self.phase == "offer":
+            # … and keep the hand there: the target stays put (chasing the cube's sway in the
+            # fingers would make it swing on).
+            return toward(tcp, self.memory["there"])
         if self.phase == "transfer":
             offset = tcp - obj
             above = goal + offset + np.array([0.0, 0.0, HOVER_M])

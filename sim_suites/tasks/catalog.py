@@ -191,6 +191,7 @@ TASK_SPECS: dict[str, TaskSpec] = {
         _mobile("cube_back", 1, 0, person=1),
         _mobile("cube_same_half", 0, 2, person=1),
         _mobile("steel_across", 0, 1, person=1, **STEEL),
+        _mobile("deliver_to_person", 0, 1, person=1, deliver=1),
     )
 }
 

@@ -10,9 +10,19 @@ stands and goes is drawn too.
 Goal error (the e of the scoring rule in `sim_suites.tasks.base`): ‖p_cube − g‖, the 3-D
 distance of the cube's centre from its resting pose on the target counter (as pick_place), with
 the family's tolerance (4 cm: the base localizes by wheel odometry).
+
+Fetch and deliver (`deliver` = 1): the cube goes to a person instead of a counter. The person
+stands still in the far half of the room, at a place drawn from the scene stream, facing the
+room's centre line; the goal is the hand-over point HANDOVER_M in front of them at HANDOVER_Z_M
+(a standing person's hand height). Done when the robot holds the cube there, still, for the
+completion hold (it does not let go: the person takes it). The base stands off the hand-over
+point on the centre line's side (`sim_suites.room.handover_stand`), so the robot reaches toward
+the person while speed and separation monitoring watches the whole robot near them.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -24,9 +34,10 @@ from sim_suites.room import (
     PERSON_LANE_Y,
     FloorPlan,
     counter_point,
+    handover_stand,
     room_bodies,
 )
-from sim_suites.tasks.base import CUBE_HALF, Task, TaskState
+from sim_suites.tasks.base import CUBE_HALF, REST_SPEED_MPS, Task, TaskState
 
 _RED = (0.8, 0.2, 0.2, 1.0)
 #: Where the cube waits before a reset places it (m).
@@ -34,12 +45,22 @@ CUBE_PARKING = (20.0, 30.0, CUBE_HALF)
 #: The person's walking speed (m/s) and pause at each end of the lane (s).
 PERSON_SPEED_MPS = 1.0
 PERSON_HOLD_S = 2.0
+#: Fetch and deliver: the hand-over point's distance in front of the person's centre and its
+#: height (m); where the person may stand (x range, and |y| range: off the centre line).
+HANDOVER_M = 0.7
+HANDOVER_Z_M = 0.85
+RECEIVER_X = (5.8, 7.6)
+RECEIVER_ABS_Y = (0.9, 1.3)
+#: A receiver keeps this far from a clutter box's centre (m), and so many places are tried.
+RECEIVER_CLEAR_M = 0.6
+RECEIVER_TRIES = 50
 
 
 class MobilePickPlace(Task):
     """See the module docstring. Instance extras: `source`, `target` (counter indices),
     `mass_kg` (0.1), `friction` (0.8), `person` (1 = a person paces the far end),
-    `doorway_blocked` (1 = the doorway is closed)."""
+    `doorway_blocked` (1 = the doorway is closed), `deliver` (1 = hand the cube to the person,
+    who then stands still; needs `person`)."""
 
     family = "mobile_pick_place"
     object_name = "cube"
@@ -56,6 +77,16 @@ class MobilePickPlace(Task):
     @property
     def doorway_blocked(self) -> bool:
         return bool(self.spec.extra.get("doorway_blocked", 0))
+
+    @property
+    def deliver(self) -> bool:
+        """Whether the cube goes to a person (fetch and deliver) rather than a counter."""
+        return bool(self.spec.extra.get("deliver", 0))
+
+    @property
+    def place_counter(self) -> int | None:
+        """The counter that receives the cube (None when it goes to a person)."""
+        return None if self.deliver else self.target
 
     def bodies(self) -> tuple[Body, ...]:
         return (
@@ -83,9 +114,14 @@ class MobilePickPlace(Task):
             return None
         return HumanProxy((PERSON_LANE_X, 0.0), floor_height_m=HIP_HEIGHT_M)
 
-    def walk(self, rng: np.random.Generator) -> Walk:
+    def walk(self, rng: np.random.Generator, goal: np.ndarray) -> Walk:
         """The person's walk this episode, from the scene stream: up and down the lane between
-        two drawn points, round and round."""
+        two drawn points, round and round; a person receiving the cube (`deliver`) stands
+        HANDOVER_M beyond the hand-over point `goal` from the room's centre line."""
+        if self.deliver:
+            side = 1.0 if float(goal[1]) >= 0.0 else -1.0
+            spot = (float(goal[0]), float(goal[1]) + side * HANDOVER_M)
+            return Walk((spot,), speed_mps=PERSON_SPEED_MPS)
         lo, hi = PERSON_LANE_Y
         a, b = float(rng.uniform(lo, 0.0)), float(rng.uniform(0.0, hi))
         return Walk(
@@ -102,9 +138,28 @@ class MobilePickPlace(Task):
         and target counters from the scene stream."""
         s = COUNTER_SPREAD_M
         start = counter_point(plan, self.source, float(rng.uniform(-s, s)))
-        goal = counter_point(plan, self.target, float(rng.uniform(-s, s)))
         lift = np.array([0.0, 0.0, CUBE_HALF])
+        if self.deliver:
+            return start + lift, self.handover_point(plan, rng)
+        goal = counter_point(plan, self.target, float(rng.uniform(-s, s)))
         return start + lift, goal + lift
+
+    def handover_point(self, plan: FloorPlan, rng: np.random.Generator) -> np.ndarray:
+        """Where the cube is handed over (3,), m: the receiver's place drawn in the far half
+        (x in RECEIVER_X, |y| in RECEIVER_ABS_Y, the side drawn), redrawn while they would
+        stand within RECEIVER_CLEAR_M of a clutter box or the base's hand-over stand is
+        blocked (at most RECEIVER_TRIES draws; the last one stands)."""
+        rects = plan.obstacles()
+        goal = np.zeros(3)
+        for _ in range(RECEIVER_TRIES):
+            x = float(rng.uniform(*RECEIVER_X))
+            side = 1.0 if rng.uniform() < 0.5 else -1.0
+            y = side * float(rng.uniform(*RECEIVER_ABS_Y))
+            goal = np.array([x, y - side * HANDOVER_M, HANDOVER_Z_M])
+            clear = all(math.dist((x, y), c) >= RECEIVER_CLEAR_M for c in plan.clutter)
+            if clear and handover_stand(goal, rects) is not None:
+                break
+        return goal
 
     def goal_pos(self, start_offset: np.ndarray) -> np.ndarray:
         # The goal depends on the drawn room; the environment takes it from `placements`.
@@ -112,6 +167,13 @@ class MobilePickPlace(Task):
 
     def goal_error(self, state: TaskState, goal: np.ndarray) -> float:
         return float(np.linalg.norm(state.object_pos - goal))
+
+    def complete(self, state: TaskState, goal: np.ndarray, error: float | None = None) -> bool:
+        """As every task (within tolerance, at rest), but a delivered cube stays in the hand."""
+        if not self.deliver:
+            return super().complete(state, goal, error)
+        e = self.goal_error(state, goal) if error is None else error
+        return e <= self.spec.tolerance_m and state.attached and state.object_speed < REST_SPEED_MPS
 
     def grasp_width(self) -> float:
         return 2 * CUBE_HALF
