@@ -19,8 +19,11 @@ above COLLISION_FORCE_N, each onset counted once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from sim_suites.controller import V_MAX_MPS
 from sim_suites.engines.base import ROBOT
@@ -35,6 +38,15 @@ from sim_suites.safety_monitors import (
 
 #: A robot contact with a fixture or the person above this force counts as a collision (N).
 COLLISION_FORCE_N = 1.0
+#: Separation is measured up to this distance (m): beyond the largest S_p the base can need
+#: (at 1 m/s with its braking time, about 2.3 m).
+MOBILE_SEPARATION_RANGE_M = 4.0
+#: A sphere holding the whole robot (centre height above its base, radius; the arm stretched
+#: straight up from the highest lift reaches 1.33 m from it) and one holding any body part of
+#: the person (m): a cheap lower bound that skips exact separation queries far away.
+ROBOT_SPHERE_Z_M = 0.8
+ROBOT_SPHERE_RADIUS_M = 1.5
+PART_SPHERE_RADIUS_M = 0.35
 
 
 @dataclass(frozen=True)
@@ -82,6 +94,25 @@ def speed_caps(
         base = profile.reduced_speed_mps
     required = protective_separation(speed[0], limits, speed[1])
     return SpeedCaps(tcp, base, separation_m < required + SSM_MARGIN_M)
+
+
+def person_separation(
+    backend: Any, part_names: Sequence[str], part_xyz: np.ndarray, base_xy: tuple[float, float]
+) -> float:
+    """The separation between the whole robot and the person (m, capped at
+    MOBILE_SEPARATION_RANGE_M): part by part (`part_xyz` (P, 3) where each part is), nearest
+    sphere first, each exact query (`backend.separation`) bounded by the closest so far — only
+    the minimum counts — and done once the spheres around the robot and the next part are
+    already that far apart."""
+    best = MOBILE_SEPARATION_RANGE_M
+    offset = part_xyz - np.array([base_xy[0], base_xy[1], ROBOT_SPHERE_Z_M])
+    bounds = np.sqrt((offset * offset).sum(axis=1)) - (ROBOT_SPHERE_RADIUS_M + PART_SPHERE_RADIUS_M)
+    for k in np.argsort(bounds, kind="stable").tolist():
+        if bounds[k] >= best:
+            break
+        name = part_names[k]
+        best = min(best, backend.separation((name,), best)[name])
+    return best
 
 
 class CollisionCounter:

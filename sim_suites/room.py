@@ -25,6 +25,7 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -81,6 +82,15 @@ class FloorPlan:
     clutter: tuple[tuple[float, float], ...]
     start: tuple[float, float, float]
     doorway_blocked: bool = False
+
+    def record(self) -> dict[str, Any]:
+        """The plan as the episode's scene record keeps it (m, rad; rounded to µm)."""
+        return {
+            "base_start": [round(float(v), 6) for v in self.start],
+            "doorway_y_m": round(self.doorway_y, 6),
+            "counters_xy": [[round(float(v), 6) for v in c] for c in self.counters],
+            "clutter_xy": [[round(float(v), 6) for v in c] for c in self.clutter],
+        }
 
     def counter_rect(self, k: int) -> Rect:
         x, y = self.counters[k]

@@ -21,7 +21,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-import sim_suites.mobile_env as mobile_env
+import sim_suites.tasks.mobile as mobile_tasks
 from embodied_eval.records import EpisodeSpec
 from sim_suites.episode import run_episode
 from sim_suites.human import Walk
@@ -206,7 +206,7 @@ def test_separation_monitor_stops_the_base_when_the_person_steps_into_its_path(
 ):
     # A room with the doorway straight ahead; the person waits 3 s beside the route, steps onto
     # it 3 m ahead of the robot, stands there 3 s and walks on.
-    monkeypatch.setattr(mobile_env, "draw_floor_plan", lambda rng, blocked=False: OPEN_ROOM_AHEAD)
+    monkeypatch.setattr(mobile_tasks, "draw_floor_plan", lambda rng, blocked=False: OPEN_ROOM_AHEAD)
     walk = Walk(((4.0, -1.9), (4.0, 0.0), (4.0, 1.9)), speed_mps=1.0, hold_s=3.0)
     monkeypatch.setattr(MobilePickPlace, "walk", lambda self, rng, goal: walk)
     env = MobileTaskEnv(TASK, engine, randomization={})

@@ -34,6 +34,7 @@ from sim_suites.room import (
     PERSON_LANE_Y,
     FloorPlan,
     counter_point,
+    draw_floor_plan,
     handover_stand,
     room_bodies,
 )
@@ -113,6 +114,21 @@ class MobilePickPlace(Task):
         if not self.spec.extra.get("person", 0):
             return None
         return HumanProxy((PERSON_LANE_X, 0.0), floor_height_m=HIP_HEIGHT_M)
+
+    def draw_scene(
+        self, rng: np.random.Generator
+    ) -> tuple[FloorPlan, np.ndarray, np.ndarray, HumanProxy | None]:
+        """The episode's scene from the pair's scene stream, in draw order: the room
+        (`sim_suites.room.draw_floor_plan`), where the cube stands and where it goes
+        (`placements`), the person on their walk (`walk`; None without a person)."""
+        plan = draw_floor_plan(rng, self.doorway_blocked)
+        start, goal = self.placements(plan, rng)
+        human = self.human()
+        if human is not None:
+            human = HumanProxy(
+                human.xy, floor_height_m=human.floor_height_m, walk=self.walk(rng, goal)
+            )
+        return plan, start, goal, human
 
     def walk(self, rng: np.random.Generator, goal: np.ndarray) -> Walk:
         """The person's walk this episode, from the scene stream: up and down the lane between
