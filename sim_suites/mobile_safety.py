@@ -100,19 +100,13 @@ def person_separation(
     backend: Any, part_names: Sequence[str], part_xyz: np.ndarray, base_xy: tuple[float, float]
 ) -> float:
     """The separation between the whole robot and the person (m, capped at
-    MOBILE_SEPARATION_RANGE_M): part by part (`part_xyz` (P, 3) where each part is), nearest
-    sphere first, each exact query (`backend.separation`) bounded by the closest so far — only
-    the minimum counts — and done once the spheres around the robot and the next part are
-    already that far apart."""
-    best = MOBILE_SEPARATION_RANGE_M
+    MOBILE_SEPARATION_RANGE_M): the exact distance to the nearest of the parts (`part_xyz`
+    (P, 3) where each part is) that the spheres around the robot and the part cannot already
+    place beyond the range (`backend.nearest`; only the minimum counts)."""
     offset = part_xyz - np.array([base_xy[0], base_xy[1], ROBOT_SPHERE_Z_M])
     bounds = np.sqrt((offset * offset).sum(axis=1)) - (ROBOT_SPHERE_RADIUS_M + PART_SPHERE_RADIUS_M)
-    for k in np.argsort(bounds, kind="stable").tolist():
-        if bounds[k] >= best:
-            break
-        name = part_names[k]
-        best = min(best, backend.separation((name,), best)[name])
-    return best
+    near = [part_names[k] for k in np.flatnonzero(bounds < MOBILE_SEPARATION_RANGE_M).tolist()]
+    return backend.nearest(near, MOBILE_SEPARATION_RANGE_M) if near else MOBILE_SEPARATION_RANGE_M
 
 
 class CollisionCounter:

@@ -235,6 +235,25 @@ def test_separation_monitor_stops_the_base_when_the_person_steps_into_its_path(
     assert np.mean(np.asarray(speeds)[t > 10.0]) > 0.25
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_nearest_part_query_is_the_least_separation(engine: str, monkeypatch):
+    # The person 1.5 m ahead of the robot: each part's distance, and the nearest in one query.
+    monkeypatch.setattr(mobile_tasks, "draw_floor_plan", lambda rng, blocked=False: OPEN_ROOM_AHEAD)
+    walk = Walk(((2.6, 0.3),), speed_mps=1.0)
+    monkeypatch.setattr(MobilePickPlace, "walk", lambda self, rng, goal: walk)
+    env = MobileTaskEnv(TASK, engine, randomization={})
+    env.reset(seed=0)
+    parts = env._human.part_names
+    env.step(np.zeros(8, np.float32))
+    each = env.backend.separation(parts, 4.0)
+    nearest = env.backend.nearest(parts, 4.0)
+    far = env.backend.nearest(parts, 0.2)
+    env.close()
+    assert 0.5 < nearest < 1.6
+    assert nearest == pytest.approx(min(each.values()), abs=1e-9)
+    assert far == 0.2  # all farther than the range: the range
+
+
 OPEN_ROOM_AHEAD = FloorPlan(
     doorway_y=0.0,
     counters=((2.5, 2.15), (6.3, -2.15), (2.5, -2.15)),

@@ -483,6 +483,16 @@ class PybulletBackend(MobileDrive):
             out[name] = max(0.0, min(best, max_m))
         return out
 
+    def nearest(self, bodies: Sequence[str], max_m: float) -> float:
+        """Smallest distance (m) from the robot to any named body (`getClosestPoints`, each
+        query bounded by the best so far); 0 when touching, `max_m` when all are farther."""
+        c = self.client
+        best = max_m
+        for name in bodies:
+            points = c.getClosestPoints(bodyA=self.robot, bodyB=self._ids[name], distance=best)
+            best = min(best, min((float(p[8]) for p in points), default=best))
+        return max(0.0, best)
+
     def diverged(self) -> bool:
         # PyBullet reports no instability flag; the environment checks state and speeds.
         return False
