@@ -11,7 +11,8 @@ path (arm: controller, limiter, follower; base: limiter, wheel drive) and script
 stepping to the same completion rule with nominal parameters, the policy fed straight from the
 physics (true poses, no odometry, no person, no monitors, no records). Printed: seconds per
 episode and per control step on both sides, and the ratio bare / harness per step (≥ 0.8 means
-the harness costs at most a quarter more).
+the harness costs at most a quarter more), on this process's CPU time (what other programs on a
+shared machine do not change) and on the wall clock.
 
 Run: .venv/bin/python benchmarks/mobile_bench.py [--seeds 20] [--timing-seeds 3]
      [--engines mujoco,pybullet]
@@ -176,24 +177,28 @@ def main() -> None:
         # harness episode and bare episode run back to back.
         backend = make_backend(engine, task.scene(), profile=MOBILE_PANDA)
         harness_s, bare_s, bare_steps, harness_steps = [], [], [], []
+        harness_wall, bare_wall = [], []
         for seed in range(args.timing_seeds):
-            t0 = time.perf_counter()
+            t0, w0 = time.process_time(), time.perf_counter()
             harness_steps.append(
                 run_episode(spec_for(engine, seed), max_steps=MAX_STEPS).episode.actions
             )
-            harness_s.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            harness_s.append(time.process_time() - t0)
+            harness_wall.append(time.perf_counter() - w0)
+            t0, w0 = time.process_time(), time.perf_counter()
             bare_steps.append(bare_episode(backend, task, seed))
-            bare_s.append(time.perf_counter() - t0)
+            bare_s.append(time.process_time() - t0)
+            bare_wall.append(time.perf_counter() - w0)
         backend.close()
         n = args.timing_seeds
         h_step = sum(harness_s) / sum(harness_steps)
         b_step = sum(bare_s) / sum(bare_steps)
+        wall_ratio = (sum(bare_wall) / sum(bare_steps)) / (sum(harness_wall) / sum(harness_steps))
         print(
-            f"{engine:9s} timing over {n} seeds: harness {np.mean(harness_s):.2f} s/episode "
-            f"({1e3 * h_step:.2f} ms/step, steps {harness_steps}), bare loop "
+            f"{engine:9s} timing over {n} seeds (CPU time): harness {np.mean(harness_s):.2f} "
+            f"s/episode ({1e3 * h_step:.2f} ms/step, steps {harness_steps}), bare loop "
             f"{np.mean(bare_s):.2f} s/episode ({1e3 * b_step:.2f} ms/step, steps {bare_steps}); "
-            f"bare/harness per step = {b_step / h_step:.2f}"
+            f"bare/harness per step = {b_step / h_step:.2f} (wall clock: {wall_ratio:.2f})"
         )
 
 

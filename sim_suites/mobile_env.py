@@ -46,18 +46,23 @@ from sim_suites.env_config import env_config
 from sim_suites.families.mobile_pick_place import MobilePickPlace
 from sim_suites.grasping import GraspTracker
 from sim_suites.mobile_description import LIFT_RANGE_M, MOUNT_X_M, MOUNT_Z0_M
-from sim_suites.mobile_metrics import collisions_per_metre, time_to_goal_s
+from sim_suites.mobile_metrics import navigation_record
 from sim_suites.mobile_observations import (
     MobileReading,
     floor_plan_array,
     mobile_observation,
     mobile_space,
 )
-from sim_suites.mobile_safety import CollisionCounter, governing_speed, speed_caps
+from sim_suites.mobile_safety import (
+    CollisionCounter,
+    governing_speed,
+    person_separation,
+    speed_caps,
+)
 from sim_suites.panda_kinematics import FINGER_MAX_M, panda_kinematics
 from sim_suites.robot import tcp_linear_velocity
 from sim_suites.robot_profiles import MOBILE_PANDA
-from sim_suites.room import ROBOT_RADIUS_M, ROOM_X, ROOM_Y, draw_floor_plan, task_shortest_path
+from sim_suites.room import ROBOT_RADIUS_M, ROOM_X, ROOM_Y, task_shortest_path
 from sim_suites.safety_monitors import (
     SafetyMonitor,
     StopDecision,
@@ -82,15 +87,6 @@ ROOM_WORKSPACE = Workspace(
     object_low=(0.0, -ROOM_Y / 2, -0.05),
     object_high=(ROOM_X, ROOM_Y / 2, 2.0),
 )
-#: Separation is measured up to this distance (m): beyond the largest S_p the base can need
-#: (at 1 m/s with its braking time, about 2.3 m).
-MOBILE_SEPARATION_RANGE_M = 4.0
-#: A sphere holding the whole robot (centre height above its base, radius; the arm stretched
-#: straight up from the highest lift reaches 1.33 m from it) and one holding any body part of
-#: the person (m): a cheap lower bound that skips exact separation queries far away.
-ROBOT_SPHERE_Z_M = 0.8
-ROBOT_SPHERE_RADIUS_M = 1.5
-PART_SPHERE_RADIUS_M = 0.35
 #: Why the scene knobs do nothing here: the floor plan places the parts.
 _PLAN_PLACES = "the room's floor plan places the parts (drawn from the scene seed)"
 DIVERGED_SPEED_MPS = 50.0
@@ -188,14 +184,7 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         dr_rng, noise_rng, scene_rng = (np.random.default_rng(s) for s in streams)
         if scene_seed is not None:
             scene_rng = np.random.default_rng(check_scene_seed(scene_seed))
-        # The scene: the room, where the cube stands and goes, the person's walk.
-        plan = draw_floor_plan(scene_rng, task.doorway_blocked)
-        start_obj, goal = task.placements(plan, scene_rng)
-        human = task.human()
-        if human is not None:
-            human = type(human)(
-                human.xy, floor_height_m=human.floor_height_m, walk=task.walk(scene_rng)
-            )
+        plan, start_obj, goal, human = task.draw_scene(scene_rng)
         variations = variations_from_ranges(cfg.randomization)
         physics = [v for v in variations if v.knob not in SCENE_KNOBS]
         self.sampled = sample_randomization(physics, dr_rng)
@@ -208,10 +197,14 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         positions["cube"] = start_obj
         if human is not None:
             positions.update(human.moving_parts(0.0))
-        self._part_pos = {
-            body.name: np.asarray(positions.get(body.name, body.pos), dtype=float)
-            for body in (human.bodies() if human is not None else ())
-        }
+        # Where each of the person's parts is (rows in `part_names` order), m.
+        self._part_xyz = np.array(
+            [positions.get(body.name, body.pos) for body in human.bodies()]
+            if human is not None
+            else np.zeros((0, 3)),
+            dtype=float,
+        ).reshape(-1, 3)
+        self._part_row = {} if human is None else {n: k for k, n in enumerate(human.part_names)}
         lift0 = start_obj[2] - MOUNT_Z0_M - 0.02
         base0 = np.array([*plan.start, float(np.clip(lift0, *LIFT_RANGE_M))])
         self.backend.reset(
@@ -255,15 +248,12 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._ready = True
         self._read_state()
         self.object_start = self._obj_pos.copy()
-        self.shortest_m = task_shortest_path(plan, task.source, start_obj, task.target, goal)
+        self.shortest_m = task_shortest_path(plan, task.source, start_obj, task.place_counter, goal)
         self.start_scene = scene_record(
             "setup",
             self._obj_pos,
             self._obj_quat,
-            base_start=[round(float(v), 6) for v in plan.start],
-            doorway_y_m=round(plan.doorway_y, 6),
-            counters_xy=[[round(float(v), 6) for v in c] for c in plan.counters],
-            clutter_xy=[[round(float(v), 6) for v in c] for c in plan.clutter],
+            **plan.record(),
             goal_pos_m=[round(float(v), 6) for v in goal],
         )
         self._error = task.goal_error(self._task_state(), goal)
@@ -305,19 +295,11 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._base_limits.stopping_time_s(rim),
             self._limits,
         )
-        if self._human is not None:
-            # Part by part, each query bounded by the closest so far (only the minimum counts),
-            # skipped when the spheres around robot and part are already that far apart.
-            best = MOBILE_SEPARATION_RANGE_M
-            centre = np.array([x, y, ROBOT_SPHERE_Z_M])
-            for part in self._human.part_names:
-                gap = float(np.linalg.norm(self._part_pos[part] - centre))
-                if gap - ROBOT_SPHERE_RADIUS_M - PART_SPHERE_RADIUS_M >= best:
-                    continue
-                best = min(best, b.separation((part,), best)[part])
-            self._separation: float | None = best
-        else:
-            self._separation = None
+        self._separation: float | None = (
+            None
+            if self._human is None
+            else person_separation(b, self._human.part_names, self._part_xyz, (x, y))
+        )
         self._obj_pos, self._obj_quat = b.body_pose("cube")
         vel = b.body_velocity("cube")
         self._obj_speed = math.sqrt(float(vel @ vel))
@@ -401,9 +383,10 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         task, dt, step = self.task, self._dt, self._step
         command = self.robot.update(step * dt, dt, self._rots, self._origins)
         if self._human is not None:
+            row = self._part_row
             for part, pos in self._human.moving_parts(step * dt).items():
                 self.backend.move_body(part, pos)
-                self._part_pos[part] = pos
+                self._part_xyz[row[part]] = pos
         before = self._base_q[:2].copy()
         self.backend.step(command.arm_cmd, command.finger, self._substeps)
         self._step += 1
@@ -491,7 +474,6 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         )
         monitor = self._monitor
         done = self._status == "ok" and self._quality >= self.config.target_quality
-        shortest = self.shortest_m
         control.update(
             {
                 "peak_tcp_speed_mps": round(monitor.peak_tcp_speed_mps, 6),
@@ -501,17 +483,17 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
                 "actions_clipped": self._clipped,
                 "goal_error_m": round(float(self._error), 9),
                 "grasp_mode": self.config.grasp,
-                "path_length_m": round(self._path_m, 6),
-                "shortest_path_m": None if shortest is None else round(shortest, 6),
-                "spl": round(done * shortest / max(self._path_m, shortest), 9) if shortest else 0.0,
-                "collisions": self._collisions.count,
-                "collisions_per_m": round(
-                    collisions_per_metre(self._collisions.count, self._path_m), 9
-                ),
-                "time_to_goal_s": time_to_goal_s(self._completed_step if done else None, self._dt),
                 "monitored_stop_s": round(self._stopped_steps * self._dt, 6),
                 "odometry_error_m": round(
                     float(np.linalg.norm(self.odometry[:2] - self._base_q[:2])), 6
+                ),
+                **navigation_record(
+                    done,
+                    self._path_m,
+                    self.shortest_m,
+                    self._collisions.count,
+                    self._completed_step if done else None,
+                    self._dt,
                 ),
             }
         )

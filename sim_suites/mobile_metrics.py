@@ -8,6 +8,7 @@ functions taking arrays aggregate over episodes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -80,3 +81,24 @@ def min_separation_m(separations_m: Sequence[float] | np.ndarray) -> float | Non
     """
     s = np.asarray(separations_m, dtype=float)
     return None if s.size == 0 else float(s.min())
+
+
+def navigation_record(
+    success: bool,
+    path_m: float,
+    shortest_m: float | None,
+    collisions: int,
+    completed_step: int | None,
+    control_dt_s: float,
+) -> dict[str, Any]:
+    """One episode's navigation metrics for its `control` record: path length p, shortest path
+    l (None when the goal cannot be reached), its SPL term S·l/max(p, l) (`spl`; 0 without a
+    path), collisions and collisions per metre, time to goal."""
+    return {
+        "path_length_m": round(path_m, 6),
+        "shortest_path_m": None if shortest_m is None else round(shortest_m, 6),
+        "spl": round(success * shortest_m / max(path_m, shortest_m), 9) if shortest_m else 0.0,
+        "collisions": collisions,
+        "collisions_per_m": round(collisions_per_metre(collisions, path_m), 9),
+        "time_to_goal_s": time_to_goal_s(completed_step, control_dt_s),
+    }

@@ -19,9 +19,11 @@ above COLLISION_FORCE_N, each onset counted once.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from sim_suites.controller import V_MAX_MPS
 from sim_suites.engines.base import ROBOT
@@ -36,6 +38,15 @@ from sim_suites.safety_monitors import (
 
 #: A robot contact with a fixture or the person above this force counts as a collision (N).
 COLLISION_FORCE_N = 1.0
+#: Separation is measured up to this distance (m): beyond the largest S_p the base can need
+#: (at 1 m/s with its braking time, about 2.3 m).
+MOBILE_SEPARATION_RANGE_M = 4.0
+#: A sphere holding the whole robot (centre height above its base, radius; the arm stretched
+#: straight up from the highest lift reaches 1.33 m from it) and one holding any body part of
+#: the person (m): a cheap lower bound that skips exact separation queries far away.
+ROBOT_SPHERE_Z_M = 0.8
+ROBOT_SPHERE_RADIUS_M = 1.5
+PART_SPHERE_RADIUS_M = 0.35
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,7 @@ def governing_speed(
     """The speed and stopping time S_p takes (m/s, s): (rim_mps, `stopping_s` — the base's
     braking time at that speed) or (tcp_mps, the arm's `limits.stopping_time_s`), whichever
     gives the larger S_p."""
-    base = protective_separation(rim_mps, dataclasses.replace(limits, stopping_time_s=stopping_s))
+    base = protective_separation(rim_mps, limits, stopping_s)
     arm = protective_separation(tcp_mps, limits)
     return (rim_mps, stopping_s) if base >= arm else (tcp_mps, limits.stopping_time_s)
 
@@ -81,10 +92,21 @@ def speed_caps(
     base = profile.base.speed_mps
     if separation_m < profile.reduced_speed_zone_m:
         base = profile.reduced_speed_mps
-    required = protective_separation(
-        speed[0], dataclasses.replace(limits, stopping_time_s=speed[1])
-    )
+    required = protective_separation(speed[0], limits, speed[1])
     return SpeedCaps(tcp, base, separation_m < required + SSM_MARGIN_M)
+
+
+def person_separation(
+    backend: Any, part_names: Sequence[str], part_xyz: np.ndarray, base_xy: tuple[float, float]
+) -> float:
+    """The separation between the whole robot and the person (m, capped at
+    MOBILE_SEPARATION_RANGE_M): the exact distance to the nearest of the parts (`part_xyz`
+    (P, 3) where each part is) that the spheres around the robot and the part cannot already
+    place beyond the range (`backend.nearest`; only the minimum counts)."""
+    offset = part_xyz - np.array([base_xy[0], base_xy[1], ROBOT_SPHERE_Z_M])
+    bounds = np.sqrt((offset * offset).sum(axis=1)) - (ROBOT_SPHERE_RADIUS_M + PART_SPHERE_RADIUS_M)
+    near = [part_names[k] for k in np.flatnonzero(bounds < MOBILE_SEPARATION_RANGE_M).tolist()]
+    return backend.nearest(near, MOBILE_SEPARATION_RANGE_M) if near else MOBILE_SEPARATION_RANGE_M
 
 
 class CollisionCounter:

@@ -25,6 +25,7 @@ import heapq
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,9 @@ MAX_CLUTTER = 3
 #: The robot's footprint radius with the arm tucked (m), and the clearance kept beyond it.
 ROBOT_RADIUS_M = 0.45
 CLEARANCE_M = 0.02
+#: How far from a hand-over point the base's centre stands (m): as far as from a part on a
+#: counter (ROBOT_RADIUS_M + CLEARANCE_M to the counter's edge, then COUNTER_INSET_M).
+HANDOVER_REACH_M = 0.62
 #: Where things are parked when a plan does not use them (far outside the room).
 PARKING = (20.0, 20.0, 0.1)
 #: The lane a person paces in (x, y range, m): along the far wall of the second half.
@@ -78,6 +82,15 @@ class FloorPlan:
     clutter: tuple[tuple[float, float], ...]
     start: tuple[float, float, float]
     doorway_blocked: bool = False
+
+    def record(self) -> dict[str, Any]:
+        """The plan as the episode's scene record keeps it (m, rad; rounded to µm)."""
+        return {
+            "base_start": [round(float(v), 6) for v in self.start],
+            "doorway_y_m": round(self.doorway_y, 6),
+            "counters_xy": [[round(float(v), 6) for v in c] for c in self.counters],
+            "clutter_xy": [[round(float(v), 6) for v in c] for c in self.clutter],
+        }
 
     def counter_rect(self, k: int) -> Rect:
         x, y = self.counters[k]
@@ -278,8 +291,13 @@ def blocked(point: np.ndarray, rects: list[Rect], radius: float) -> bool:
     """Whether a robot of `radius` centred at `point` (2,) overlaps an obstacle footprint
     (its octagon, see the module docstring)."""
     normals, offsets = _octagons(rects, radius)
-    inside = (normals @ np.asarray(point[:2], dtype=float))[None, :] < offsets
-    return bool(inside.all(axis=1).any())
+    return bool(_inside_any(np.asarray(point[:2], dtype=float)[None, :], normals, offsets)[0])
+
+
+def _inside_any(points: np.ndarray, normals: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """For points (n, 2): whether each lies inside some octagon (all 8 half-planes strictly)."""
+    inside = (points @ normals.T)[:, None, :] < offsets[None, :, :]
+    return np.asarray(inside.all(axis=2).any(axis=1))
 
 
 def _segments_clear(
@@ -308,21 +326,21 @@ def shortest_path(
     each, m): its waypoints, start and goal included; None when there is none (or either end
     overlaps an obstacle)."""
     start, goal = np.asarray(start[:2], float), np.asarray(goal[:2], float)
-    if blocked(start, rects, radius) or blocked(goal, rects, radius):
-        return None
     normals, offsets = _octagons(rects, radius)
-    nodes = [start, goal] + [
-        np.array(c)
-        for c in _vertices(rects, radius, 1e-3)
-        if 0 < c[0] < ROOM_X and abs(c[1]) < ROOM_Y / 2 and not blocked(np.array(c), rects, radius)
-    ]
-    pts = np.array(nodes)
+    if _inside_any(np.stack([start, goal]), normals, offsets).any():
+        return None
+    corners = np.array(_vertices(rects, radius, 1e-3), dtype=float).reshape(-1, 2)
+    in_room = (corners[:, 0] > 0) & (corners[:, 0] < ROOM_X) & (np.abs(corners[:, 1]) < ROOM_Y / 2)
+    corners = corners[in_room]
+    corners = corners[~_inside_any(corners, normals, offsets)]
+    pts = np.concatenate([start[None, :], goal[None, :], corners])
     n = len(pts)
     ii, jj = np.triu_indices(n, 1)
     clear = _segments_clear(pts[ii], pts[jj], normals, offsets)
+    ii, jj = ii[clear], jj[clear]
+    lengths = np.sqrt(((pts[ii] - pts[jj]) ** 2).sum(axis=1))
     edges: list[list[tuple[float, int]]] = [[] for _ in range(n)]
-    for i, j in zip(ii[clear].tolist(), jj[clear].tolist(), strict=True):
-        w = float(np.linalg.norm(pts[i] - pts[j]))
+    for i, j, w in zip(ii.tolist(), jj.tolist(), lengths.tolist(), strict=True):
         edges[i].append((w, j))
         edges[j].append((w, i))
     dist = [math.inf] * n
@@ -378,15 +396,38 @@ def stand_pose(
     return None if best is None else best[1]
 
 
+def handover_stand(
+    point: np.ndarray, rects: list[Rect], radius: float = ROBOT_RADIUS_M
+) -> np.ndarray | None:
+    """Where the base stands to hold a part out at the hand-over point `point` (x, y, ...):
+    the person receiving it stands beyond the point from the room's centre line (y = 0), so the
+    base stands HANDOVER_REACH_M on the centre line's side, facing the person (x, y, yaw); None
+    when that spot is blocked."""
+    side = 1.0 if float(point[1]) >= 0.0 else -1.0
+    spot = np.array([float(point[0]), float(point[1]) - side * HANDOVER_REACH_M])
+    if blocked(spot, rects, radius):
+        return None
+    return np.array([spot[0], spot[1], side * math.pi / 2])
+
+
 def task_shortest_path(
-    plan: FloorPlan, source: int, start: np.ndarray, target: int, goal: np.ndarray
+    plan: FloorPlan,
+    source: int,
+    start: np.ndarray,
+    target: int | None,
+    goal: np.ndarray,
 ) -> float | None:
     """The l_i of SPL for a pick-and-place: the shortest base path from the start to the
     stand-off serving `start` on counter `source`, then to the one serving `goal` on counter
-    `target`, m (None when a stand-off or a leg cannot be reached)."""
+    `target` (None: the hand-over stand of `goal`, `handover_stand`), m (None when a stand-off
+    or a leg cannot be reached)."""
     rects = plan.obstacles()
     pick = stand_pose(plan.counter_rect(source), start, rects)
-    place = stand_pose(plan.counter_rect(target), goal, rects)
+    place = (
+        handover_stand(goal, rects)
+        if target is None
+        else stand_pose(plan.counter_rect(target), goal, rects)
+    )
     if pick is None or place is None:
         return None
     first = shortest_path(np.array(plan.start[:2]), pick[:2], rects)

@@ -109,7 +109,9 @@ class SafetyLimits:
         return dataclasses.replace(cls(), **changes)
 
 
-def protective_separation(robot_speed_mps: float, limits: SafetyLimits) -> float:
+def protective_separation(
+    robot_speed_mps: float, limits: SafetyLimits, stopping_time_s: float | None = None
+) -> float:
     """Protective separation distance S_p (m) for the sim cell.
 
     S_p = v_h·(T_r + T_s) + v_r·T_r + v_r·T_s/2 + Z: the person approaching at v_h while the
@@ -119,12 +121,15 @@ def protective_separation(robot_speed_mps: float, limits: SafetyLimits) -> float
 
     Args:
         robot_speed_mps: v_r, TCP speed toward the person (m/s). limits: the constants.
+        stopping_time_s: T_s when not the limits' own (a mobile base's braking time at its
+            speed), s.
     """
     lim = limits
+    t_s = lim.stopping_time_s if stopping_time_s is None else stopping_time_s
     return (
-        lim.human_speed_mps * (lim.reaction_time_s + lim.stopping_time_s)
+        lim.human_speed_mps * (lim.reaction_time_s + t_s)
         + robot_speed_mps * lim.reaction_time_s
-        + robot_speed_mps * lim.stopping_time_s / 2.0
+        + robot_speed_mps * t_s / 2.0
         + lim.position_uncertainty_m
     )
 
@@ -341,12 +346,7 @@ class SafetyMonitor:
                 sep if self.min_separation_m is None else min(self.min_separation_m, sep)
             )
             speed = tcp_speed if robot_speed_mps is None else robot_speed_mps
-            stopping = (
-                lim
-                if stopping_time_s is None
-                else dataclasses.replace(lim, stopping_time_s=stopping_time_s)
-            )
-            required = protective_separation(speed, stopping)
+            required = protective_separation(speed, lim, stopping_time_s)
             reduced = sep < lim.reduced_speed_zone_m
             if sep < required:
                 self._track("separation", True, step, t, sep, required=required)

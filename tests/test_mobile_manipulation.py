@@ -17,12 +17,14 @@ Hand-computed values:
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
 
-import sim_suites.mobile_env as mobile_env
-from embodied_eval.records import EpisodeSpec
+import sim_suites.families.mobile_pick_place as mobile_tasks
+from embodied_eval.records import Episode, EpisodeSpec
+from embodied_eval.seeds import episode_seeds
 from sim_suites.episode import run_episode
 from sim_suites.families.mobile_pick_place import MobilePickPlace, MobilePickPlaceScript
 from sim_suites.human import Walk
@@ -30,6 +32,7 @@ from sim_suites.mobile_env import MobileTaskEnv
 from sim_suites.mobile_metrics import collisions_per_metre, spl, success_rate
 from sim_suites.room import FloorPlan, path_length, shortest_path
 from sim_suites.tasks import TASK_SPECS
+from sim_suites.variations import DEFAULT_RANDOMIZATION
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -112,12 +115,22 @@ def test_the_same_scene_seed_gives_the_same_start_in_both_engines():
 # --------------------------------------------------------------------------- the reference
 
 
+#: The nominal runs' horizon: each places by about step 1250 (about 25 s of the robot's time);
+#: 1600 steps bound the failures' cost.
+NOMINAL_STEPS = 1600
+
+
+@functools.cache
+def nominal_episodes(engine: str) -> tuple[Episode, ...]:
+    """The reference on ten nominal manifest seeds (the longest runs of this module: once per
+    engine, shared by the tests that need a nominal episode)."""
+    return tuple(run_episode(spec(engine, s), max_steps=NOMINAL_STEPS).episode for s in range(10))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_scripted_policy_succeeds_on_nominal_seeds(engine: str):
-    # The longest runs of this module: ten whole episodes per engine, each placing by about
-    # step 1250 (about 25 s of the robot's time); 1600 steps bound the failures' cost.
-    episodes = [run_episode(spec(engine, seed), max_steps=1600).episode for seed in range(10)]
+    episodes = nominal_episodes(engine)
     wins = [e.success for e in episodes]
     assert sum(wins) >= 8, [(e.status, e.quality) for e in episodes]
     for e in episodes:
@@ -147,23 +160,33 @@ def test_scripted_policy_fails_when_the_doorway_is_blocked(engine: str, monkeypa
     assert summary["control"]["shortest_path_m"] is None and summary["control"]["spl"] == 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_scripted_policy_fails_on_a_slippery_floor(engine: str):
-    # The wheels slip at a tenth of the floor's friction; the same room and seed on the nominal
-    # floor succeed (checked alongside). 1500 steps: the nominal episode places by step ~1250.
-    for friction, placed in ((0.1, False), (1.0, True)):
-        env = MobileTaskEnv(
-            TASK,
-            engine,
-            randomization={"floor_friction_scale": (friction, friction)},
-            max_steps=1500,
-        )
-        summary = play(env, seed=0, scene_seed=0)
-        env.close()
-        assert (summary["quality"] >= 0.8) == placed, friction
-        # On the slippery floor the wheels turned on while the base slid: the odometry ran
-        # ahead of the robot.
-        assert (summary["control"]["odometry_error_m"] > 0.1) == (not placed)
+    # A nominal episode that placed the cube, replayed with the wheels on a tenth of the floor's
+    # friction: the same room, seeds and DR draws (the floor's friction is drawn after the
+    # default knobs, from the same stream) and the same horizon.
+    nominal = next(e for e in nominal_episodes(engine) if e.success)
+    seeds = episode_seeds(nominal.seed)
+    slippery = {**DEFAULT_RANDOMIZATION, "floor_friction_scale": (0.1, 0.1)}
+    env = MobileTaskEnv(TASK, engine, randomization=slippery, max_steps=NOMINAL_STEPS)
+    policy = MobilePickPlaceScript()
+    policy.reset(seeds.policy)
+    obs, info = env.reset(seed=seeds.physics, options={"scene_seed": seeds.scene})
+    assert info["scene"] == nominal.scene
+    drawn = {k: v for k, v in info["randomization"].items() if k != "floor_friction_scale"}
+    assert drawn and {k: nominal.randomization[k] for k in drawn} == pytest.approx(drawn, abs=1e-9)
+    while True:
+        obs, _, terminated, truncated, _ = env.step(policy.act(obs))
+        if terminated or truncated:
+            break
+    summary = env.episode_summary()
+    env.close()
+    assert nominal.quality >= 0.8 and summary["quality"] < 0.8
+    # On the slippery floor the wheels turned on while the base slid: the odometry ran ahead of
+    # the robot (on the nominal floor it stayed within centimetres).
+    assert summary["control"]["odometry_error_m"] > 0.1
+    assert nominal.control["odometry_error_m"] < 0.1
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -205,9 +228,9 @@ def test_separation_monitor_stops_the_base_when_the_person_steps_into_its_path(
 ):
     # A room with the doorway straight ahead; the person waits 3 s beside the route, steps onto
     # it 3 m ahead of the robot, stands there 3 s and walks on.
-    monkeypatch.setattr(mobile_env, "draw_floor_plan", lambda rng, blocked=False: OPEN_ROOM_AHEAD)
+    monkeypatch.setattr(mobile_tasks, "draw_floor_plan", lambda rng, blocked=False: OPEN_ROOM_AHEAD)
     walk = Walk(((4.0, -1.9), (4.0, 0.0), (4.0, 1.9)), speed_mps=1.0, hold_s=3.0)
-    monkeypatch.setattr(MobilePickPlace, "walk", lambda self, rng: walk)
+    monkeypatch.setattr(MobilePickPlace, "walk", lambda self, rng, goal: walk)
     env = MobileTaskEnv(TASK, engine, randomization={})
     env.reset(seed=0)
     forward = np.array([0, 0, 0, 1, 0.3, 0, 0, 0], np.float32)  # 0.3 m/s straight at the door
@@ -232,6 +255,25 @@ def test_separation_monitor_stops_the_base_when_the_person_steps_into_its_path(
     assert summary["status"] == "ok"
     # Once they walked on, the base drives again.
     assert np.mean(np.asarray(speeds)[t > 10.0]) > 0.25
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_nearest_part_query_is_the_least_separation(engine: str, monkeypatch):
+    # The person 1.5 m ahead of the robot: each part's distance, and the nearest in one query.
+    monkeypatch.setattr(mobile_tasks, "draw_floor_plan", lambda rng, blocked=False: OPEN_ROOM_AHEAD)
+    walk = Walk(((2.6, 0.3),), speed_mps=1.0)
+    monkeypatch.setattr(MobilePickPlace, "walk", lambda self, rng, goal: walk)
+    env = MobileTaskEnv(TASK, engine, randomization={})
+    env.reset(seed=0)
+    parts = env._human.part_names
+    env.step(np.zeros(8, np.float32))
+    each = env.backend.separation(parts, 4.0)
+    nearest = env.backend.nearest(parts, 4.0)
+    far = env.backend.nearest(parts, 0.2)
+    env.close()
+    assert 0.5 < nearest < 1.6
+    assert nearest == pytest.approx(min(each.values()), abs=1e-9)
+    assert far == 0.2  # all farther than the range: the range
 
 
 OPEN_ROOM_AHEAD = FloorPlan(
@@ -304,3 +346,56 @@ def test_the_family_is_listed_and_runs_in_a_sim_protocol_in_both_engines(tmp_pat
         assert set(e.randomization) >= {"floor_friction_scale", "base_mass_scale"}
     # The pair's two engines start from one room.
     assert episodes[0].scene == episodes[1].scene
+
+
+# --------------------------------------------------------------------------- fetch and deliver
+
+DELIVER = "mobile_pick_place/deliver_to_person"
+
+
+def test_the_receiver_stands_beyond_the_hand_over_point_and_the_base_before_it():
+    from sim_suites.room import handover_stand
+
+    env = MobileTaskEnv(DELIVER, "mujoco")
+    env.reset(seed=0, options={"scene_seed": 5})
+    goal = env.goal
+    person = env._human.xy
+    env.close()
+    side = 1.0 if goal[1] >= 0 else -1.0
+    # The person: 0.7 m beyond the point from the centre line, standing off it (|y| ≥ 0.9 m),
+    # in the far half; the point at a standing person's hand height, 0.85 m.
+    assert person[0] == pytest.approx(goal[0], abs=1e-12)
+    assert person[1] - goal[1] == pytest.approx(side * 0.7, abs=1e-12)
+    assert 0.9 <= abs(person[1]) <= 1.3 and 5.8 <= person[0] <= 7.6
+    assert goal[2] == 0.85
+    # The base: 0.62 m from the point on the centre line's side, facing the person (±90°).
+    stand = handover_stand(goal, env.plan.obstacles())
+    assert stand is not None
+    np.testing.assert_allclose(
+        stand, [goal[0], goal[1] - side * 0.62, side * np.pi / 2], atol=1e-12
+    )
+
+
+@pytest.mark.slow
+def test_the_reference_hands_the_cube_to_the_person():
+    # About 1350 steps: drive, pick, drive through the doorway, hold the cube out 0.7 m in
+    # front of the person and keep it there. (One engine: the family's physics in both engines
+    # is the nominal test's; this is the task's geometry and completion rule.)
+    e = run_episode(spec("mujoco", 0, DELIVER), max_steps=1600).episode
+    c = e.control
+    assert e.status == "ok" and e.success, (e.quality, c)
+    assert c["time_to_goal_s"] is not None and c["collisions"] == 0
+    # Near the person the robot kept more than S_p at rest plus the margin (0.26 + 0.1 m).
+    assert c["min_separation_m"] > 0.36
+    assert c["shortest_path_m"] > 0 and 0 < c["spl"] <= 1
+
+
+def test_the_mobile_lab_example_protocol_names_every_mobile_instance():
+    from embodied_eval.protocol.reader import example_protocol_path, load_protocol
+
+    path = example_protocol_path().with_name("mobile_lab_protocol.toml")
+    protocol = load_protocol(path)
+    assert {i.family for i in protocol.instances} == {"mobile_pick_place"}
+    listed = {i.task_id for i in protocol.instances}
+    assert listed == {t for t, s in TASK_SPECS.items() if s.family == "mobile_pick_place"}
+    assert protocol.max_steps == 3000 and protocol.engines == ("mujoco", "pybullet")

@@ -93,9 +93,9 @@ def test_protocol_tasks_lists_families_instances_and_engines(capsys):
     assert pick["engines"] == ["mujoco", "pybullet"]
     # Five instances per family, and five harder ones (the example protocol's battery) in every
     # table family but peg_insert, whose clearances already make it hard; mobile_pick_place has
-    # its five (four cubes and a steel one).
+    # its six (four cubes, a steel one, and the cube delivered into a person's hand).
     assert {f["family"]: len(f["instances"]) for f in listing} == {
-        "drawer_open": 10, "mobile_pick_place": 5, "peg_insert": 5, "pick_place": 10, "push": 10,
+        "drawer_open": 10, "mobile_pick_place": 6, "peg_insert": 5, "pick_place": 10, "push": 10,
         "tool_use": 10,
     }
     assert main(["protocol", "tasks"]) == 0

@@ -147,6 +147,10 @@ class PhysicsBackend(Protocol):
         """Distance (m) from the robot's collision geometry to each named body (0 if touching,
         `max_m` if farther): real geometry, not link origins."""
 
+    def nearest(self, bodies: Sequence[str], max_m: float) -> float:
+        """Distance (m) from the robot's collision geometry to the nearest of the named bodies:
+        the minimum of `separation` over them, found with fewer exact queries."""
+
     def diverged(self) -> bool:
         """Whether the simulator reported an instability since the last reset."""
 

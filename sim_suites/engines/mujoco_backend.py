@@ -454,6 +454,10 @@ class MujocoBackend(MobileDrive):
         """Distance from the robot's geometry to each body (see `MujocoContacts.separation`)."""
         return self.contacts.separation(self.model, self.data, bodies, max_m)
 
+    def nearest(self, bodies: Sequence[str], max_m: float) -> float:
+        """Distance from the robot's geometry to the nearest body (`MujocoContacts.nearest`)."""
+        return self.contacts.nearest(self.model, self.data, bodies, max_m)
+
     def diverged(self) -> bool:
         counts = self._warning_counts.tolist()
         return any(counts[kind] > 0 for kind in self._unstable)

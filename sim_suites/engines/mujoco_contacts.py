@@ -157,3 +157,25 @@ class MujocoContacts:
                 best = min(best, dist)
             out[name] = max(0.0, float(best))
         return out
+
+    def nearest(
+        self, model: mujoco.MjModel, data: mujoco.MjData, bodies: Sequence[str], max_m: float
+    ) -> float:
+        """Smallest distance (m) between the robot's collision geometry and any of the named
+        bodies (the minimum of `separation` over them, 0 when touching, `max_m` when all are
+        farther): one bounding-sphere lower bound over every robot geom × every body geom,
+        exact distances queried in its order while it is below the best so far."""
+        geoms = np.concatenate([self.geoms_of[name] for name in bodies])
+        robot = self.robot_geoms
+        xpos, rbound = data.geom_xpos, model.geom_rbound
+        gap = xpos[robot][:, None, :] - xpos[geoms][None, :, :]
+        lower = np.sqrt((gap * gap).sum(axis=2)) - rbound[robot][:, None] - rbound[geoms]
+        flat = lower.ravel()
+        best = max_m
+        for k in np.argsort(flat, kind="stable").tolist():
+            if flat[k] >= best:
+                break
+            i, j = divmod(k, len(geoms))
+            dist = mujoco.mj_geomDistance(model, data, int(robot[i]), int(geoms[j]), best, None)
+            best = min(best, dist)
+        return max(0.0, float(best))

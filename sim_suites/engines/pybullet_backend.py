@@ -53,7 +53,7 @@ from sim_suites.engines.base import (
 )
 from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.engines.mobile_base import MobileDrive, PybulletMobileBase, arm_links
-from sim_suites.engines.pybullet_contacts import contacts_now
+from sim_suites.engines.pybullet_contacts import contacts_now, nearest, separations
 from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import urdf_file
 from sim_suites.rendering.appearance import Appearance
@@ -464,17 +464,13 @@ class PybulletBackend(MobileDrive):
         )
 
     def separation(self, bodies: Sequence[str], max_m: float) -> dict[str, float]:
-        """Smallest distance (m) between the robot and each named body (`getClosestPoints`).
+        """Distance from the robot to each named body (`pybullet_contacts.separations`)."""
+        ids = [self._ids[n] for n in bodies]
+        return dict(zip(bodies, separations(self.client, self.robot, ids, max_m), strict=True))
 
-        0 when touching or penetrating, `max_m` when farther than that.
-        """
-        c = self.client
-        out: dict[str, float] = {}
-        for name in bodies:
-            points = c.getClosestPoints(bodyA=self.robot, bodyB=self._ids[name], distance=max_m)
-            best = min((float(p[8]) for p in points), default=max_m)
-            out[name] = max(0.0, min(best, max_m))
-        return out
+    def nearest(self, bodies: Sequence[str], max_m: float) -> float:
+        """Distance from the robot to the nearest named body (`pybullet_contacts.nearest`)."""
+        return nearest(self.client, self.robot, [self._ids[n] for n in bodies], max_m)
 
     def diverged(self) -> bool:
         # PyBullet reports no instability flag; the environment checks state and speeds.

@@ -3,7 +3,8 @@ the robot (what `sim_suites.engines.mujoco_contacts` does for MuJoCo)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,3 +54,24 @@ def contacts_now(
         key = pair_key(a, b)
         out[key] = out.get(key, 0.0) + abs(float(point[9]))
     return out, net
+
+
+def separations(client: Any, robot: int, bodies: Sequence[int], max_m: float) -> list[float]:
+    """Smallest distance (m) between the robot and each body (`getClosestPoints`), in order: 0
+    when touching or penetrating, `max_m` when farther than that."""
+    out = []
+    for bid in bodies:
+        points = client.getClosestPoints(bodyA=robot, bodyB=bid, distance=max_m)
+        best = min((float(p[8]) for p in points), default=max_m)
+        out.append(max(0.0, min(best, max_m)))
+    return out
+
+
+def nearest(client: Any, robot: int, bodies: Sequence[int], max_m: float) -> float:
+    """Smallest distance (m) from the robot to any of the bodies (`getClosestPoints`, each query
+    bounded by the best so far): 0 when touching, `max_m` when all are farther."""
+    best = max_m
+    for bid in bodies:
+        points = client.getClosestPoints(bodyA=robot, bodyB=bid, distance=best)
+        best = min(best, min((float(p[8]) for p in points), default=best))
+    return max(0.0, best)

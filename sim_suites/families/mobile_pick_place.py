@@ -11,6 +11,14 @@ Goal error (the e of the scoring rule in `sim_suites.tasks.base`): ‖p_cube −
 distance of the cube's centre from its resting pose on the target counter (as pick_place), with
 the family's tolerance (4 cm: the base localizes by wheel odometry).
 
+Fetch and deliver (`deliver` = 1): the cube goes to a person instead of a counter. The person
+stands still in the far half of the room, at a place drawn from the scene stream, facing the
+room's centre line; the goal is the hand-over point HANDOVER_M in front of them at HANDOVER_Z_M
+(a standing person's hand height). Done when the robot holds the cube there, still, for the
+completion hold (it does not let go: the person takes it). The base stands off the hand-over
+point on the centre line's side (`sim_suites.room.handover_stand`), so the robot reaches toward
+the person while speed and separation monitoring watches the whole robot near them.
+
 The reference script (`MobilePickPlaceScript`) plans, drives, picks, drives and places.
 It reads only the observation (the map, its odometry pose, the cube and the goal in the map):
 the counter holding the cube is the map footprint under it; the base stands off that counter's
@@ -18,7 +26,10 @@ nearest free side (`sim_suites.room.stand_pose`) and drives there along the shor
 the map's footprints (`sim_suites.room.shortest_path`), turning to face the counter and setting
 the lift to the counter's height on the way; the arm then picks as the fixed Panda's reference
 does (hover, descend, close, lift), tucks, and the base drives to the target counter, where the
-arm places the cube and lets go. With no route (a closed doorway) it holds still.
+arm places the cube and lets go. A goal over no counter is a hand-over point (fetch and
+deliver): the base stands off it on the room centre line's side (`sim_suites.room.
+handover_stand`), the arm holds the cube out there and keeps it (the person takes it). With no
+route (a closed doorway) it holds still.
 
 Actions (8,): the arm's TCP velocity in the base frame (the map-frame wish rotated by the
 odometry's yaw), the gripper, the base's velocity in its frame, the lift's velocity.
@@ -34,7 +45,7 @@ from sim_suites.arena import Body, Geom, Scene
 from sim_suites.controller import V_MAX_MPS
 from sim_suites.families.pick_place import CUBE_HALF, STEEL
 from sim_suites.human import HIP_HEIGHT_M, HumanProxy, Walk
-from sim_suites.mobile_description import BASE_LIMITS, MOUNT_X_M, MOUNT_Z0_M
+from sim_suites.mobile_description import BASE_LIMITS, LIFT_RANGE_M, MOUNT_X_M, MOUNT_Z0_M
 from sim_suites.mobile_observations import floor_plan_rects
 from sim_suites.policies.script_base import CLOSED, OPEN, Obs, ScriptedPolicy, toward
 from sim_suites.room import (
@@ -43,11 +54,13 @@ from sim_suites.room import (
     PERSON_LANE_Y,
     FloorPlan,
     counter_point,
+    draw_floor_plan,
+    handover_stand,
     room_bodies,
     shortest_path,
     stand_pose,
 )
-from sim_suites.tasks.base import Task, TaskSpec, TaskState
+from sim_suites.tasks.base import REST_SPEED_MPS, Task, TaskSpec, TaskState
 from sim_suites.tasks.catalog import Family, register_family
 
 _RED = (0.8, 0.2, 0.2, 1.0)
@@ -56,12 +69,22 @@ CUBE_PARKING = (20.0, 30.0, CUBE_HALF)
 #: The person's walking speed (m/s) and pause at each end of the lane (s).
 PERSON_SPEED_MPS = 1.0
 PERSON_HOLD_S = 2.0
+#: Fetch and deliver: the hand-over point's distance in front of the person's centre and its
+#: height (m); where the person may stand (x range, and |y| range: off the centre line).
+HANDOVER_M = 0.7
+HANDOVER_Z_M = 0.85
+RECEIVER_X = (5.8, 7.6)
+RECEIVER_ABS_Y = (0.9, 1.3)
+#: A receiver keeps this far from a clutter box's centre (m), and so many places are tried.
+RECEIVER_CLEAR_M = 0.6
+RECEIVER_TRIES = 50
 
 
 class MobilePickPlace(Task):
     """See the module docstring. Instance extras: `source`, `target` (counter indices),
     `mass_kg` (0.1), `friction` (0.8), `person` (1 = a person paces the far end),
-    `doorway_blocked` (1 = the doorway is closed)."""
+    `doorway_blocked` (1 = the doorway is closed), `deliver` (1 = hand the cube to the person,
+    who then stands still; needs `person`)."""
 
     family = "mobile_pick_place"
     object_name = "cube"
@@ -78,6 +101,16 @@ class MobilePickPlace(Task):
     @property
     def doorway_blocked(self) -> bool:
         return bool(self.spec.extra.get("doorway_blocked", 0))
+
+    @property
+    def deliver(self) -> bool:
+        """Whether the cube goes to a person (fetch and deliver) rather than a counter."""
+        return bool(self.spec.extra.get("deliver", 0))
+
+    @property
+    def place_counter(self) -> int | None:
+        """The counter that receives the cube (None when it goes to a person)."""
+        return None if self.deliver else self.target
 
     def bodies(self) -> tuple[Body, ...]:
         return (
@@ -105,9 +138,29 @@ class MobilePickPlace(Task):
             return None
         return HumanProxy((PERSON_LANE_X, 0.0), floor_height_m=HIP_HEIGHT_M)
 
-    def walk(self, rng: np.random.Generator) -> Walk:
+    def draw_scene(
+        self, rng: np.random.Generator
+    ) -> tuple[FloorPlan, np.ndarray, np.ndarray, HumanProxy | None]:
+        """The episode's scene from the pair's scene stream, in draw order: the room
+        (`sim_suites.room.draw_floor_plan`), where the cube stands and where it goes
+        (`placements`), the person on their walk (`walk`; None without a person)."""
+        plan = draw_floor_plan(rng, self.doorway_blocked)
+        start, goal = self.placements(plan, rng)
+        human = self.human()
+        if human is not None:
+            human = HumanProxy(
+                human.xy, floor_height_m=human.floor_height_m, walk=self.walk(rng, goal)
+            )
+        return plan, start, goal, human
+
+    def walk(self, rng: np.random.Generator, goal: np.ndarray) -> Walk:
         """The person's walk this episode, from the scene stream: up and down the lane between
-        two drawn points, round and round."""
+        two drawn points, round and round; a person receiving the cube (`deliver`) stands
+        HANDOVER_M beyond the hand-over point `goal` from the room's centre line."""
+        if self.deliver:
+            side = 1.0 if float(goal[1]) >= 0.0 else -1.0
+            spot = (float(goal[0]), float(goal[1]) + side * HANDOVER_M)
+            return Walk((spot,), speed_mps=PERSON_SPEED_MPS)
         lo, hi = PERSON_LANE_Y
         a, b = float(rng.uniform(lo, 0.0)), float(rng.uniform(0.0, hi))
         return Walk(
@@ -124,9 +177,28 @@ class MobilePickPlace(Task):
         and target counters from the scene stream."""
         s = COUNTER_SPREAD_M
         start = counter_point(plan, self.source, float(rng.uniform(-s, s)))
-        goal = counter_point(plan, self.target, float(rng.uniform(-s, s)))
         lift = np.array([0.0, 0.0, CUBE_HALF])
+        if self.deliver:
+            return start + lift, self.handover_point(plan, rng)
+        goal = counter_point(plan, self.target, float(rng.uniform(-s, s)))
         return start + lift, goal + lift
+
+    def handover_point(self, plan: FloorPlan, rng: np.random.Generator) -> np.ndarray:
+        """Where the cube is handed over (3,), m: the receiver's place drawn in the far half
+        (x in RECEIVER_X, |y| in RECEIVER_ABS_Y, the side drawn), redrawn while they would
+        stand within RECEIVER_CLEAR_M of a clutter box or the base's hand-over stand is
+        blocked (at most RECEIVER_TRIES draws; the last one stands)."""
+        rects = plan.obstacles()
+        goal = np.zeros(3)
+        for _ in range(RECEIVER_TRIES):
+            x = float(rng.uniform(*RECEIVER_X))
+            side = 1.0 if rng.uniform() < 0.5 else -1.0
+            y = side * float(rng.uniform(*RECEIVER_ABS_Y))
+            goal = np.array([x, y - side * HANDOVER_M, HANDOVER_Z_M])
+            clear = all(math.dist((x, y), c) >= RECEIVER_CLEAR_M for c in plan.clutter)
+            if clear and handover_stand(goal, rects) is not None:
+                break
+        return goal
 
     def goal_pos(self, start_offset: np.ndarray) -> np.ndarray:
         # The goal depends on the drawn room; the environment takes it from `placements`.
@@ -134,6 +206,13 @@ class MobilePickPlace(Task):
 
     def goal_error(self, state: TaskState, goal: np.ndarray) -> float:
         return float(np.linalg.norm(state.object_pos - goal))
+
+    def complete(self, state: TaskState, goal: np.ndarray, error: float | None = None) -> bool:
+        """As every task (within tolerance, at rest), but a delivered cube stays in the hand."""
+        if not self.deliver:
+            return super().complete(state, goal, error)
+        e = self.goal_error(state, goal) if error is None else error
+        return e <= self.spec.tolerance_m and state.attached and state.object_speed < REST_SPEED_MPS
 
     def grasp_width(self) -> float:
         return 2 * CUBE_HALF
@@ -177,6 +256,7 @@ class MobilePickPlaceScript(ScriptedPolicy):
         self.route: list[np.ndarray] = []
         self.stand = np.zeros(3)
         self.lift_goal = 0.0
+        self.handover = False
 
     # ------------------------------------------------------------------ helpers
 
@@ -205,15 +285,19 @@ class MobilePickPlaceScript(ScriptedPolicy):
         """Route to the stand-off serving `point` (map frame); False when there is none."""
         rects = floor_plan_rects(obs["floor_plan"])
         k = counter_under(rects, point)
-        stand = None if k is None else stand_pose(rects[k], point, rects)
+        self.handover = k is None
+        stand = handover_stand(point, rects) if k is None else stand_pose(rects[k], point, rects)
         if stand is None:
             return False
         route = shortest_path(obs["base_pose"][:2], stand[:2], rects)
         if route is None:
             return False
         self.route, self.stand = route[1:], stand
-        # The mount at the counter's top: the cube's centre is 2 cm above it.
-        self.lift_goal = float(point[2]) - 0.02 - MOUNT_Z0_M
+        # The mount at the counter's top (the cube's centre is 2 cm above it), or as near the
+        # hand-over height as the lift goes.
+        self.lift_goal = min(
+            LIFT_RANGE_M[1], max(LIFT_RANGE_M[0], float(point[2]) - 0.02 - MOUNT_Z0_M)
+        )
         return True
 
     def _drive(self, obs: Obs) -> tuple[np.ndarray, bool]:
@@ -269,7 +353,7 @@ class MobilePickPlaceScript(ScriptedPolicy):
             self.goto("to_pick" if self._plan(obs, obj) else "no_route")
         if self.phase in ("to_pick", "to_place", "no_route"):
             return None
-        if self.phase in ("carry", "to_place", "transfer", "place") and not grasped:
+        if self.phase in ("carry", "to_place", "transfer", "place", "offer") and not grasped:
             self.goto("approach")  # dropped: pick it up again where it is
         if self.phase == "approach":
             return self.approach_phase(obs, obj, HOVER_M, 0.01)
@@ -292,6 +376,17 @@ class MobilePickPlaceScript(ScriptedPolicy):
             if self.near(tcp, tuck, 0.02):
                 self.goto("to_place" if self._plan(obs, goal) else "no_route")
             return toward(tcp, tuck)
+        if self.phase == "transfer" and self.handover:
+            # Hold the cube out at the hand-over point …
+            there = goal + (tcp - obj)
+            if self.near(tcp, there, 0.006):
+                self.goto("offer")
+                self.memory["there"] = there
+            return toward(tcp, there)
+        if self.phase == "offer":
+            # … and keep the hand there: the target stays put (chasing the cube's sway in the
+            # fingers would make it swing on).
+            return toward(tcp, self.memory["there"])
         if self.phase == "transfer":
             offset = tcp - obj
             above = goal + offset + np.array([0.0, 0.0, HOVER_M])
@@ -339,6 +434,7 @@ FAMILY = register_family(
             _instance("cube_back", 1, 0, person=1),
             _instance("cube_same_half", 0, 2, person=1),
             _instance("steel_across", 0, 1, person=1, **STEEL),
+            _instance("deliver_to_person", 0, 1, person=1, deliver=1),
         ),
         script=MobilePickPlaceScript,
         env="sim_suites.mobile_env:MobileTaskEnv",
