@@ -50,8 +50,10 @@ from sim_suites.mobile_metrics import navigation_record
 from sim_suites.mobile_observations import (
     MobileReading,
     floor_plan_array,
+    integrate_odometry,
     mobile_observation,
     mobile_space,
+    rot_z,
 )
 from sim_suites.mobile_safety import (
     CollisionCounter,
@@ -90,11 +92,6 @@ ROOM_WORKSPACE = Workspace(
 #: Why the scene knobs do nothing here: the floor plan places the parts.
 _PLAN_PLACES = "the room's floor plan places the parts (drawn from the scene seed)"
 DIVERGED_SPEED_MPS = 50.0
-
-
-def rot_z(yaw: float) -> np.ndarray:
-    c, s = math.cos(yaw), math.sin(yaw)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
@@ -369,16 +366,6 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._wheel_body = body
         return self._robot_step(sent.tcp_target)
 
-    def _integrate_odometry(self, dt: float) -> None:
-        """Odometry as a mobile base fuses it: heading from the gyro (the base's measured yaw
-        rate), travel from the wheels' turns (the commanded velocity, which the drive servos
-        hold) scaled by the odometry's error (`odometry_drift`), rotated by that heading."""
-        self.odometry[2] += float(self._base_qd[2]) * dt
-        scale = 1.0 + self.params.odometry_drift
-        self.odometry[:2] += (
-            rot_z(float(self.odometry[2]))[:2, :2] @ self._wheel_body[:2] * (scale * dt)
-        )
-
     def _robot_step(self, tcp_target: np.ndarray) -> tuple[dict, float, bool, bool, dict]:
         task, dt, step = self.task, self._dt, self._step
         command = self.robot.update(step * dt, dt, self._rots, self._origins)
@@ -392,7 +379,9 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
         self._step += 1
         t = self._step * dt
         self._read_state()
-        self._integrate_odometry(dt)
+        integrate_odometry(
+            self.odometry, float(self._base_qd[2]), self._wheel_body, self.params.odometry_drift, dt
+        )
         self._path_m += float(np.linalg.norm(self._base_q[:2] - before))
         part_in_tcp = rot_z(float(self._base_q[2])).T @ (self._obj_pos - self._tcp)
         self._held = self.grasp.update(

@@ -11,6 +11,7 @@ m) of the walls, partition, counters and clutter, zero-padded.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,3 +104,20 @@ def mobile_observation(reading: MobileReading, eps: np.ndarray) -> dict[str, np.
 
 
 __all__ = ["MAX_FOOTPRINTS", "POS_BOUND_M", "MobileReading", "mobile_observation", "mobile_space"]
+
+
+def rot_z(yaw: float) -> np.ndarray:
+    """The rotation (3, 3) by `yaw` rad about the vertical."""
+    c, s = math.cos(yaw), math.sin(yaw)
+    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+
+
+def integrate_odometry(
+    odometry: np.ndarray, yaw_rate: float, wheel_body: np.ndarray, drift: float, dt: float
+) -> None:
+    """Advance the base's odometry pose (x, y, yaw) in place by one control period, as a mobile
+    base fuses it: heading from the gyro (`yaw_rate`, the base's measured yaw rate, rad/s),
+    travel from the wheels' turns (`wheel_body`, the commanded velocity in the base frame, which
+    the drive servos hold) scaled by the odometry's error (`drift`), rotated by that heading."""
+    odometry[2] += yaw_rate * dt
+    odometry[:2] += rot_z(float(odometry[2]))[:2, :2] @ wheel_body[:2] * ((1.0 + drift) * dt)
