@@ -37,6 +37,7 @@ from embodied_eval.errors import EvalError
 from sim_suites.command_path import ArmCommandPath, JointLimits, RobotController
 from sim_suites.control_quality import ControlRecorder, unintended_contact
 from sim_suites.controller import V_MAX_MPS
+from sim_suites.engines.base import DIVERGED_REASON, physics_diverged
 from sim_suites.engines.factory import ENGINES, check_engine, make_backend
 from sim_suites.env_config import EnvConfig, env_config, with_reset_options
 from sim_suites.fault_effects import FaultEffects, obstacle_contact_n, obstacle_warn_n
@@ -67,10 +68,6 @@ from sim_suites.variations import (
 __all__ = ["ENGINES", "EnvConfig", "PandaTaskEnv"]
 #: What `step` returns: observation, reward, terminated, truncated, info.
 StepResult = tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]
-
-#: An object faster than this (m/s) means the simulation blew up: the episode is an error.
-DIVERGED_SPEED_MPS = 50.0
-
 
 class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
     """One task instance of one family on one engine (see the module docstring)."""
@@ -417,12 +414,8 @@ class PandaTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             self._separation,
             external,
         )
-        if (
-            not math.isfinite(float(self._q.sum()) + self._obj_speed)
-            or self._obj_speed > DIVERGED_SPEED_MPS
-            or self.backend.diverged()
-        ):
-            decision = StopDecision("error", "physics diverged (simulator instability)")
+        if physics_diverged(float(self._q.sum()), self._obj_speed, self.backend.diverged()):
+            decision = StopDecision("error", DIVERGED_REASON)
         state = self._task_state()
         self._error = task.goal_error(state, self.goal)
         self._quality = graded_quality(self._error, task.spec.tolerance_m)

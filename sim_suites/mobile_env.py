@@ -40,7 +40,7 @@ from embodied_eval.errors import EvalError
 from sim_suites.arena import Workspace
 from sim_suites.command_path import ArmCommandPath, BaseLimiter, JointLimits, RobotController
 from sim_suites.control_quality import ControlRecorder, unintended_contact
-from sim_suites.engines.base import InitialState
+from sim_suites.engines.base import DIVERGED_REASON, InitialState, physics_diverged
 from sim_suites.engines.factory import check_engine, make_backend
 from sim_suites.env_config import env_config
 from sim_suites.families.mobile_pick_place import MobilePickPlace
@@ -65,10 +65,7 @@ from sim_suites.panda_kinematics import FINGER_MAX_M, panda_kinematics
 from sim_suites.robot import tcp_linear_velocity
 from sim_suites.robot_profiles import MOBILE_PANDA
 from sim_suites.room import ROBOT_RADIUS_M, ROOM_X, ROOM_Y, task_shortest_path
-from sim_suites.safety_monitors import (
-    SafetyMonitor,
-    StopDecision,
-)
+from sim_suites.safety_monitors import SafetyMonitor, StopDecision
 from sim_suites.scenes import SCENE_KNOBS, check_scene_seed, scene_record
 from sim_suites.tasks import TaskState, graded_quality, make_task
 from sim_suites.tasks.base import COMPLETION_HOLD_STEPS
@@ -91,7 +88,6 @@ ROOM_WORKSPACE = Workspace(
 )
 #: Why the scene knobs do nothing here: the floor plan places the parts.
 _PLAN_PLACES = "the room's floor plan places the parts (drawn from the scene seed)"
-DIVERGED_SPEED_MPS = 50.0
 
 
 class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
@@ -405,12 +401,9 @@ class MobileTaskEnv(gym.Env[dict[str, Any], np.ndarray]):
             stopping_time_s=self._ssm_speed[1],
             base_speed_mps=self._base_speed,
         )
-        if (
-            not math.isfinite(float(self._q.sum() + self._base_q.sum()) + self._obj_speed)
-            or self._obj_speed > DIVERGED_SPEED_MPS
-            or self.backend.diverged()
-        ):
-            decision = StopDecision("error", "physics diverged (simulator instability)")
+        state_sum = float(self._q.sum() + self._base_q.sum())
+        if physics_diverged(state_sum, self._obj_speed, self.backend.diverged()):
+            decision = StopDecision("error", DIVERGED_REASON)
         state = self._task_state()
         self._error = task.goal_error(state, self.goal)
         self._quality = graded_quality(self._error, task.spec.tolerance_m)

@@ -11,6 +11,7 @@ Quaternions are (w, x, y, z). Units: m, rad, kg, N, N·m.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -227,4 +228,20 @@ def quat_to_matrix(q: np.ndarray) -> np.ndarray:
             [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
             [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
         ]
+    )
+
+
+#: An object faster than this (m/s) means the simulation blew up: the episode is an error.
+DIVERGED_SPEED_MPS = 50.0
+DIVERGED_REASON = "physics diverged (simulator instability)"
+
+
+def physics_diverged(state_sum: float, object_speed: float, engine_diverged: bool) -> bool:
+    """Whether the physics blew up: a non-finite state (`state_sum`, the sum of the robot's
+    joint positions), an object faster than DIVERGED_SPEED_MPS, or an instability the engine
+    reported."""
+    return (
+        not math.isfinite(state_sum + object_speed)
+        or object_speed > DIVERGED_SPEED_MPS
+        or engine_diverged
     )

@@ -140,23 +140,9 @@ class MujocoContacts:
         lower bound (centre distance − both radii) and only while that bound is below the best
         distance so far; 0 when touching or penetrating, `max_m` when farther than that.
         """
-        robot = self.robot_geoms
-        xpos, rbound = data.geom_xpos, model.geom_rbound
-        out: dict[str, float] = {}
-        for name in bodies:
-            geoms = self.geoms_of[name]
-            gap = xpos[robot][:, None, :] - xpos[geoms][None, :, :]
-            lower = np.sqrt((gap * gap).sum(axis=2)) - rbound[robot][:, None] - rbound[geoms]
-            best = max_m
-            flat = lower.ravel()
-            for k in np.argsort(flat, kind="stable").tolist():
-                if flat[k] >= best:
-                    break
-                i, j = divmod(k, len(geoms))
-                dist = mujoco.mj_geomDistance(model, data, int(robot[i]), int(geoms[j]), best, None)
-                best = min(best, dist)
-            out[name] = max(0.0, float(best))
-        return out
+        return {
+            name: self._least_distance(model, data, self.geoms_of[name], max_m) for name in bodies
+        }
 
     def nearest(
         self, model: mujoco.MjModel, data: mujoco.MjData, bodies: Sequence[str], max_m: float
@@ -166,11 +152,18 @@ class MujocoContacts:
         farther): one bounding-sphere lower bound over every robot geom × every body geom,
         exact distances queried in its order while it is below the best so far."""
         geoms = np.concatenate([self.geoms_of[name] for name in bodies])
+        return self._least_distance(model, data, geoms, max_m)
+
+    def _least_distance(
+        self, model: mujoco.MjModel, data: mujoco.MjData, geoms: np.ndarray, max_m: float
+    ) -> float:
+        """Smallest distance (m) between the robot's geoms and `geoms` (ids), at most `max_m`,
+        0 when touching: exact distances queried in order of the bounding-sphere lower bound,
+        only while that bound is below the best so far."""
         robot = self.robot_geoms
         xpos, rbound = data.geom_xpos, model.geom_rbound
         gap = xpos[robot][:, None, :] - xpos[geoms][None, :, :]
-        lower = np.sqrt((gap * gap).sum(axis=2)) - rbound[robot][:, None] - rbound[geoms]
-        flat = lower.ravel()
+        flat = (np.sqrt((gap * gap).sum(axis=2)) - rbound[robot][:, None] - rbound[geoms]).ravel()
         best = max_m
         for k in np.argsort(flat, kind="stable").tolist():
             if flat[k] >= best:

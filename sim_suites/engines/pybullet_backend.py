@@ -39,6 +39,7 @@ with native_output_silenced():  # PyBullet prints its build banner on import
 
 from embodied_eval.errors import EvalError
 from sim_suites.arena import PART_ROLES, Scene
+from sim_suites.engines import pybullet_scene as scene_parts
 from sim_suites.engines.base import (
     PHYSICS_DT,
     ROBOT,
@@ -54,7 +55,6 @@ from sim_suites.engines.base import (
 from sim_suites.engines.contact_softness import set_contact_softness
 from sim_suites.engines.mobile_base import MobileDrive, PybulletMobileBase, arm_links
 from sim_suites.engines.pybullet_contacts import contacts_now, nearest, separations
-from sim_suites.engines.pybullet_scene import add_body, coupled_finger_force, scaled_body
 from sim_suites.panda_description import urdf_file
 from sim_suites.rendering.appearance import Appearance
 from sim_suites.rendering.pybullet_render import PybulletRenderer, table_visual
@@ -63,14 +63,6 @@ from sim_suites.robot_profiles import PANDA, RobotProfile
 
 #: Constraint-solver iterations per step (PyBullet's default; enough for the grasps here).
 PYBULLET_SOLVER_ITERATIONS = 50
-
-
-def _wxyz(q_xyzw: tuple[float, ...]) -> np.ndarray:
-    return np.array([q_xyzw[3], q_xyzw[0], q_xyzw[1], q_xyzw[2]])
-
-
-def _xyzw(q_wxyz: np.ndarray) -> list[float]:
-    return [float(q_wxyz[1]), float(q_wxyz[2]), float(q_wxyz[3]), float(q_wxyz[0])]
 
 
 _LIVE_BACKENDS: weakref.WeakSet[PybulletBackend] = weakref.WeakSet()
@@ -170,7 +162,7 @@ class PybulletBackend(MobileDrive):
         )
         self._ids: dict[str, int] = {}
         for body in scene.bodies:
-            self._ids[body.name] = add_body(client, body, image_size is not None)
+            self._ids[body.name] = scene_parts.add_body(client, body, image_size is not None)
         self._names = {bid: name for name, bid in self._ids.items()}
         self._object_ids = [self._ids[b.name] for b in scene.bodies if b.role in PART_ROLES]
         self._nominal_ids = dict(self._ids)
@@ -273,7 +265,7 @@ class PybulletBackend(MobileDrive):
                 c.resetBasePositionAndOrientation(bid, list(pos), [0.0, 0.0, 0.0, 1.0])
                 c.resetJointState(bid, 0, float(init.slide_q.get(body.name, 0.0)), 0.0)
             else:
-                quat = _xyzw(yaw_quat(init.body_yaw.get(body.name, 0.0)))
+                quat = scene_parts.xyzw(yaw_quat(init.body_yaw.get(body.name, 0.0)))
                 c.resetBasePositionAndOrientation(bid, list(pos), quat)
                 c.resetBaseVelocity(bid, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0])
 
@@ -286,7 +278,8 @@ class PybulletBackend(MobileDrive):
             if body.role != "object" or body.joint != "free":
                 continue
             nominal = self._nominal_ids[body.name]
-            bid = add_body(c, scaled_body(body, s), self.image_size is not None)
+            scaled = scene_parts.scaled_body(body, s)
+            bid = scene_parts.add_body(c, scaled, self.image_size is not None)
             # Parked far from everything and out of the table's collisions (it falls freely).
             c.setCollisionFilterPair(nominal, self.table, -1, -1, enableCollision=0)
             c.resetBasePositionAndOrientation(
@@ -350,7 +343,9 @@ class PybulletBackend(MobileDrive):
             q = np.array(q_all[:own])
             qd = np.array(qd_all[:own])
             tau = pd_torque(q, qd, cmd, kp, kv, self._limit)
-            tau[n:] = coupled_finger_force(q[n:], qd[n:], finger_cmd, kp[n], kv[n], self._limit[n])
+            tau[n:] = scene_parts.coupled_finger_force(
+                q[n:], qd[n:], finger_cmd, kp[n], kv[n], self._limit[n]
+            )
             self._tau = tau
             # Passive joint damping acts outside the servo's torque limit, as in MuJoCo.
             c.setJointMotorControlArray(
@@ -381,9 +376,9 @@ class PybulletBackend(MobileDrive):
         bid = self._ids[name]
         if self.scene.body(name).joint == "slide":
             state = self.client.getLinkState(bid, 0, computeForwardKinematics=True)
-            return np.array(state[4]), _wxyz(state[5])
+            return np.array(state[4]), scene_parts.wxyz(state[5])
         pos, quat = self.client.getBasePositionAndOrientation(bid)
-        return np.array(pos), _wxyz(quat)
+        return np.array(pos), scene_parts.wxyz(quat)
 
     def body_pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         return self._body_frame(name)
@@ -413,13 +408,13 @@ class PybulletBackend(MobileDrive):
         child_link = 0 if self.scene.body(name).joint == "slide" else -1
         # Constraint frames are relative to each link's centre-of-mass frame.
         hand = c.getLinkState(self.robot, self._hand, computeForwardKinematics=True)
-        hand_pos, hand_quat = np.array(hand[0]), _wxyz(hand[1])
+        hand_pos, hand_quat = np.array(hand[0]), scene_parts.wxyz(hand[1])
         if child_link == 0:
             state = c.getLinkState(bid, 0, computeForwardKinematics=True)
-            obj_pos, obj_quat = np.array(state[0]), _wxyz(state[1])
+            obj_pos, obj_quat = np.array(state[0]), scene_parts.wxyz(state[1])
         else:
             p, q = c.getBasePositionAndOrientation(bid)
-            obj_pos, obj_quat = np.array(p), _wxyz(q)
+            obj_pos, obj_quat = np.array(p), scene_parts.wxyz(q)
         rel_pos = quat_to_matrix(hand_quat).T @ (obj_pos - hand_pos)
         rel_quat = quat_conj_mul(hand_quat, obj_quat)
         cid = c.createConstraint(
@@ -431,7 +426,7 @@ class PybulletBackend(MobileDrive):
             [0.0, 0.0, 0.0],
             parentFramePosition=list(rel_pos),
             childFramePosition=[0.0, 0.0, 0.0],
-            parentFrameOrientation=_xyzw(rel_quat),
+            parentFrameOrientation=scene_parts.xyzw(rel_quat),
             childFrameOrientation=[0.0, 0.0, 0.0, 1.0],
         )
         c.changeConstraint(cid, maxForce=WELD_MAX_FORCE_N)

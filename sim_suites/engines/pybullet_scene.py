@@ -152,3 +152,13 @@ def coupled_finger_force(
     drive = min(limit, max(-limit, kp * (cmd - mean) - kv * mean_v))
     out = drive + kp * (mean - q) - kv * (qd - mean_v)
     return np.minimum(np.maximum(out, -limit), limit)
+
+
+def wxyz(q_xyzw: tuple[float, ...]) -> np.ndarray:
+    """A PyBullet quaternion (x, y, z, w) in the project's order (w, x, y, z)."""
+    return np.array([q_xyzw[3], q_xyzw[0], q_xyzw[1], q_xyzw[2]])
+
+
+def xyzw(q_wxyz: np.ndarray) -> list[float]:
+    """A quaternion (w, x, y, z) in PyBullet's order (x, y, z, w)."""
+    return [float(q_wxyz[1]), float(q_wxyz[2]), float(q_wxyz[3]), float(q_wxyz[0])]
